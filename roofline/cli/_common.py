@@ -1,0 +1,42 @@
+"""Shared CLI plumbing: consoles, --json emission, and the options every command repeats."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import typer
+from rich.console import Console
+
+console = Console()
+err_console = Console(stderr=True)
+
+JSON_OPTION = typer.Option(False, "--json", help="Print a JSON object for scripts instead of a table.")
+
+
+def to_jsonable(value: Any) -> Any:
+    """numpy scalars/arrays and dataclass-like objects to plain JSON types (inf -> null)."""
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return to_jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return to_jsonable(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if hasattr(value, "model_dump"):
+        return to_jsonable(value.model_dump())
+    return value
+
+
+def emit(data: dict[str, Any] | list[Any], as_json: bool, render: Callable[[], None]) -> None:
+    """Print ``data`` as JSON when ``as_json``; otherwise call ``render`` for people."""
+    if as_json:
+        print(json.dumps(to_jsonable(data), indent=2))
+    else:
+        render()
