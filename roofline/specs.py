@@ -240,7 +240,7 @@ def _validate(schema: type[_Spec], data: dict[str, Any], origin: str) -> Any:
         raise SpecError(_validation_message(origin, exc, schema)) from None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _catalog(kind: Literal["hardware", "models"]) -> dict[str, Path]:
     found: dict[str, Path] = {}
     for folder in catalog_dirs(kind):

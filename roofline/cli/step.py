@@ -1,0 +1,168 @@
+"""`roofline step` (one decode step) and `roofline request` (TTFT, TPOT, end-to-end)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from ..analysis import Precision, decode_step, request
+from ..errors import RooflineError
+from ..fmt import format_bytes, format_seconds
+from ..specs import load_hardware, load_model
+from ..units import DTYPE_BYTES
+from ._common import JSON_OPTION, console, emit
+
+MODEL = typer.Option(..., "--model", "-m", help="Built-in model name, YAML or config.json path.")
+HARDWARE = typer.Option(..., "--hardware", "-H", help="Built-in chip, YAML or calibrated profile.")
+CHIPS = typer.Option(1, "--chips", "-n", help="Chips in the slice.")
+BATCH = typer.Option(1, "--batch", "-b", help="Concurrent sequences (decode batch).")
+WEIGHTS = typer.Option("bf16", "--weights", help="Weight dtype: bf16, fp8, int8, int4, ...")
+KV_DTYPE = typer.Option("bf16", "--kv-dtype", help="KV-cache dtype.")
+COMPUTE = typer.Option("bf16", "--compute-dtype", help="Matmul dtype (its FLOP/s are used).")
+PRICE = typer.Option(None, "--price", help="USD per chip-hour (default: the hardware file's).")
+
+
+def precision_from_options(weights: str, kv_dtype: str, compute_dtype: str) -> Precision:
+    """Validate the three dtype options into a Precision, naming the bad option."""
+    for option, value in (("--weights", weights), ("--kv-dtype", kv_dtype),
+                          ("--compute-dtype", compute_dtype)):
+        if value not in DTYPE_BYTES:
+            raise RooflineError(f"{option}: unknown dtype {value!r}; allowed: {', '.join(DTYPE_BYTES)}")
+    return Precision(weights=weights, kv=kv_dtype, compute=compute_dtype)
+
+
+def why_line(r: dict[str, Any], bw_total: float) -> str:
+    """One sentence naming the binding term, e.g. 'memory-bound: 26 GB of weights + ...'."""
+    if r["bound"] == "compute":
+        return (f"compute-bound: {format_seconds(r['compute_time_s'])} of matmul FLOPs exceed "
+                f"{format_seconds(r['kv_time_s'] + r['weight_time_s'])} of HBM reads "
+                f"(batch is above the critical batch {r['critical_batch']:.0f})")
+    return (f"memory-bound: {format_bytes(r['param_bytes'])} of weights + "
+            f"{format_bytes(r['kv_bytes'])} of KV over {format_bytes(bw_total)}/s")
+
+
+def step_command(
+    model: str = MODEL,
+    hardware: str = HARDWARE,
+    chips: int = CHIPS,
+    batch: int = BATCH,
+    context: int = typer.Option(2048, "--context", "-s", help="Tokens in each sequence's KV cache."),
+    weights: str = WEIGHTS,
+    kv_dtype: str = KV_DTYPE,
+    compute_dtype: str = COMPUTE,
+    price: float = PRICE,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """One decode step: memory, fit, step time, throughput, cost and the binding term.
+
+    Example: roofline step --model llama-2-13b --hardware tpu-v5e --chips 8 --batch 16 --context 8192
+    """
+    m, hw = load_model(model), load_hardware(hardware)
+    prec = precision_from_options(weights, kv_dtype, compute_dtype)
+    if price is not None and price <= 0:
+        raise RooflineError(f"--price must be positive (got {price})")
+    res = decode_step(m, hw, chips, batch, context, prec, price)
+    data: dict[str, Any] = {
+        "model": m.name, "hardware": hw.name, "chips": chips, "batch": batch, "context": context,
+        "weights": prec.weights, "kv_dtype": prec.kv, "compute_dtype": prec.compute,
+        **{k: _scalar(v) for k, v in res.as_dict().items()},
+    }
+    bw_total = chips * hw.hbm_bandwidth_bytes_per_s
+    data["why"] = why_line(data, bw_total)
+
+    def render() -> None:
+        table = Table(title=f"{m.name} on {chips}x {hw.name}, batch {batch}, context {context}, "
+                            f"{prec.weights} weights / {prec.kv} KV / {prec.compute} FLOPs")
+        table.add_column("quantity")
+        table.add_column("value", justify="right")
+        fits = "yes" if data["fits"] else f"[bold red]NO[/] (over by {format_bytes(data['overflow_bytes'])})"
+        rows = [
+            ("parameters (total / active)",
+             f"{data['param_count'] / 1e9:.2f} B / {data['active_param_count'] / 1e9:.2f} B"),
+            ("weights", format_bytes(data["param_bytes"])),
+            ("KV per token", format_bytes(data["kv_bytes_per_token"])),
+            ("KV cache (batch)", format_bytes(data["kv_bytes"])),
+            ("total memory / HBM", f"{format_bytes(data['total_bytes'])} / "
+                                   f"{format_bytes(data['hbm_capacity_bytes'])}"),
+            ("fits", fits),
+            ("max batch at this context", f"{data['max_batch']:.0f}"),
+            ("min chips for this batch", f"{data['min_chips']:.0f}"),
+            ("critical batch", f"{data['critical_batch']:.0f}"),
+            ("step time (general)", f"[bold]{format_seconds(data['step_time_s'])}[/]"),
+            ("step time (lower bound)", format_seconds(data["min_step_time_s"])),
+            ("  KV read / weight load / matmul",
+             f"{format_seconds(data['kv_time_s'])} / {format_seconds(data['weight_time_s'])} / "
+             f"{format_seconds(data['compute_time_s'])}"),
+            ("tokens/s", f"{data['tokens_per_s']:,.1f}"),
+            ("tokens/s per chip", f"{data['tokens_per_s_per_chip']:,.1f}"),
+            ("$ per million tokens", f"{data['cost_per_million_tokens']:.3f}"),
+            ("bound", f"[bold yellow]{data['bound']}[/]"),
+        ]
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+        console.print(data["why"])
+        console.print(f"[dim]hardware: {data['sources']['hardware']}[/]")
+
+    emit(data, as_json, render)
+
+
+def request_command(
+    model: str = MODEL,
+    hardware: str = HARDWARE,
+    input_len: int = typer.Option(..., "--input-len", "-i", help="Prompt tokens."),
+    output_len: int = typer.Option(..., "--output-len", "-o", help="Generated tokens."),
+    chips: int = CHIPS,
+    batch: int = BATCH,
+    weights: str = WEIGHTS,
+    kv_dtype: str = KV_DTYPE,
+    compute_dtype: str = COMPUTE,
+    mfu: float = typer.Option(1.0, "--mfu", help="Achieved fraction of peak FLOP/s in prefill."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """A whole request: TTFT, TPOT and end-to-end latency, with and without a KV cache.
+
+    Example: roofline request --model llama-3-8b --hardware h100-sxm --input-len 2048 --output-len 256
+    """
+    m, hw = load_model(model), load_hardware(hardware)
+    prec = precision_from_options(weights, kv_dtype, compute_dtype)
+    res = request(m, hw, input_len, output_len, chips, batch, prec, mfu)
+    data: dict[str, Any] = {
+        "model": m.name, "hardware": hw.name, "chips": chips, "batch": batch,
+        **{k: _scalar(v) for k, v in res.as_dict().items()},
+    }
+
+    def render() -> None:
+        table = Table(title=f"{m.name} on {chips}x {hw.name}: {input_len} in, {output_len} out, "
+                            f"batch {batch}")
+        table.add_column("quantity")
+        table.add_column("value", justify="right")
+        for label, key in (("TTFT (prefill)", "ttft_s"), ("TPOT (mean)", "tpot_s"),
+                           ("first / last decode step", None),
+                           ("end-to-end latency", "latency_s"),
+                           ("without KV cache", "no_cache_latency_s")):
+            if key is None:
+                table.add_row(label, f"{format_seconds(data['first_step_time_s'])} / "
+                                     f"{format_seconds(data['last_step_time_s'])}")
+            else:
+                table.add_row(label, format_seconds(data[key]))
+        table.add_row("no-cache slowdown", f"{data['no_cache_slowdown']:.1f}x")
+        table.add_row("output tokens/s per chip", f"{data['tokens_per_s_per_chip']:,.1f}")
+        table.add_row("fits at the final context", "yes" if data["fits"] else "[bold red]NO[/]")
+        console.print(table)
+
+    emit(data, as_json, render)
+
+
+def _scalar(value: Any) -> Any:
+    """0-d numpy values to Python scalars for display and JSON."""
+    if hasattr(value, "ndim") and value.ndim == 0:
+        return value.item()
+    return value
+
+
+def register(app: typer.Typer) -> None:
+    app.command("step")(step_command)
+    app.command("request")(request_command)
