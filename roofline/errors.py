@@ -18,10 +18,10 @@ def nearest(name: str, choices: Iterable[str], n: int = 3) -> list[str]:
     """The closest names to ``name`` among ``choices`` (case-insensitive, best first)."""
     options = sorted(set(choices))
     lowered = {c.lower(): c for c in options}
-    close = difflib.get_close_matches(name.lower(), list(lowered), n=n, cutoff=0.4)
-    starts = [c for c in options if c.lower().startswith(name.lower()[:3])] if name else []
-    out: list[str] = [lowered[c] for c in close]
-    out += [c for c in starts if c not in out]
+    query = name.lower()
+    prefixed = [c for c in options if c.lower().startswith(query)] if query else []
+    close = [lowered[c] for c in difflib.get_close_matches(query, list(lowered), n=n, cutoff=0.4)]
+    out = prefixed + [c for c in close if c not in prefixed]
     return out[:n]
 
 

@@ -1,0 +1,5 @@
+"""``python -m roofline`` runs the CLI."""
+
+from .cli import main
+
+main()
