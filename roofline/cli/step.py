@@ -69,6 +69,7 @@ def step_command(
         "weights": prec.weights, "kv_dtype": prec.kv, "compute_dtype": prec.compute,
         **{k: _scalar(v) for k, v in res.as_dict().items()},
     }
+    data["max_batch"], data["min_chips"] = int(data["max_batch"]), int(data["min_chips"])
     bw_total = chips * hw.hbm_bandwidth_bytes_per_s
     data["why"] = why_line(data, bw_total)
 
