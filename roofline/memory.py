@@ -116,6 +116,7 @@ def param_counts(m: ModelShape) -> ParamCounts:
     mlp_active = dense_mlp + moe_layers * (m.experts_per_token * expert + shared + router)
     norm_size = d * (2 if m.norm_bias else 1)
     norms = (2 * m.num_layers + 1) * norm_size
+    norms += m.num_layers * getattr(m, "extra_params_per_layer", 0)  # extra norms / gates (hf_config)
     return ParamCounts(
         embedding=float(embedding),
         attention=m.num_layers * attention_params_per_layer(m),

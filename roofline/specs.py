@@ -158,6 +158,8 @@ class ModelSpec(_Spec):
     mlp_bias: bool = False
     norm_bias: bool = False
     learned_position_embeddings: int = Field(0, ge=0)
+    # Small per-layer weights not otherwise modelled (extra norms, q/k norms, gates), counted as norms.
+    extra_params_per_layer: int = Field(0, ge=0)
     max_position_embeddings: int | None = Field(None, gt=0)
     source: str = ""
 
