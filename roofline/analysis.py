@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import compute, cost, memory, step
+from . import compute, cost, fabric, memory, sharding, step, topology
 from .chip import ChipRates, chip_rates
 from .errors import RooflineError
 from .specs import HardwareSpec, ModelSpec
@@ -66,6 +66,12 @@ class StepResult:
     overhead_time_s: Any
     cost_per_million_tokens: Any
     sources: dict[str, str] = field(default_factory=dict)
+    # Tensor parallelism (tp > 1): per-step activation collectives and the step-time bounds.
+    tp: int = 1
+    comms_time_s: Any = 0.0
+    comms_time_upper_s: Any = 0.0
+    step_time_lower_s: Any = 0.0
+    step_time_upper_s: Any = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -87,8 +93,14 @@ def decode_step(
     precision: Precision = Precision(),
     price_per_chip_hour: float | None = None,
     rates: ChipRates | None = None,
+    tp: int | None = None,
+    topology_text: str | None = None,
 ) -> StepResult:
-    """Memory, fit, step time (book's general form), throughput and cost of one decode step."""
+    """Memory, fit, step time (book's general form), throughput and cost of one decode step.
+
+    ``tp`` > 1 (or a ``topology_text`` such as ``4x4``, whose chips form the tp group) adds
+    the Megatron activation collectives: bounds max(step, comms) and step + comms.
+    """
     _check_positive(chips=chips, batch=batch, context=context)
     rates = rates or chip_rates(hw, precision.compute)
     counts = memory.param_counts(model)
@@ -110,6 +122,10 @@ def decode_step(
     )
     tps = step.tokens_per_s(batch, step_s)
     price = hw.price_per_chip_hour if price_per_chip_hour is None else price_per_chip_hour
+    tp_degree, comms, comms_upper, comms_source = tensor_parallel_comms(
+        model, hw, chips, batch, tp, topology_text, dtype_bytes(precision.compute)
+    )
+    local_bound = step.decode_bound(batch, kv_seq, weights_read, counts.active, flops, w_bw, kv_bw)
     return StepResult(
         param_count=counts.total,
         active_param_count=counts.active,
@@ -135,7 +151,7 @@ def decode_step(
         min_step_time_s=step.min_decode_step_time_s(kv_total, weights_read, w_bw),
         tokens_per_s=tps,
         tokens_per_s_per_chip=tps / chips_f,
-        bound=step.decode_bound(batch, kv_seq, weights_read, counts.active, flops, w_bw, kv_bw),
+        bound=sharding.sharded_bound(local_bound, step_s, comms),
         kv_time_s=step.kv_read_time_s(kv_total, kv_bw),
         weight_time_s=step.weight_load_time_s(weights_read, w_bw),
         compute_time_s=step.matmul_time_s(batch, counts.active, flops),
@@ -146,8 +162,53 @@ def decode_step(
             "model": model.source or model.name,
             "formulas": f"{BOOK}, 'Theoretical estimates for LLM latency and throughput'",
             "price": "command line" if price_per_chip_hour is not None else "hardware spec",
+            "comms": comms_source,
         },
+        tp=tp_degree,
+        comms_time_s=comms,
+        comms_time_upper_s=comms_upper,
+        step_time_lower_s=sharding.overlapped_step_time_s(step_s, comms),
+        step_time_upper_s=sharding.serialized_step_time_s(step_s, comms_upper),
     )
+
+
+def tensor_parallel_comms(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    chips: ArrayLike,
+    batch: ArrayLike,
+    tp: int | None,
+    topology_text: str | None,
+    activation_bytes: float,
+) -> tuple[int, Any, Any, str]:
+    """(tp, comms lower, comms upper, source): L·(2 AllReduce of [B_g, D] + AllToAlls of [B_g, N·H]).
+
+    B_g = B·tp/chips is one tp group's share of the batch (the rest of the slice splits the
+    batch); the AllToAlls appear once tp exceeds the KV heads (KV then sharded over batch).
+    """
+    sizes = topology.parse_topology(topology_text) if topology_text else None
+    degree = tp if tp is not None else (topology.topology_chips(sizes) if sizes else 1)
+    if degree < 1:
+        raise RooflineError(f"--tp must be at least 1 (got {degree})")
+    chips_arr = np.asarray(chips, dtype=float)
+    if sizes is not None and np.any(chips_arr != topology.topology_chips(sizes)):
+        raise RooflineError(f"--topology {topology_text} has {topology.topology_chips(sizes)} chips but "
+                            f"--chips is {chips}")
+    if np.any(np.mod(chips_arr, degree) != 0):
+        raise RooflineError(f"--tp {degree} must divide --chips ({chips})")
+    if degree == 1:
+        return 1, 0.0, 0.0, "none (tp = 1: the book's idealised fully sharded slice)"
+    layout = fabric.tp_layout(hw, degree, topology_text)
+    group_batch = np.multiply(batch, degree) / chips_arr
+    allreduce = fabric.collective_on(hw, layout, "allreduce", group_batch * model.d_model * activation_bytes)
+    q_bytes = group_batch * model.num_heads * model.head_dim * activation_bytes
+    alltoall = fabric.collective_on(hw, layout, "alltoall", q_bytes)
+    a2a_count = sharding.attention_alltoalls_per_layer(model.num_kv_heads, degree)
+    lower = sharding.decode_comms_time_s(model.num_layers, allreduce.time_s, alltoall.time_s, a2a_count)
+    upper = sharding.decode_comms_time_s(model.num_layers, allreduce.time_upper_s, alltoall.time_upper_s,
+                                         a2a_count)
+    source = f"{fabric.PART3}; {layout.describe(hw)}; hardware file links"
+    return degree, lower, upper, source
 
 
 @dataclass(frozen=True)

@@ -277,3 +277,4 @@ def core_cases() -> list[Case]:
         *_problem_cases(),
         *_sharding_cases(),
     ]
+from . import textbook_multichip  # noqa: E402, F401, I001  (registers the multi-chip answer-key cases)

@@ -35,6 +35,9 @@ def precision_from_options(weights: str, kv_dtype: str, compute_dtype: str) -> P
 
 def why_line(r: dict[str, Any], bw_total: float) -> str:
     """One sentence naming the binding term, e.g. 'memory-bound: 26 GB of weights + ...'."""
+    if r["bound"] == "network":
+        return (f"network-bound: {format_seconds(r['comms_time_s'])} of tp-{r['tp']} activation collectives "
+                f"exceed the {format_seconds(r['step_time_s'])} of HBM and FLOPs work")
     if r["bound"] == "compute":
         return (f"compute-bound: {format_seconds(r['compute_time_s'])} of matmul FLOPs exceed "
                 f"{format_seconds(r['kv_time_s'] + r['weight_time_s'])} of HBM reads "
@@ -53,6 +56,8 @@ def step_command(
     kv_dtype: str = KV_DTYPE,
     compute_dtype: str = COMPUTE,
     price: float = PRICE,
+    tp: int = typer.Option(None, "--tp", help="Tensor-parallel degree: adds its activation collectives."),
+    topology: str = typer.Option(None, "--topology", help="TPU slice axes, e.g. 4x4 (the tp group spans it)."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """One decode step: memory, fit, step time, throughput, cost and the binding term.
@@ -63,7 +68,7 @@ def step_command(
     prec = precision_from_options(weights, kv_dtype, compute_dtype)
     if price is not None and price <= 0:
         raise RooflineError(f"--price must be positive (got {price})")
-    res = decode_step(m, hw, chips, batch, context, prec, price)
+    res = decode_step(m, hw, chips, batch, context, prec, price, tp=tp, topology_text=topology)
     data: dict[str, Any] = {
         "model": m.name, "hardware": hw.name, "chips": chips, "batch": batch, "context": context,
         "weights": prec.weights, "kv_dtype": prec.kv, "compute_dtype": prec.compute,
@@ -101,6 +106,12 @@ def step_command(
             ("$ per million tokens", f"{data['cost_per_million_tokens']:.3f}"),
             ("bound", f"[bold yellow]{data['bound']}[/]"),
         ]
+        if data["tp"] > 1:
+            rows[-1:-1] = [
+                (f"collectives (tp {data['tp']})", format_seconds(data["comms_time_s"])),
+                ("step with comms: overlapped / serialized",
+                 f"{format_seconds(data['step_time_lower_s'])} / {format_seconds(data['step_time_upper_s'])}"),
+            ]
         for row in rows:
             table.add_row(*row)
         console.print(table)

@@ -1,0 +1,104 @@
+"""`roofline serve`: TTFT, TPOT and cost of static, interleaved or disaggregated serving engines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from ..fmt import format_bytes, format_seconds
+from ..multichip import serve
+from ..serving import MODES
+from ..specs import load_hardware, load_model
+from ._common import JSON_OPTION, console, emit
+from .step import BATCH, CHIPS, COMPUTE, HARDWARE, KV_DTYPE, MODEL, WEIGHTS, precision_from_options
+
+
+def serve_command(
+    model: str = MODEL,
+    hardware: str = HARDWARE,
+    mode: str = typer.Option("disaggregated", "--mode", help=f"Engine design: {', '.join(MODES)}."),
+    input_len: int = typer.Option(..., "--input-len", "-i", help="Prompt tokens."),
+    output_len: int = typer.Option(..., "--output-len", "-o", help="Generated tokens."),
+    chips: int = CHIPS,
+    batch: int = BATCH,
+    mfu: float = typer.Option(1.0, "--mfu", help="Achieved fraction of peak FLOP/s in prefill."),
+    arrival_rate: float = typer.Option(None, "--arrival-rate", help="Requests/s: continuous-batching steady state."),
+    prefix_len: int = typer.Option(None, "--prefix-len", help="Shared-prefix tokens (prefix caching)."),
+    prefix_hit_rate: float = typer.Option(1.0, "--prefix-hit-rate", help="Fraction of requests hitting the cache."),
+    num_prefixes: int = typer.Option(1, "--num-prefixes", help="Distinct prefixes held in the cache."),
+    prefix_store: str = typer.Option("hbm", "--prefix-store", help="Where the cache lives: hbm or host."),
+    draft_model: str = typer.Option(None, "--draft-model", help="Speculative decoding: the draft model."),
+    draft_len: int = typer.Option(None, "--draft-len", help="Speculative decoding: drafted tokens γ."),
+    acceptance: float = typer.Option(None, "--acceptance", help="Speculative decoding: acceptance rate α."),
+    weights: str = WEIGHTS,
+    kv_dtype: str = KV_DTYPE,
+    compute_dtype: str = COMPUTE,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Serving-engine design: TTFT, TPOT, tokens/s per chip; optional continuous batching, prefix cache, speculation.
+
+    Example: roofline serve --model llama-3-8b --hardware h100-sxm --mode interleaved -i 2048 -o 512 -b 32
+    """
+    m, hw = load_model(model), load_hardware(hardware)
+    draft = load_model(draft_model) if draft_model else None
+    prec = precision_from_options(weights, kv_dtype, compute_dtype)
+    res = serve(m, hw, mode, input_len, output_len, chips, batch, prec, mfu, arrival_rate, prefix_len,
+                prefix_hit_rate, num_prefixes, prefix_store, draft, draft_len, acceptance)
+    data: dict[str, Any] = {"model": m.name, "hardware": hw.name, "input_len": input_len,
+                            "output_len": output_len, "batch": batch, **res.as_dict()}
+
+    def render() -> None:
+        table = Table(title=f"{m.name} on {chips}x {hw.name} per server, {mode}: {input_len} in, "
+                            f"{output_len} out, batch {batch}")
+        table.add_column("quantity")
+        table.add_column("value", justify="right")
+        rows = [
+            ("TTFT", f"[bold]{format_seconds(res.ttft_s)}[/]"),
+            ("TPOT", f"[bold]{format_seconds(res.tpot_s)}[/]"),
+            ("tokens/s per chip", f"{res.tokens_per_s_per_chip:,.1f}"),
+            ("chips per decode server (+ its prefill share)", f"{res.chips:.2f}"),
+            ("batch-1 prefill / batch prefill", f"{format_seconds(res.prefill_s)} / "
+                                                f"{format_seconds(res.batch_prefill_s)}"),
+            ("decode step at the mean context", format_seconds(res.step_time_s)),
+            ("decode stall per prefill (interleaved)", format_seconds(res.decode_stall_s)),
+            ("prefill : decode servers", f"{res.prefill_to_decode_ratio:.2f} : 1"),
+            ("KV transfer (disaggregated)", format_seconds(res.kv_transfer_s)),
+        ]
+        if res.continuous:
+            c = res.continuous
+            rows += [
+                ("continuous: concurrency per replica", f"{c['concurrency_per_replica']:.0f}"),
+                ("continuous: decode replicas + prefill servers", f"{c['decode_replicas']} + {c['prefill_servers']}"),
+                ("continuous: TTFT (with queueing) / TPOT",
+                 f"{format_seconds(c['ttft_s'])} / {format_seconds(c['tpot_s'])}"),
+                ("continuous: chips needed", str(c["chips_needed"])),
+            ]
+        if res.prefix_cache:
+            p = res.prefix_cache
+            rows += [
+                ("prefix: FLOPs saved per request", f"{p['flops_saved_per_request']:.3g}"),
+                ("prefix: cache held", f"{format_bytes(p['cache_bytes'])} in {p['cache_store']}"
+                                       + ("" if p["cache_fits"] else " [bold red](does not fit)[/]")),
+                ("prefix: TTFT without / with cache",
+                 f"{format_seconds(p['ttft_without_cache_s'])} / {format_seconds(p['ttft_with_cache_s'])}"),
+            ]
+        if res.speculative:
+            s = res.speculative
+            rows += [
+                ("speculative: tokens per target step", f"{s['tokens_per_target_step']:.2f}"),
+                ("speculative: TPOT / speedup", f"{format_seconds(s['tpot_s'])} / {s['speedup']:.2f}x"),
+                ("speculative: stops paying at batch", f"{s['break_even_batch']:.0f}"),
+            ]
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+        if res.continuous:
+            console.print(f"[dim]queueing: {res.continuous['queueing_model']}[/]")
+
+    emit(data, as_json, render)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve_command)
