@@ -18,6 +18,9 @@ COMMAND_MODULES = (
     "catalog",
     "step",
     "textbook",
+    "collective",
+    "shard",
+    "serve",
 )
 
 app = typer.Typer(
