@@ -1,0 +1,83 @@
+"""Measurements shipped inside the package, and the script that builds them.
+
+``builtin:h100-sxm`` names ``roofline/data/measurements/h100-sxm-bf16.csv.gz``: H100 SXM
+bf16 rows converted from NVIDIA aiconfigurator's kernel tables (Apache-2.0); see NOTICE.md
+there.  Rebuild with ``python -m roofline.calibration.data ../shared/measurements``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .importers import import_file
+from .schema import CalibrationError, Measurements, concat, read_measurements, write_measurements
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "measurements"
+BUILTIN = {"h100-sxm": "h100-sxm-bf16.csv.gz"}
+PREFIX = "builtin:"
+#: Public tables (relative to the shared measurements folder) -> rows kept (0 = all).
+H100_SOURCES = {
+    "aiconfigurator/systems/data/h100_sxm/gemm/trtllm/1.3.0rc20/gemm_perf.csv": 0,
+    "aiconfigurator/systems/data/h100_sxm/attention/trtllm/1.3.0rc20/"
+    "generation_attention_perf.csv": 0,
+    "aiconfigurator/systems/data/h100_sxm/attention/trtllm/1.3.0rc20/"
+    "context_attention_perf.csv": 6000,
+    "aiconfigurator/systems/data/h100_sxm/comm/nccl/2.29.2/nccl_perf.csv": 0,
+    "aiconfigurator/systems/data/h100_sxm/comm/trtllm/1.3.0rc20/custom_allreduce_perf.csv": 0,
+}
+
+
+def builtin_names() -> list[str]:
+    """Names accepted as ``builtin:<name>`` measurement arguments."""
+    return sorted(BUILTIN)
+
+
+def load_measurements(ref: str | Path) -> Measurements:
+    """A measurement file (schema or public format), or ``builtin:<name>``."""
+    from .importers import import_file
+
+    text = str(ref)
+    if text.startswith(PREFIX):
+        name = text.removeprefix(PREFIX)
+        if name not in BUILTIN:
+            raise CalibrationError(
+                f"unknown built-in measurements {name!r}; allowed: {', '.join(BUILTIN)}")
+        return read_measurements(DATA_DIR / BUILTIN[name])
+    return import_file(text)
+
+
+def load_all(refs: list[str]) -> Measurements:
+    """Concatenate :func:`load_measurements` over several references."""
+    if not refs:
+        raise CalibrationError("no measurement files given (e.g. builtin:h100-sxm)")
+    return concat([load_measurements(r) for r in refs])
+
+
+def build_h100(shared: Path, seed: int = 0) -> Measurements:
+    """bf16 rows of the H100 tables (prefill attention subsampled), in the schema."""
+    rng = np.random.default_rng(seed)
+    parts = []
+    for rel, keep in H100_SOURCES.items():
+        table = import_file(shared / rel, "h100-sxm")
+        table = table.take(np.isin(table["dtype"], ["bf16", "fp16"]))
+        if keep and len(table) > keep:
+            table = table.take(np.sort(rng.choice(len(table), keep, replace=False)))
+        parts.append(table)
+    return concat(parts)
+
+
+def main(argv: list[str]) -> int:
+    shared = Path(argv[0] if argv else "../shared/measurements")
+    if not shared.is_dir():
+        print(f"{shared}: no such folder (the shared measurements)", file=sys.stderr)
+        return 2
+    out = write_measurements(build_h100(shared), DATA_DIR / BUILTIN["h100-sxm"])
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,166 @@
+"""Physical per-op time models: pure numpy functions of shapes and hardware numbers.
+
+Every model is ``overhead + soft_max(compute time, memory time, serial terms)`` where the
+efficiencies depend on shape through named effects (too few tiles or blocks for the SMs,
+serial k-loop before split-K, L2 residency of activations, the fused-GQA kernel limit).
+Collectives are ``latency + bus_bytes / bandwidth`` per device count.  Times in seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+Arrays = Mapping[str, np.ndarray]
+Params = Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class Hw:
+    """The hardware numbers a model needs: peak FLOP/s (per row), bandwidths, SM count."""
+
+    peak_flops: np.ndarray | float
+    bandwidth: float
+    num_sms: float
+    link_bandwidth: float = 1.0
+    hop_latency: float = 1e-6
+
+
+def soft_max(*times: np.ndarray, exponent: float) -> np.ndarray:
+    """(sum t_i^p)^(1/p): max of the terms for large p, their sum for p = 1."""
+    peak = np.maximum.reduce([np.asarray(t, float) for t in times])
+    peak = np.where(peak > 0, peak, 1e-30)
+    total = sum((np.asarray(t, float) / peak) ** exponent for t in times)
+    return peak * total ** (1.0 / exponent)
+
+
+def fill_fraction(blocks: np.ndarray, num_sms: float, exponent: float) -> np.ndarray:
+    """min(1, blocks / SMs)^exponent: the share of peak reached with too few parallel blocks."""
+    return np.minimum(1.0, blocks / num_sms) ** exponent
+
+
+# --------------------------------------------------------------------------- GEMM
+
+
+def gemm_flops(m: np.ndarray, n: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """2 m n k."""
+    return 2.0 * m * n * k
+
+
+def gemm_bytes(m: np.ndarray, n: np.ndarray, k: np.ndarray, width: np.ndarray) -> np.ndarray:
+    """(m k + k n + m n) * bytes per element: read A and W once, write C once."""
+    return (m * k + k * n + m * n) * width
+
+
+def gemm_time(s: Arrays, hw: Hw, p: Params) -> np.ndarray:
+    """overhead + soft_max(FLOPs/(peak η_c fill)(1+k0/k), W/(BW η_m n/(n+n½)) + act/(BW η_m L2), k_serial)."""
+    m, n, k, width = s["m"], s["n"], s["k"], s["width"]
+    tiles = np.ceil(m / p["tile_m"]) * np.ceil(n / p["tile_n"])
+    fill = fill_fraction(tiles, p["num_sms"], p["fill_exponent"])
+    t_compute = gemm_flops(m, n, k) / (hw.peak_flops * p["compute_efficiency"] * fill)
+    t_compute = t_compute * (1.0 + p["k_pipeline"] / k)
+    stream = hw.bandwidth * p["memory_efficiency"]
+    weights = k * n * width / (stream * n / (n + p["n_half"]))
+    activations = (m * k + m * n) * width
+    l2_hit = np.minimum(1.0, p["l2_bytes"] / activations)
+    t_memory = weights + activations / (stream * (1.0 + p["l2_gain"] * l2_hit))
+    t_serial = np.minimum(k, p["split_k"]) * p["k_step_s"]
+    return soft_max(t_compute, t_memory, t_serial, exponent=p["overlap_exponent"]) + p[
+        "overhead_s"
+    ]
+
+
+# --------------------------------------------------------------------------- attention
+
+
+def attention_flops(s: Arrays) -> np.ndarray:
+    """4 b h q kv d, halved for causal prefill (q = kv)."""
+    causal = np.where(s["q_len"] > 1, 0.5, 1.0)
+    return 4.0 * s["batch"] * s["num_heads"] * s["q_len"] * s["kv_len"] * s["head_dim"] * causal
+
+
+def attention_bytes(s: Arrays) -> np.ndarray:
+    """K and V of kv_len tokens plus Q and O of q_len tokens, per sequence."""
+    kv = 2.0 * s["kv_len"] * s["num_kv_heads"]
+    qo = 2.0 * s["q_len"] * s["num_heads"]
+    return s["batch"] * (kv + qo) * s["head_dim"] * s["width"]
+
+
+def attention_decode_time(s: Arrays, hw: Hw, p: Params) -> np.ndarray:
+    """overhead + soft_max(KV bytes/(BW η_m fill), FLOPs/(peak η_c), per-block setup).
+
+    fill: blocks = batch x kv_heads x ceil(kv_len / kv_chunk) against the SMs.  Groups of
+    more than ``max_group`` query heads per KV head fall back to a CUDA-core kernel.
+    """
+    b, heads, kv_heads = s["batch"], s["num_heads"], s["num_kv_heads"]
+    group = heads / kv_heads
+    fallback = group > p["max_group"]
+    blocks = b * kv_heads * np.ceil(s["kv_len"] / p["kv_chunk"])
+    fill = fill_fraction(blocks, p["num_sms"], p["fill_exponent"])
+    t_memory = attention_bytes(s) / (hw.bandwidth * p["memory_efficiency"] * fill)
+    eff = np.where(fallback, p["fallback_compute_efficiency"], p["compute_efficiency"])
+    t_compute = attention_flops(s) / (hw.peak_flops * eff)
+    setup = b * kv_heads * (p["block_setup_s"] + group * p["head_setup_s"])
+    setup = np.where(fallback, b * heads * p["fallback_head_setup_s"], setup)
+    return soft_max(t_memory, t_compute, setup, exponent=p["overlap_exponent"]) + p["overhead_s"]
+
+
+def attention_prefill_time(s: Arrays, hw: Hw, p: Params) -> np.ndarray:
+    """overhead + soft_max(FLOPs/(peak η_c fill), bytes/(BW η_m), per-head setup).
+
+    fill: blocks = batch x heads x ceil(q_len / q_tile) against the SMs.
+    """
+    blocks = s["batch"] * s["num_heads"] * np.ceil(s["q_len"] / p["q_tile"])
+    fill = fill_fraction(blocks, p["num_sms"], p["fill_exponent"])
+    t_compute = attention_flops(s) / (hw.peak_flops * p["compute_efficiency"] * fill)
+    t_memory = attention_bytes(s) / (hw.bandwidth * p["memory_efficiency"])
+    setup = s["batch"] * s["num_heads"] * p["head_setup_s"]
+    return soft_max(t_compute, t_memory, setup, exponent=p["overlap_exponent"]) + p["overhead_s"]
+
+
+# --------------------------------------------------------------------------- collectives
+
+#: Bytes each device moves over its link, as a multiple of the buffer (ring algorithms).
+BUS_FACTOR: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "allreduce": lambda n: 2.0 * (n - 1) / n,
+    "allgather": lambda n: (n - 1) / n,
+    "reducescatter": lambda n: (n - 1) / n,
+    "alltoall": lambda n: (n - 1) / n,
+}
+
+
+def bus_bytes(op: str, message_bytes: np.ndarray, devices: np.ndarray) -> np.ndarray:
+    """Per-device link bytes of a collective: all-reduce 2(n-1)/n S, the others (n-1)/n S."""
+    return BUS_FACTOR[op](devices) * message_bytes
+
+
+def collective_time(
+    op: str, s: Arrays, latency: np.ndarray, bandwidth: np.ndarray, small_bytes: np.ndarray
+) -> np.ndarray:
+    """latency + bus_bytes / bandwidth * (1 + small_bytes / (bus_bytes + small_bytes)).
+
+    The last factor is the slower small-message protocol (NCCL LL/LL128), which halves the
+    bandwidth of messages well below ``small_bytes``.
+    """
+    bb = bus_bytes(op, s["message_bytes"], s["num_devices"])
+    return latency + bb / bandwidth * (1.0 + small_bytes / (bb + small_bytes))
+
+
+def collective_spec_time(op: str, s: Arrays, hw: Hw) -> np.ndarray:
+    """Spec roofline: ring hops x hop latency + bus bytes / link bandwidth."""
+    n = s["num_devices"]
+    hops = np.where(op == "allreduce", 2.0, 1.0) * (n - 1)
+    return hops * hw.hop_latency + bus_bytes(op, s["message_bytes"], n) / hw.link_bandwidth
+
+
+# --------------------------------------------------------------------------- roofline
+
+
+def roofline_time(
+    flops: np.ndarray, nbytes: np.ndarray, hw: Hw, compute_eff: float = 1.0,
+    memory_eff: float = 1.0, overhead: float = 0.0,
+) -> np.ndarray:
+    """max(FLOPs / (peak η_c), bytes / (BW η_m)) + overhead: the (constant-efficiency) roofline."""
+    return np.maximum(flops / (hw.peak_flops * compute_eff), nbytes / (hw.bandwidth * memory_eff)) + overhead
