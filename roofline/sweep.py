@@ -1,0 +1,263 @@
+"""Cartesian sweeps of decode-step configurations, evaluated as numpy arrays.
+
+A sweep is one model on one or more chips over batch × chips × context (numpy axes) and
+weight × KV dtypes (a short loop over dtype pairs, never over configurations).  Each block
+is one call of :func:`roofline.analysis.decode_step` on broadcast arrays, so the formulas
+live in one place; this module only lays out the grid, drops the points that do not fit in
+HBM (counting them) and flattens the rest into columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from . import cost, step
+from .analysis import BOOK, Precision, decode_step
+from .chip import chip_rates
+from .errors import RooflineError
+from .specs import HardwareSpec, ModelSpec
+from .units import DTYPE_BYTES
+
+#: Per-point columns of a sweep (SI units, as their names say); ``block`` indexes ``blocks``.
+POINT_COLUMNS = (
+    "chips",
+    "tp",
+    "batch",
+    "context",
+    "step_time_s",
+    "step_time_upper_s",
+    "comms_time_s",
+    "tokens_per_s",
+    "tokens_per_s_per_chip",
+    "tokens_per_s_per_user",
+    "cost_per_million_tokens",
+    "bound",
+    "total_bytes",
+    "hbm_capacity_bytes",
+    "block",
+)
+#: Per-block labels: one (model, chip, dtypes) block shares them.
+BLOCK_FIELDS = ("model", "hardware", "weights", "kv_dtype", "compute_dtype", "critical_batch")
+#: Columns of a row in ``--json`` / ``--csv`` output, in order.
+COLUMNS = ("model", "hardware", "chips", "tp", "batch", "context", "weights", "kv_dtype",
+           "compute_dtype", "step_time_s", "step_time_upper_s", "comms_time_s", "tokens_per_s", "tokens_per_s_per_chip",
+           "tokens_per_s_per_user", "cost_per_million_tokens", "bound", "total_bytes",
+           "hbm_capacity_bytes", "critical_batch")
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """The feasible points of a sweep as equal-length 1-D columns, and what was dropped.
+
+    Labels shared by a whole block (model, chip, dtypes, critical batch) are stored once in
+    ``blocks``; ``column(name)`` expands them per point.
+    """
+
+    columns: dict[str, np.ndarray]
+    blocks: tuple[dict[str, Any], ...]
+    evaluated: int
+    dropped_out_of_memory: int
+    dropped_by_hardware: dict[str, int] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.columns["step_time_s"].shape[0])
+
+    def column(self, name: str) -> np.ndarray:
+        """A per-point column, block labels expanded (``column('hardware')``)."""
+        if name in self.columns:
+            return self.columns[name]
+        if name not in BLOCK_FIELDS:
+            raise KeyError(f"no sweep column {name!r}; have: {', '.join(COLUMNS)}")
+        labels = np.empty(len(self.blocks), dtype=object)
+        labels[:] = [blk[name] for blk in self.blocks]
+        return labels[self.columns["block"]]
+
+    def select(self, mask: ArrayLike) -> SweepResult:
+        """The points where ``mask`` (bool array or index array) holds; counts unchanged."""
+        idx = np.asarray(mask)
+        return SweepResult({k: v[idx] for k, v in self.columns.items()}, self.blocks,
+                           self.evaluated, self.dropped_out_of_memory, self.dropped_by_hardware,
+                           self.sources)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One dict per point (Python scalars), columns in :data:`COLUMNS` order."""
+        lists = {k: self.column(k).tolist() for k in COLUMNS}
+        return [{k: lists[k][i] for k in COLUMNS} for i in range(len(self))]
+
+
+def parse_int_list(text: str, option: str) -> np.ndarray:
+    """'1,2,8' -> [1, 2, 8]; 'A..B' -> powers of two from A up to B (then B); each > 0."""
+    values: list[int] = []
+    for part in (p.strip() for p in str(text).split(",")):
+        try:
+            if ".." in part:
+                lo, hi = (int(x) for x in part.split(".."))
+                if lo <= 0 or hi < lo:
+                    raise ValueError
+                n = lo
+                while n < hi:
+                    values.append(n)
+                    n *= 2
+                values.append(hi)
+            else:
+                values.append(int(part))
+        except ValueError:
+            raise RooflineError(
+                f"{option}: cannot read {part!r}; give positive integers like '1,2,8' or a "
+                f"doubling range like '1..4096'"
+            ) from None
+    arr = np.unique(np.asarray(values, dtype=np.int64))
+    if arr.size == 0 or arr[0] <= 0:
+        raise RooflineError(f"{option}: values must be positive integers (got {text!r})")
+    return arr
+
+
+def check_dtypes(values: Sequence[str], option: str) -> tuple[str, ...]:
+    """Validate dtype names, naming the option and the allowed values."""
+    for value in values:
+        if value not in DTYPE_BYTES:
+            raise RooflineError(f"{option}: unknown dtype {value!r}; allowed: {', '.join(DTYPE_BYTES)}")
+    if not values:
+        raise RooflineError(f"{option}: give at least one dtype")
+    return tuple(dict.fromkeys(values))
+
+
+def feasible_points(
+    batch: np.ndarray, max_batch: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """For sorted ``batch`` and ``max_batch`` per slot: (slot index, batch) of each B ≤ max.
+
+    Fit in HBM is monotone in batch (P + B·KV ≤ HBM  ⇔  B ≤ max batch), so the points that
+    fit are a prefix of the sorted batch axis in every (chips, context) slot.
+    """
+    counts = np.searchsorted(batch, max_batch.reshape(-1), side="right")
+    slot = np.repeat(np.arange(counts.size), counts)
+    starts = np.cumsum(counts) - counts
+    position = np.arange(slot.size) - np.repeat(starts, counts)
+    return slot, batch[position]
+
+
+def _block_columns(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    batch: np.ndarray,
+    chips: np.ndarray,
+    context: np.ndarray,
+    tp: int,
+    precision: Precision,
+    price: float,
+) -> tuple[dict[str, np.ndarray], float, int]:
+    """Feasible points of one (chip, dtypes, tp) block: columns, critical batch, evaluated.
+
+    decode_step's own ``max_batch`` on the (chips × context) grid screens out every batch
+    that overflows HBM; decode_step then runs once on the flat arrays of the rest.  The
+    latency is the step with tensor-parallel collectives overlapped (``step_time_lower_s``,
+    the book's general form when tp = 1); throughput and cost follow from it.
+    """
+    c_grid, s_grid = np.meshgrid(chips.astype(float), context.astype(float), indexing="ij")
+    screen = decode_step(model, hw, c_grid, 1, s_grid, precision, price, tp=tp)
+    slot, b = feasible_points(batch, np.asarray(screen.max_batch))
+    c, s = c_grid.reshape(-1)[slot], s_grid.reshape(-1)[slot]
+    res = decode_step(model, hw, c, b, s, precision, price, tp=tp)
+    keep = np.asarray(res.fits)  # all True but for float ties at the HBM edge
+    c, b = c[keep], b[keep]
+
+    def kept(values: ArrayLike) -> np.ndarray:
+        return np.broadcast_to(np.asarray(values, dtype=float), keep.shape)[keep]
+
+    step_s = kept(res.step_time_lower_s)
+    tps = step.tokens_per_s(b, step_s)
+    cols = {
+        "chips": c.astype(np.int64),
+        "tp": np.full(b.size, tp, dtype=np.int64),
+        "batch": b.astype(np.int64),
+        "context": s[keep].astype(np.int64),
+        "step_time_s": step_s,
+        "step_time_upper_s": kept(res.step_time_upper_s),
+        "comms_time_s": kept(res.comms_time_s),
+        "tokens_per_s": tps,
+        "tokens_per_s_per_chip": tps / c,
+        "tokens_per_s_per_user": 1.0 / step_s,
+        "cost_per_million_tokens": cost.cost_per_million_tokens(price, c, tps),
+        "bound": np.asarray(res.bound)[keep],
+        "total_bytes": kept(res.total_bytes),
+        "hbm_capacity_bytes": kept(res.hbm_capacity_bytes),
+    }
+    return cols, float(res.critical_batch), batch.size * chips.size * context.size
+
+
+def tp_groups(chips: np.ndarray, tp: Sequence[int] | None) -> list[tuple[int, np.ndarray]]:
+    """(tp degree, chip counts it divides): tp = chips each when ``tp`` is None."""
+    if tp is None:
+        return [(int(c), np.asarray([c])) for c in chips]
+    groups = [(int(t), chips[chips % t == 0]) for t in sorted(set(tp))]
+    if any(t <= 0 for t, _ in groups):
+        raise RooflineError(f"--tp: degrees must be positive integers (got {tp})")
+    groups = [(t, c) for t, c in groups if c.size]
+    if not groups:
+        raise RooflineError(f"--tp: no degree in {list(tp)} divides any --chips value {chips.tolist()}")
+    return groups
+
+
+def decode_sweep(
+    model: ModelSpec,
+    hardware: Sequence[HardwareSpec],
+    batch: ArrayLike,
+    chips: ArrayLike = (1,),
+    context: ArrayLike = (2048,),
+    weights: Sequence[str] = ("bf16",),
+    kv_dtypes: Sequence[str] = ("bf16",),
+    tp: Sequence[int] | None = None,
+    compute_dtype: str = "bf16",
+    prices: Mapping[str, float] | None = None,
+) -> SweepResult:
+    """Every (chip, weights, KV dtype, tp, chips, batch, context) decode step that fits in HBM.
+
+    ``chips`` is the slice that serves the batch; ``tp`` the model-parallel degrees to try
+    (each must divide the chip count; None: the whole slice is one tp group, the book's
+    figure).  The loops run over chips × dtypes × tp degrees, never over configurations.
+    """
+    if not hardware:
+        raise RooflineError("--hardware: give at least one chip")
+    weights = check_dtypes(weights, "--weights")
+    kv_dtypes = check_dtypes(kv_dtypes, "--kv-dtype")
+    batch_axis, chips_axis, context_axis = (
+        np.unique(np.asarray(v, dtype=np.int64).reshape(-1)) for v in (batch, chips, context)
+    )
+    groups = tp_groups(chips_axis, tp)
+    prices = dict(prices or {})
+    parts: list[dict[str, np.ndarray]] = []
+    blocks: list[dict[str, Any]] = []
+    evaluated = dropped = 0
+    dropped_by_hw: dict[str, int] = {}
+    sources: dict[str, str] = {}
+    for hw in hardware:
+        sources[f"hardware:{hw.name}"] = chip_rates(hw, compute_dtype).source
+        price = prices.get(hw.name, hw.price_per_chip_hour)
+        sources[f"price:{hw.name}"] = "command line" if hw.name in prices else "hardware spec"
+        for w in weights:
+            for kv in kv_dtypes:
+                precision = Precision(w, kv, compute_dtype)
+                for degree, chip_counts in groups:
+                    cols, critical, n_eval = _block_columns(
+                        model, hw, batch_axis, chip_counts, context_axis, degree, precision, price
+                    )
+                    n_kept = cols["step_time_s"].size
+                    cols["block"] = np.full(n_kept, len(blocks), dtype=np.int32)
+                    parts.append(cols)
+                    blocks.append({"model": model.name, "hardware": hw.name, "weights": w,
+                                   "kv_dtype": kv, "compute_dtype": compute_dtype,
+                                   "critical_batch": critical})
+                    evaluated += n_eval
+                    dropped += n_eval - n_kept
+                    dropped_by_hw[hw.name] = dropped_by_hw.get(hw.name, 0) + n_eval - n_kept
+    columns = {k: np.concatenate([part[k] for part in parts]) for k in POINT_COLUMNS}
+    sources["model"] = model.source or model.name
+    sources["formulas"] = f"{BOOK}, 'Theoretical estimates for LLM latency and throughput'"
+    return SweepResult(columns, tuple(blocks), evaluated, dropped, dropped_by_hw, sources)
