@@ -1,0 +1,124 @@
+"""Serving-engine estimators and analyses: hand-derived numbers and invariants."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from roofline import multichip, serving, step
+from roofline.errors import RooflineError
+from roofline.specs import load_hardware, load_model
+
+H100, V5E = load_hardware("h100-sxm"), load_hardware("tpu-v5e")
+
+
+def test_disaggregation_ratio_from_part_8():
+    # 32 requests per 512 × 19 ms = 9.73 s on a generate server; one per 0.91 s on a prefill server:
+    # 32·0.91 / (512·0.019) = 2.99 prefill servers per generate server.
+    assert serving.prefill_to_decode_ratio(0.910, 0.019, 32, 512) == pytest.approx(2.9934, rel=1e-4)
+
+
+def test_interleaved_tpot_and_stall():
+    # 10 ms steps, 100 ms prefills, B = 32, O = 512: 32/512 = 1/16 prefill per step -> 10 + 6.25 ms.
+    assert serving.interleaved_tpot_s(0.010, 0.100, 32, 512) == pytest.approx(0.01625)
+    assert serving.interleaved_ttft_s(0.100, 0.010) == pytest.approx(0.105)
+
+
+def test_md1_queue_and_servers():
+    # λ = 5/s, 0.1 s service: ρ = 0.5, W_q = 0.5·0.1/(2·0.5) = 50 ms; ρ ≥ 1 never drains.
+    assert serving.md1_wait_s(5, 0.1) == pytest.approx(0.05)
+    assert np.isinf(serving.md1_wait_s(10, 0.1))
+    assert serving.servers_needed(2.0, 0.8) == 3  # 2 / 0.8 = 2.5 -> 3
+    assert serving.servers_needed(0.1) == 1
+
+
+def test_steady_state_batch_by_littles_law():
+    # t(B) = 10 ms + 0.1 ms·B, λ = 10/s, O = 100: B = 1000·t(B) = 10 + 0.1B -> B* = 11.1, so 12.
+    batches = np.arange(1, 65, dtype=float)
+    assert serving.steady_state_batch(10, 100, batches, 0.010 + 0.0001 * batches) == 12
+    assert np.isinf(serving.steady_state_batch(1e4, 100, batches, 0.010 + 0.0001 * batches))
+
+
+def test_prefix_cache_formulas():
+    assert serving.prefix_flops_saved(1e12, 0.5) == pytest.approx(5e11)
+    assert serving.prefix_cache_bytes(10, 2e9) == pytest.approx(2e10)
+    # h = 0.75: 0.75·(20 + 5) + 0.25·100 = 43.75 ms.
+    assert serving.prefix_cached_ttft_s(0.100, 0.020, 0.005, 0.75) == pytest.approx(0.04375)
+
+
+def test_expected_tokens_edges():
+    assert serving.expected_tokens_per_step(0.0, 4) == pytest.approx(1.0)
+    assert serving.expected_tokens_per_step(1.0, 4) == pytest.approx(5.0)
+    assert serving.expected_tokens_per_step(0.5, 1) == pytest.approx(1.5)  # 1 + α
+
+
+@given(st.floats(0.0, 0.999), st.integers(1, 16))
+def test_expected_tokens_bounds_and_monotone(alpha, gamma):
+    tokens = serving.expected_tokens_per_step(alpha, gamma)
+    assert 1.0 - 1e-9 <= tokens <= gamma + 1 + 1e-9
+    assert serving.expected_tokens_per_step(min(alpha + 1e-3, 1.0), gamma) >= tokens - 1e-9
+    assert serving.expected_tokens_per_step(alpha, gamma + 1) >= tokens - 1e-9
+
+
+def test_verify_step_by_hand():
+    # B = 4, γ = 3: 16 tokens. KV 4·1e9 B / 1e12 = 4 ms; matmul 2·16·1e10/1e15 = 0.32 ms < 20 ms of weights.
+    t = serving.verify_step_time_s(4, 3, 1e9, 2e10, 1e10, 1e15, 1e12)
+    assert t == pytest.approx(0.004 + 0.020)
+    # The verification step of γ = 0 is the ordinary decode step.
+    assert serving.verify_step_time_s(4, 0, 1e9, 2e10, 1e10, 1e15, 1e12) == pytest.approx(
+        step.decode_step_time_s(4, 1e9, 2e10, 1e10, 1e15, 1e12))
+
+
+def test_serve_modes_are_consistent():
+    m = load_model("llama-3-8b")
+    static = multichip.serve(m, H100, "static", 2048, 256, 1, 16)
+    inter = multichip.serve(m, H100, "interleaved", 2048, 256, 1, 16)
+    disagg = multichip.serve(m, H100, "disaggregated", 2048, 256, 1, 16)
+    # Static users wait for the whole batch's prefill; interleaved only for their own.
+    assert static.ttft_s == pytest.approx(static.batch_prefill_s) and static.ttft_s > inter.ttft_s
+    assert inter.tpot_s == pytest.approx(inter.step_time_s + 16 / 256 * inter.prefill_s)
+    assert inter.decode_stall_s == pytest.approx(inter.prefill_s)
+    # Disaggregated: TPOT is the bare step; TTFT adds the KV shipped at 5e10 B/s (+5 us).
+    kv = 2048 * 131072  # LLaMA-3-8B bf16: 2·8·128·32·2 = 131,072 B per token
+    assert disagg.kv_transfer_s == pytest.approx(kv / 5e10 + 5e-6)
+    assert disagg.tpot_s == pytest.approx(disagg.step_time_s)
+    assert disagg.chips == pytest.approx(1 + disagg.prefill_to_decode_ratio)
+    with pytest.raises(RooflineError, match="--mode"):
+        multichip.serve(m, H100, "batched", 2048, 256)
+
+
+def test_continuous_batching_steady_state():
+    m = load_model("llama-3-8b")
+    res = multichip.serve(m, H100, "disaggregated", 1024, 256, 1, 32, arrival_rate=20.0)
+    c = res.continuous
+    # Little's law holds at the reported concurrency: λ/replicas · O · TPOT ≤ B.
+    assert 20.0 / c["decode_replicas"] * 256 * c["tpot_s"] <= c["concurrency_per_replica"]
+    assert c["ttft_s"] == pytest.approx(res.prefill_s + c["prefill_queue_wait_s"])
+    assert c["chips_needed"] == c["decode_replicas"] + c["prefill_servers"]
+
+
+def test_prefix_cache_analysis():
+    m = load_model("llama-3-8b")
+    res = multichip.serve(m, H100, "interleaved", 4096, 128, prefix_len=2048, prefix_hit_rate=1.0,
+                          num_prefixes=10, prefix_store="host")
+    p = res.prefix_cache
+    assert p["cache_bytes"] == pytest.approx(10 * 2048 * 131072)
+    assert p["cache_load_s"] == pytest.approx(2048 * 131072 / 6.4e10)  # PCIe Gen5 one way
+    assert p["ttft_with_cache_s"] < p["ttft_without_cache_s"]
+    with pytest.raises(RooflineError, match="--prefix-len"):
+        multichip.serve(m, H100, "interleaved", 1024, 128, prefix_len=2048)
+
+
+def test_speculative_pays_at_small_batch_only():
+    m, draft = load_model("llama-3-8b"), load_model("qwen2.5-0.5b")
+    # Short context: at large batch the target's 5x matmul FLOPs make verification compute-bound, so
+    # speculation stops paying (at long context the shared KV read keeps it paying: appendix D).
+    res = multichip.serve(m, H100, "disaggregated", 64, 64, 1, 1, draft_model=draft, draft_len=4,
+                          acceptance=0.8)
+    s = res.speculative
+    assert s["tokens_per_target_step"] == pytest.approx(3.3616)
+    assert s["round_time_s"] == pytest.approx(4 * s["draft_step_s"] + s["verify_step_s"])
+    assert s["speedup"] > 1.0
+    assert 1 < s["break_even_batch"] < np.inf
