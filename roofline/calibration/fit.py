@@ -350,10 +350,20 @@ def _fit_collective(op: str, table: Measurements) -> dict[str, float]:
                     models.bus_bytes(op, s["message_bytes"], s["num_devices"]) / sub["time_s"]))}
         fitted = fit_params(COLLECTIVE_PARAMS, time, sub["time_s"], init)
         out.update({f"{name}@{int(n)}": v for name, v in fitted.items()})
-    widest = int(np.max(devices))
-    out.update({name: out[f"{name}@{widest}"] for name in
-                ("latency_s", "bandwidth_bytes_per_s", "small_message_bytes")})
+    widest = table.take(devices == np.max(devices))
+    out.update(_fit_collective_summary(op, widest))
     return out
+
+
+def _fit_collective_summary(op: str, table: Measurements) -> dict[str, float]:
+    """latency_s and bandwidth_bytes_per_s of plain ``latency + bus_bytes / bandwidth``."""
+    s = shapes(table)
+    bb = models.bus_bytes(op, s["message_bytes"], s["num_devices"])
+    init = {"latency_s": float(table["time_s"].min()),
+            "bandwidth_bytes_per_s": float(np.max(bb / table["time_s"]))}
+    return fit_params(
+        COLLECTIVE_PARAMS[:2], lambda p: p["latency_s"] + bb / p["bandwidth_bytes_per_s"],
+        table["time_s"], init)
 
 
 def fit_constant(key: str, table: Measurements, hw: HardwareSpec) -> dict[str, float]:
@@ -481,7 +491,8 @@ def calibrate(
     fits = {k: calibrate_op(k, rows.take(keys == k), hw, max_rows, seed) for k in wanted}
     data = hw.model_dump()
     data["calibration"] = {
-        "source": f"roofline calibrate fit: {len(rows)} rows ({', '.join(rows.unique('source'))})",
+        "source": f"roofline calibrate fit: {len(rows)} rows from {len(rows.unique('source'))} "
+                  f"sources ({', '.join(sorted({s.split('/')[0] for s in rows.unique('source')}))})",
         "ops": {k: f.profile_entry() for k, f in fits.items()},
     }
     return hardware_from_dict(data, f"<calibrated {hw.name}>"), fits

@@ -15,6 +15,7 @@ from ..errors import RooflineError
 from ._common import err_console
 
 COMMAND_MODULES = (
+    "calibrate",
     "catalog",
     "step",
     "textbook",

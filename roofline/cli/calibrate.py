@@ -1,0 +1,252 @@
+"""`roofline calibrate fit|evaluate|import` and `roofline measure`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from ._common import JSON_OPTION, console, emit
+
+calibrate_app = typer.Typer(
+    help="Fit a calibrated hardware profile to measured kernel timings.  Example: roofline "
+    "calibrate fit builtin:h100-sxm --hardware h100-sxm --out h100-cal.yaml",
+    no_args_is_help=True,
+)
+MEASUREMENTS_ARG = typer.Argument(
+    ..., help="Measurement CSV files (schema or public formats, .csv/.csv.gz) or builtin:h100-sxm."
+)
+
+OUT_PROFILE = typer.Option(..., "--out", help="Calibrated profile YAML to write.")
+BASE_HARDWARE = typer.Option(
+    None, "--hardware",
+    help="Base spec: built-in name or YAML (omit for local-cpu measurements: built from them).")
+REPORT = typer.Option(None, "--report", help="Also write an HTML report here.")
+FIT_DTYPE = typer.Option("bf16", "--dtype", help="Compute dtype of GEMM/attention rows to fit (empty: all).")
+MAX_ROWS = typer.Option(4000, "--max-rows", help="Rows per op used in each fit.")
+SEED = typer.Option(0, "--seed", help="Seed of the random split and subsampling.")
+PROFILE = typer.Option(
+    ..., "--profile",
+    help="Calibrated profile YAML (or a hardware name/YAML: then the spec roofline is evaluated).")
+EVAL_DTYPE = typer.Option("", "--dtype", help="Only GEMM/attention rows of this dtype.")
+IMPORT_FILES = typer.Argument(..., help="Public measurement tables to convert.")
+OUT_TABLE = typer.Option(..., "--out", help="Schema CSV to write (.csv or .csv.gz).")
+ROW_HARDWARE = typer.Option(None, "--hardware", help="Hardware name for the rows (default: from folder names).")
+OUT_MEASURE = typer.Option(..., "--out", help="Measurement CSV to write (schema).")
+DEVICE = typer.Option("auto", "--device", help="auto (CPU, plus GPU if torch+CUDA), cpu or gpu.")
+FULL = typer.Option(False, "--full", help="The larger sweep (minutes) instead of the quick one.")
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None or value != value else f"{100 * value:.1f}%"
+
+
+def _base_hardware(hardware: str | None, table: Any) -> Any:
+    """The spec to calibrate: --hardware, else the rows' hardware (local-cpu built in code)."""
+    from ..calibration.measure import CPU_NAME, build_cpu_spec
+    from ..calibration.schema import CalibrationError
+    from ..specs import hardware_names, load_hardware
+
+    if hardware:
+        base = load_hardware(hardware)
+        return base.model_copy(update={"calibration": None})
+    names = table.unique("hardware")
+    if names == [CPU_NAME]:
+        return build_cpu_spec(table)
+    if len(names) == 1 and names[0] in hardware_names():
+        return load_hardware(names[0])
+    raise CalibrationError(
+        f"measurements are for hardware {', '.join(names)}; pass --hardware NAME_OR_YAML")
+
+
+def _fit_rows(fits: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for key, fit in fits.items():
+        entry = fit.profile_entry()
+        out[key] = {
+            "n": int(fit.stats["after_n"]),
+            "before": {k.removeprefix("before_"): v for k, v in fit.stats.items()
+                       if k.startswith("before_")},
+            "after": {k.removeprefix("after_"): v for k, v in fit.stats.items()
+                      if k.startswith("after_") and k != "after_n"},
+            "constant": {k.removeprefix("constant_"): v for k, v in fit.stats.items()
+                         if k.startswith("constant_")},
+            "random_split": fit.random,
+            "range_split": fit.shape_range,
+            "compute_efficiency": entry["compute_efficiency"],
+            "memory_efficiency": entry["memory_efficiency"],
+            "overhead_s": entry["overhead_s"],
+            "params": fit.params,
+        }
+    return out
+
+
+@calibrate_app.command("fit")
+def fit_command(
+    measurements: list[str] = MEASUREMENTS_ARG,
+    out: Path = OUT_PROFILE,
+    hardware: str = BASE_HARDWARE,
+    report: Path = REPORT,
+    dtype: str = FIT_DTYPE,
+    max_rows: int = MAX_ROWS,
+    seed: int = SEED,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Fit a calibrated profile to measurements and report held-out errors.
+
+    Example: roofline calibrate fit builtin:h100-sxm --hardware h100-sxm --out h100-cal.yaml --report cal.html
+    """
+    from ..calibration.data import load_all
+    from ..calibration.fit import calibrate
+    from ..calibration.report import render_calibration_report
+    from ..calibration.schema import write_bytes_atomic
+    from ..specs import dump_yaml
+
+    table = load_all(measurements)
+    base = _base_hardware(hardware, table)
+    if base.kind == "cpu" and dtype == "bf16":
+        dtype = ""
+    profile, fits = calibrate(table, base, dtype=dtype or None, max_rows=max_rows, seed=seed)
+    page = render_calibration_report(profile, fits, table) if report else None
+    write_bytes_atomic(out, dump_yaml(profile.model_dump(exclude_none=True)).encode("utf-8"))
+    if page is not None:
+        write_bytes_atomic(report, page.encode("utf-8"))
+    rows = _fit_rows(fits)
+    data = {"profile": str(out), "hardware": profile.name, "report": str(report) if report
+            else None, "ops": rows}
+
+    def render() -> None:
+        table_ = Table(title=f"calibrated {profile.name} -> {out}")
+        for col in ("op", "rows", "spec", "constant", "calibrated", "random split spec/cal",
+                    "shape-range spec/cal"):
+            table_.add_column(col, justify="right")
+        for key, r in rows.items():
+            rs, gs = r["random_split"], r["range_split"]
+            table_.add_row(
+                key, str(r["n"]), _pct(r["before"].get("mape")),
+                _pct(r["constant"].get("mape")), _pct(r["after"].get("mape")),
+                f"{_pct(rs.get('before_mape'))} / {_pct(rs.get('after_mape'))}",
+                f"{_pct(gs.get('before_mape'))} / {_pct(gs.get('after_mape'))}")
+        console.print(table_)
+        console.print("MAPE of predicted kernel time; splits are held-out rows.")
+        if report:
+            console.print(f"report: {report}")
+
+    emit(data, as_json, render)
+
+
+@calibrate_app.command("evaluate")
+def evaluate_command(
+    measurements: list[str] = MEASUREMENTS_ARG,
+    profile: str = PROFILE,
+    dtype: str = EVAL_DTYPE,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Per-op errors (n, MAPE, median, p90) of a profile's predictions on measurements.
+
+    Example: roofline calibrate evaluate --profile h100-cal.yaml builtin:h100-sxm --json
+    """
+    from ..calibration.data import load_all
+    from ..calibration.fit import error_stats, evaluate, row_keys, spec_predict
+    from ..specs import load_hardware
+
+    hw = load_hardware(profile)
+    table = load_all(measurements)
+    if hw.name in table.unique("hardware"):
+        table = table.where(hardware=hw.name)
+    if dtype:
+        import numpy as np
+
+        table = table.take(~np.isin(table["op"], ["gemm", "attention_decode",
+                                                  "attention_prefill"]) | (table["dtype"] == dtype))
+    stats = evaluate(hw, table)
+    spec, keys = spec_predict(hw, table), row_keys(table)
+    for key, entry in stats.items():
+        before = error_stats(spec[keys == key], table["time_s"][keys == key])
+        entry.update({f"spec_{k}": v for k, v in before.items() if k != "n"})
+        entry["n"] = int(entry["n"])
+    data = {"profile": profile, "hardware": hw.name, "ops": stats}
+
+    def render() -> None:
+        t = Table(title=f"{hw.name}: predicted vs measured kernel time")
+        for col in ("op", "n", "MAPE", "median", "p90", "spec MAPE"):
+            t.add_column(col, justify="right")
+        for key, s in stats.items():
+            t.add_row(key, str(s["n"]), _pct(s["mape"]), _pct(s["median_ape"]),
+                      _pct(s["p90_ape"]), _pct(s["spec_mape"]))
+        console.print(t)
+
+    emit(data, as_json, render)
+
+
+@calibrate_app.command("import")
+def import_command(
+    files: list[Path] = IMPORT_FILES,
+    out: Path = OUT_TABLE,
+    hardware: str = ROW_HARDWARE,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Convert public measurement tables (aiconfigurator, vidur) to the schema.
+
+    Example: roofline calibrate import nccl_perf.csv gemm_perf.csv --out h100.csv.gz
+    """
+    from collections import Counter
+
+    from ..calibration.importers import import_files
+    from ..calibration.schema import write_measurements
+
+    table = import_files([str(f) for f in files], hardware)
+    write_measurements(table, out)
+    counts = Counter(zip(table["hardware"], table["op"], table["dtype"], strict=True))
+    data = {"out": str(out), "rows": len(table),
+            "counts": [{"hardware": h, "op": o, "dtype": d, "rows": n}
+                       for (h, o, d), n in sorted(counts.items())]}
+
+    def render() -> None:
+        t = Table(title=f"{len(table)} rows -> {out}")
+        for col in ("hardware", "op", "dtype", "rows"):
+            t.add_column(col)
+        for row in data["counts"]:
+            t.add_row(row["hardware"], row["op"], row["dtype"], str(row["rows"]))
+        console.print(t)
+
+    emit(data, as_json, render)
+
+
+def measure_command(
+    out: Path = OUT_MEASURE,
+    device: str = DEVICE,
+    full: bool = FULL,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Microbenchmark this machine (numpy on the CPU; torch on a CUDA GPU) into the schema.
+
+    Example: roofline measure --out local.csv && roofline calibrate fit local.csv --out local-cpu.yaml
+    """
+    from collections import Counter
+
+    from ..calibration.measure import measure
+    from ..calibration.schema import CalibrationError, write_measurements
+
+    if device not in ("auto", "cpu", "gpu"):
+        raise CalibrationError(f"--device is {device!r}; allowed: auto, cpu, gpu")
+    table = measure(device, quick=not full)
+    write_measurements(table, out)
+    counts = Counter(zip(table["hardware"], table["op"], strict=True))
+    data = {"out": str(out), "rows": len(table),
+            "counts": [{"hardware": h, "op": o, "rows": n} for (h, o), n in sorted(counts.items())]}
+
+    def render() -> None:
+        console.print(f"{len(table)} measurements -> {out}")
+        for row in data["counts"]:
+            console.print(f"  {row['hardware']}: {row['op']} x {row['rows']}")
+
+    emit(data, as_json, render)
+
+
+def register(app: typer.Typer) -> None:
+    """Plug ``calibrate`` (fit, evaluate, import) and ``measure`` into the root app."""
+    app.add_typer(calibrate_app, name="calibrate")
+    app.command("measure")(measure_command)
