@@ -201,7 +201,7 @@ def tensor_parallel_comms(
     layout = fabric.tp_layout(hw, degree, topology_text)
     group_batch = np.multiply(batch, degree) / chips_arr
     allreduce = fabric.collective_on(hw, layout, "allreduce", group_batch * model.d_model * activation_bytes)
-    q_bytes = group_batch * model.num_heads * model.head_dim * activation_bytes
+    q_bytes = sharding.attention_query_bytes(group_batch, model.num_heads, model.head_dim, activation_bytes)
     alltoall = fabric.collective_on(hw, layout, "alltoall", q_bytes)
     a2a_count = sharding.attention_alltoalls_per_layer(model.num_kv_heads, degree)
     lower = sharding.decode_comms_time_s(model.num_layers, allreduce.time_s, alltoall.time_s, a2a_count)

@@ -114,6 +114,7 @@ class ShardResult:
     comms_1d_s: float
     comms_2d_s: float
     weight_stationary_2d_crossover_chips: float
+    sequence_sharding_comms_s: Any
     step_time_s: Any
     comms_time_s: Any
     step_time_lower_s: Any
@@ -142,7 +143,12 @@ def shard_limits(
         None if topology_text else chips), topology_text=topology_text)
     degree = int(res.tp)
     # Usable one-way ICI bandwidth per chip of the tp group: 2 links per wrapped axis (book part 3).
-    w_ici = fabric.usable_bandwidth_bytes_per_s(hw, fabric.tp_layout(hw, degree, topology_text))
+    layout = fabric.tp_layout(hw, degree, topology_text)
+    w_ici = fabric.usable_bandwidth_bytes_per_s(hw, layout)
+    q_bytes = sharding.attention_query_bytes(batch, model.num_heads, model.head_dim, dtype_bytes(precision.compute))
+    sequence_comms = sharding.sequence_sharding_comms_time_s(
+        model.num_layers, fabric.collective_on(hw, layout, "allgather", q_bytes).time_s,
+        fabric.collective_on(hw, layout, "allreduce", q_bytes).time_s)
     rates = chip_rates(hw, precision.compute)
     beta = float(sharding.hbm_to_ici_ratio(rates.weight_bandwidth_bytes_per_s, w_ici))
     alpha = float(sharding.ici_arithmetic_intensity(rates.flops_per_s, w_ici))
@@ -166,6 +172,7 @@ def shard_limits(
                                                      hw.ici_bandwidth_bytes_per_s)),
         weight_stationary_2d_crossover_chips=float(
             sharding.weight_stationary_2d_crossover_chips(model.d_model, model.d_ff)),
+        sequence_sharding_comms_s=sequence_comms,
         step_time_s=res.step_time_s,
         comms_time_s=res.comms_time_s,
         step_time_lower_s=res.step_time_lower_s,

@@ -69,12 +69,16 @@ def attention_alltoalls_per_layer(num_kv_heads: ArrayLike, tp: ArrayLike) -> Num
     return np.where(kv_batch_shards(num_kv_heads, tp) > 1, 2, 0)
 
 
-def sequence_sharded_attention_bytes(
+def attention_query_bytes(
     batch: ArrayLike, num_heads: ArrayLike, head_dim: ArrayLike, activation_bytes: ArrayLike
 ) -> Number:
-    """Bytes of the per-layer collectives of sequence-sharded KV: AllGather Q [B, N·H] + reduce outputs [B, N·H]."""
-    q = np.multiply(np.multiply(np.multiply(batch, num_heads), head_dim), activation_bytes)
-    return 2.0 * q
+    """Bytes of one decode step's queries (or attention outputs) [B, N·H]: B·N·H·bytes."""
+    return np.multiply(np.multiply(np.multiply(batch, num_heads), head_dim), activation_bytes)
+
+
+def sequence_sharding_comms_time_s(num_layers: ArrayLike, allgather_s: ArrayLike, allreduce_s: ArrayLike) -> Number:
+    """Sequence-sharded KV (long context): per layer AllGather Q, then combine partial outputs (AllReduce), × L."""
+    return np.multiply(num_layers, np.add(allgather_s, allreduce_s))
 
 
 # --------------------------------------------------------------------------- 2D weight-stationary

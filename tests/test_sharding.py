@@ -85,6 +85,14 @@ def test_moe_in_shard_limits_uses_the_given_expert_ways():
         multichip.shard_limits(load_model("book-exercise-moe"), V5E, 128, 32, expert_ways=3)
 
 
+def test_sequence_sharding_comms_by_hand():
+    # book-exercise, bf16, batch 4 over 8 v5e (ring, no wrap): Q = 4·32·256·2 = 65,536 B per layer.
+    # AllGather: bandwidth 65536·7/8/4.5e10 = 1.27 us < 7 us of steps; AllReduce 14 us; × 64 layers.
+    res = multichip.shard_limits(load_model("book-exercise"), V5E, 8, 4)
+    assert sharding.attention_query_bytes(4, 32, 256, 2) == 65536
+    assert res.sequence_sharding_comms_s == pytest.approx(64 * (7e-6 + 14e-6))
+
+
 def test_tp_one_keeps_the_books_step():
     m = load_model("llama-2-13b")
     plain = decode_step(m, V5E, 8, 16, 8192)

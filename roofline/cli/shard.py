@@ -52,6 +52,8 @@ def shard_command(
             ("MLP comms 1D / optimal 2D (per layer)",
              f"{format_seconds(res.comms_1d_s)} / {format_seconds(res.comms_2d_s)}"),
             ("2D weight-stationary wins above", f"{res.weight_stationary_2d_crossover_chips:.0f} chips"),
+            ("sequence-sharded KV: Q gather + output reduce per step",
+             format_seconds(float(res.sequence_sharding_comms_s))),
             ("decode step (no comms)", format_seconds(float(res.step_time_s))),
             ("collectives per step", format_seconds(float(res.comms_time_s))),
             ("step lower (overlapped) / upper (serialized)",
