@@ -367,7 +367,15 @@ def _fit_collective_summary(op: str, table: Measurements) -> dict[str, float]:
 
 
 def fit_constant(key: str, table: Measurements, hw: HardwareSpec) -> dict[str, float]:
-    """Best constant summary: η_compute, η_memory, overhead of max(F/(Pη_c), B/(BWη_m)) + o."""
+    """Best constant summary: η_compute, η_memory, overhead of max(F/(Pη_c), B/(BWη_m)) + o.
+
+    Decode attention rows with more query heads per KV head than the fused kernel takes
+    (``max_group``, a CUDA-core fallback no GQA model uses) do not enter the summary.
+    """
+    if key == "attention_decode":
+        group = table["num_heads"] / table["num_kv_heads"]
+        typical = group <= MODELS[key].constants["max_group"]
+        table = table.take(typical) if typical.sum() >= 3 else table
     s, nums = shapes(table), hw_numbers(hw, table)
     flops, nbytes = _flops_bytes(base_op(key), s)
     return fit_params(

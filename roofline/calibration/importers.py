@@ -183,7 +183,7 @@ FILE_NAMES = {
 
 def detect_format(header: list[str], path: Path) -> str:
     """The public format a header belongs to, or 'schema' for this package's own."""
-    if "time_s" in header and "op" in header:
+    if "op" in header and ("time_s" in header or "hardware" in header):
         return "schema"
     cols = set(header)
     matches = [name for name, (need, _) in FORMATS.items() if set(need) <= cols]
