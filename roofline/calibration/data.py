@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from .importers import import_file
-from .schema import CalibrationError, Measurements, concat, read_measurements, write_measurements
+from .schema import COLLECTIVE_OPS, CalibrationError, Measurements, concat, read_measurements, write_measurements
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "measurements"
 BUILTIN = {"h100-sxm": "h100-sxm-bf16.csv.gz"}
@@ -57,12 +57,13 @@ def load_all(refs: list[str]) -> Measurements:
 
 
 def build_h100(shared: Path, seed: int = 0) -> Measurements:
-    """bf16 rows of the H100 tables (prefill attention subsampled), in the schema."""
+    """bf16 compute rows and all collective rows of the H100 tables (prefill subsampled)."""
     rng = np.random.default_rng(seed)
     parts = []
     for rel, keep in H100_SOURCES.items():
         table = import_file(shared / rel, "h100-sxm")
-        table = table.take(np.isin(table["dtype"], ["bf16", "fp16"]))
+        compute = ~np.isin(table["op"], list(COLLECTIVE_OPS))
+        table = table.take(~compute | np.isin(table["dtype"], ["bf16", "fp16"]))
         if keep and len(table) > keep:
             table = table.take(np.sort(rng.choice(len(table), keep, replace=False)))
         parts.append(table)

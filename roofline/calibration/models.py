@@ -102,9 +102,14 @@ def attention_decode_time(s: Arrays, hw: Hw, p: Params) -> np.ndarray:
     t_memory = attention_bytes(s) / (hw.bandwidth * p["memory_efficiency"] * fill)
     eff = np.where(fallback, p["fallback_compute_efficiency"], p["compute_efficiency"])
     t_compute = attention_flops(s) / (hw.peak_flops * eff)
-    setup = b * kv_heads * (p["block_setup_s"] + group * p["head_setup_s"])
+    tiles = np.ceil(group / p["group_tile"])
+    setup = b * kv_heads * np.where(group > 1, tiles * p["group_block_setup_s"], p["block_setup_s"])
     setup = np.where(fallback, b * heads * p["fallback_head_setup_s"], setup)
-    return soft_max(t_memory, t_compute, setup, exponent=p["overlap_exponent"]) + p["overhead_s"]
+    setup = setup * (s["head_dim"] / 128.0) ** p["setup_dim_exponent"]
+    per_block = 2.0 * s["kv_len"] * s["head_dim"] * s["width"]
+    reduction = np.where(per_block >= p["multi_block_kv_bytes"], p["multi_block_overhead_s"], 0.0)
+    t = soft_max(t_memory, t_compute, setup, exponent=p["overlap_exponent"])
+    return t + p["overhead_s"] + reduction
 
 
 def attention_prefill_time(s: Arrays, hw: Hw, p: Params) -> np.ndarray:
