@@ -51,7 +51,9 @@ class CollectiveTime:
 
     @property
     def latency_bound(self) -> Any:
-        return np.greater_equal(self.latency_time_s, self.bandwidth_time_s)
+        """Latency term ≥ bandwidth term (and a collective happens at all: one device has neither)."""
+        lat = np.asarray(self.latency_time_s)
+        return np.greater_equal(lat, self.bandwidth_time_s) & (lat > 0)
 
 
 def latency_bound_bytes(

@@ -52,6 +52,11 @@ def test_nvlink_switch_and_two_level_over_infiniband():
     assert t16.latency_time_s == pytest.approx(19e-6)
 
 
+def test_one_device_costs_nothing():
+    t = collectives.torus_allgather(1e6, (1,), (False,), W_V5E, HOP)
+    assert t.time_upper_s == 0.0 and not t.latency_bound
+
+
 def test_allreduce_twice_and_alltoall_fraction():
     ag = collectives.torus_allgather(4e6, (8,), (True,), W_V5E, HOP)
     ar = collectives.collective_from_allgather("allreduce", ag, 8, switched=False)
