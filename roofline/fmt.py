@@ -4,9 +4,21 @@ from __future__ import annotations
 
 from .units import MS, US
 
+#: Byte display system the CLI chose with ``--units`` (formatting state only; estimators stay SI).
+BYTE_SYSTEMS = ("si", "iec")
+_byte_system = {"system": "si"}
 
-def format_bytes(value: float, system: str = "si") -> str:
+
+def set_byte_system(system: str) -> None:
+    """Choose how :func:`format_bytes` shows bytes when no system is passed: ``si`` or ``iec``."""
+    if system not in BYTE_SYSTEMS:
+        raise ValueError(f"--units: unknown byte system {system!r}; allowed: {', '.join(BYTE_SYSTEMS)}")
+    _byte_system["system"] = system
+
+
+def format_bytes(value: float, system: str | None = None) -> str:
     """Human-readable bytes: ``si`` uses kB/MB/GB (1000), ``iec`` KiB/MiB/GiB (1024)."""
+    system = system or _byte_system["system"]
     base, names = (
         (1000.0, ["B", "kB", "MB", "GB", "TB", "PB"])
         if system == "si"
@@ -28,3 +40,16 @@ def format_seconds(value: float) -> str:
     if abs(v) >= 1e-3:
         return f"{v / MS:.3g} ms"
     return f"{v / US:.3g} us"
+
+
+def format_quantity(value: float, unit: str) -> str:
+    """A value with its unit for people: bytes and bytes/s per --units, seconds scaled, else 4 digits."""
+    if unit == "B":
+        return format_bytes(value)
+    if unit == "B/s":
+        return format_bytes(value) + "/s"
+    if unit == "s":
+        return format_seconds(value)
+    if unit in ("$", "$/h"):
+        return f"${float(value):,.4g}" + ("/h" if unit == "$/h" else "")
+    return f"{float(value):,.4g} {unit}".rstrip()

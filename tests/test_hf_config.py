@@ -290,3 +290,29 @@ def test_load_model_accepts_config_json_path(tmp_path):
     m = load_model(str(folder / "config.json"))
     assert m.name == "Meta-Llama-3.1-8B"
     assert memory.param_counts(m).total == 8_030_261_248
+
+
+def test_model_import_cli_writes_commented_yaml(tmp_path):
+    from tests.conftest import run_cli, run_json
+
+    folder = tmp_path / "DeepSeek-V3"
+    folder.mkdir()
+    config = folder / "config.json"
+    config.write_text(json.dumps(DEEPSEEK_V3))
+    out = tmp_path / "ds.yaml"
+    summary = run_json("model", "import", str(config), "--out", str(out))
+    assert summary["param_count"] == pytest.approx(671e9, rel=0.01)
+    text = out.read_text()
+    body = [line for line in text.splitlines() if line and not line.startswith("#")]
+    # The catalog rule: every value line names its source in a comment.
+    assert body and all("  # " in line for line in body)
+    assert "kv_lora_rank: 512  # " in text and "config.json: kv_lora_rank" in text
+    reloaded = load_model(str(out))
+    assert memory.param_counts(reloaded).total == memory.param_counts(spec(DEEPSEEK_V3)).total
+    assert reloaded.name == "DeepSeek-V3"
+    bad = folder / "bad.json"
+    bad.write_text(json.dumps(dict(LLAMA_31_8B, num_experts=8)))
+    target = tmp_path / "never.yaml"
+    proc = run_cli("model", "import", str(bad), "--out", str(target))
+    assert proc.returncode == 2 and "num_experts" in proc.stderr and "Traceback" not in proc.stderr
+    assert not target.exists() and list(tmp_path.glob(".never.yaml*")) == []

@@ -12,6 +12,7 @@ import sys
 import typer
 
 from ..errors import RooflineError
+from ..fmt import set_byte_system
 from ._common import err_console
 
 COMMAND_MODULES = (
@@ -19,6 +20,9 @@ COMMAND_MODULES = (
     "catalog",
     "step",
     "textbook",
+    "model_import",
+    "plan",
+    "diff",
     "collective",
     "shard",
     "serve",
@@ -36,6 +40,15 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
 )
+
+
+@app.callback()
+def _global_options(
+    units: str = typer.Option("si", "--units", help="Byte display: si (kB, MB, GB) or iec (KiB, MiB, GiB)."),
+) -> None:
+    """Analytical roofline calculator for LLM inference."""
+    set_byte_system(units)
+
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"{__name__}.{_name}").register(app)

@@ -40,3 +40,20 @@ def emit(data: dict[str, Any] | list[Any], as_json: bool, render: Callable[[], N
         print(json.dumps(to_jsonable(data), indent=2))
     else:
         render()
+
+
+def print_explanations(explanations: list[Any], title: str) -> None:
+    """Render roofline.explain data: name, formula, values substituted with units, result, section."""
+    from rich.table import Table
+
+    from ..fmt import format_quantity
+
+    table = Table(title=title, show_lines=True)
+    for col in ("quantity", "formula", "values", "= result", "book section"):
+        table.add_column(col, overflow="fold")
+    for e in explanations:
+        values = ", ".join(f"{t.symbol} = {format_quantity(t.value, t.unit)}" for t in e.terms)
+        result = format_quantity(e.value, e.unit) + (f"\n({e.note})" if e.note else "")
+        name = f"[bold yellow]{e.name} (binds)[/]" if e.binding else e.name
+        table.add_row(name, e.formula, values, result, e.section.split(", ", 1)[-1])
+    console.print(table)

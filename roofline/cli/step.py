@@ -9,10 +9,11 @@ from rich.table import Table
 
 from ..analysis import Precision, decode_step, request
 from ..errors import RooflineError
+from ..explain import explain_request, explain_step
 from ..fmt import format_bytes, format_seconds
 from ..specs import load_hardware, load_model
 from ..units import DTYPE_BYTES
-from ._common import JSON_OPTION, console, emit
+from ._common import JSON_OPTION, console, emit, print_explanations
 
 MODEL = typer.Option(..., "--model", "-m", help="Built-in model name, YAML or config.json path.")
 HARDWARE = typer.Option(..., "--hardware", "-H", help="Built-in chip, YAML or calibrated profile.")
@@ -22,6 +23,7 @@ WEIGHTS = typer.Option("bf16", "--weights", help="Weight dtype: bf16, fp8, int8,
 KV_DTYPE = typer.Option("bf16", "--kv-dtype", help="KV-cache dtype.")
 COMPUTE = typer.Option("bf16", "--compute-dtype", help="Matmul dtype (its FLOP/s are used).")
 PRICE = typer.Option(None, "--price", help="USD per chip-hour (default: the hardware file's).")
+EXPLAIN = typer.Option(False, "--explain", help="Show each number's formula, values, binding term and book section.")
 
 
 def precision_from_options(weights: str, kv_dtype: str, compute_dtype: str) -> Precision:
@@ -58,6 +60,7 @@ def step_command(
     price: float = PRICE,
     tp: int = typer.Option(None, "--tp", help="Tensor-parallel degree: adds its activation collectives."),
     topology: str = typer.Option(None, "--topology", help="TPU slice axes, e.g. 4x4 (the tp group spans it)."),
+    explain: bool = EXPLAIN,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """One decode step: memory, fit, step time, throughput, cost and the binding term.
@@ -77,6 +80,9 @@ def step_command(
     data["max_batch"], data["min_chips"] = int(data["max_batch"]), int(data["min_chips"])
     bw_total = chips * hw.hbm_bandwidth_bytes_per_s
     data["why"] = why_line(data, bw_total)
+    explanations = explain_step(m, hw, chips, batch, context, prec, res) if explain else []
+    if explain:
+        data["explain"] = [e.as_dict() for e in explanations]
 
     def render() -> None:
         table = Table(title=f"{m.name} on {chips}x {hw.name}, batch {batch}, context {context}, "
@@ -117,6 +123,8 @@ def step_command(
         console.print(table)
         console.print(data["why"])
         console.print(f"[dim]hardware: {data['sources']['hardware']}[/]")
+        if explain:
+            print_explanations(explanations, "where each number comes from")
 
     emit(data, as_json, render)
 
@@ -132,6 +140,7 @@ def request_command(
     kv_dtype: str = KV_DTYPE,
     compute_dtype: str = COMPUTE,
     mfu: float = typer.Option(1.0, "--mfu", help="Achieved fraction of peak FLOP/s in prefill."),
+    explain: bool = EXPLAIN,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """A whole request: TTFT, TPOT and end-to-end latency, with and without a KV cache.
@@ -145,6 +154,9 @@ def request_command(
         "model": m.name, "hardware": hw.name, "chips": chips, "batch": batch,
         **{k: _scalar(v) for k, v in res.as_dict().items()},
     }
+    explanations = explain_request(m, hw, chips, batch, prec, mfu, res) if explain else []
+    if explain:
+        data["explain"] = [e.as_dict() for e in explanations]
 
     def render() -> None:
         table = Table(title=f"{m.name} on {chips}x {hw.name}: {input_len} in, {output_len} out, "
@@ -164,6 +176,8 @@ def request_command(
         table.add_row("output tokens/s per chip", f"{data['tokens_per_s_per_chip']:,.1f}")
         table.add_row("fits at the final context", "yes" if data["fits"] else "[bold red]NO[/]")
         console.print(table)
+        if explain:
+            print_explanations(explanations, "where each number comes from")
 
     emit(data, as_json, render)
 

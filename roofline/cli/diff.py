@@ -1,0 +1,94 @@
+"""`roofline diff`: which terms (weights, KV, FLOPs, communication) explain two configurations' gap."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from ..analysis import decode_step
+from ..diff import diff_steps
+from ..errors import RooflineError
+from ..fmt import format_bytes, format_seconds
+from ..specs import load_hardware, load_model
+from ._common import JSON_OPTION, console, emit
+from .step import BATCH, CHIPS, COMPUTE, HARDWARE, KV_DTYPE, MODEL, PRICE, WEIGHTS, precision_from_options
+
+#: Keys ``--b`` may override, and how each value is read.
+OVERRIDES = {"model": str, "hardware": str, "chips": int, "batch": int, "context": int, "weights": str,
+             "kv_dtype": str, "compute_dtype": str, "price": float}
+
+
+def parse_overrides(text: str) -> dict[str, Any]:
+    """'hardware=tpu-v5e,chips=8' -> {'hardware': 'tpu-v5e', 'chips': 8}; unknown keys named."""
+    out: dict[str, Any] = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key not in OVERRIDES:
+            raise RooflineError(f"--b: cannot read {item!r}; use key=value with keys: {', '.join(OVERRIDES)}")
+        try:
+            out[key] = OVERRIDES[key](value.strip())
+        except ValueError:
+            raise RooflineError(f"--b: {key} must be {OVERRIDES[key].__name__} (got {value!r})") from None
+    if not out:
+        raise RooflineError("--b: give at least one key=value, e.g. hardware=tpu-v5e,chips=8")
+    return out
+
+
+def diff_command(
+    model: str = MODEL,
+    hardware: str = HARDWARE,
+    chips: int = CHIPS,
+    batch: int = BATCH,
+    context: int = typer.Option(2048, "--context", "-s", help="Tokens in each sequence's KV cache."),
+    weights: str = WEIGHTS,
+    kv_dtype: str = KV_DTYPE,
+    compute_dtype: str = COMPUTE,
+    price: float = PRICE,
+    b: str = typer.Option(..., "--b", help="Configuration B as overrides of A: key=value,... "
+                                           "(model, hardware, chips, batch, context, weights, kv_dtype, "
+                                           "compute_dtype, price)."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Decode step of A (the options) vs B (A with --b overrides): which terms make the difference.
+
+    Example: roofline diff --model llama-3-70b --hardware h100-sxm --chips 4 --batch 64 --b kv_dtype=int8
+    """
+    config_a = {"model": model, "hardware": hardware, "chips": chips, "batch": batch, "context": context,
+                "weights": weights, "kv_dtype": kv_dtype, "compute_dtype": compute_dtype, "price": price}
+    config_b = {**config_a, **parse_overrides(b)}
+    results = []
+    for label, cfg in (("A", config_a), ("B", config_b)):
+        if cfg["price"] is not None and cfg["price"] <= 0:
+            raise RooflineError(f"{label}: price must be positive (got {cfg['price']})")
+        prec = precision_from_options(cfg["weights"], cfg["kv_dtype"], cfg["compute_dtype"])
+        results.append(decode_step(load_model(cfg["model"]), load_hardware(cfg["hardware"]), cfg["chips"],
+                                   cfg["batch"], cfg["context"], prec, cfg["price"]))
+    res = diff_steps(*results)
+    data: dict[str, Any] = {"a": config_a, "b": config_b, **res.as_dict(),
+                            "sources": {"A": results[0].sources, "B": results[1].sources}}
+
+    def render() -> None:
+        table = Table(title=f"step time and $/Mtok: A {format_seconds(res.step_a_s)}, ${res.cost_a:.3f} -> "
+                            f"B {format_seconds(res.step_b_s)}, ${res.cost_b:.3f}")
+        for col in ("term", "A", "B", "Δ time", "share of Δ", "Δ $/Mtok"):
+            table.add_column(col, justify="right" if col != "term" else "left")
+        for t in res.terms:
+            table.add_row(t.term, format_seconds(t.a_s), format_seconds(t.b_s),
+                          ("+" if t.delta_s >= 0 else "-") + format_seconds(abs(t.delta_s)),
+                          f"{100 * t.share + 0.0:.0f}%", f"{t.cost_delta:+.4f}")
+        table.add_row("chips · $/h / batch", "", "", "", "", f"{res.cost_delta_from_price_chips_batch:+.4f}")
+        console.print(table)
+        mem = res.memory
+        console.print(f"weights {format_bytes(mem['param_bytes']['a'])} -> {format_bytes(mem['param_bytes']['b'])}; "
+                      f"KV {format_bytes(mem['kv_bytes']['a'])} -> {format_bytes(mem['kv_bytes']['b'])}; "
+                      f"HBM {format_bytes(mem['hbm_capacity_bytes']['a'])} -> "
+                      f"{format_bytes(mem['hbm_capacity_bytes']['b'])}")
+
+    emit(data, as_json, render)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("diff")(diff_command)

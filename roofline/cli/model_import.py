@@ -1,0 +1,84 @@
+"""`roofline model import config.json`: a Hugging Face config.json to a catalog-style model YAML."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import typer
+
+from .. import memory
+from ..errors import RooflineError
+from ..fmt import format_bytes
+from ..hf_config import model_dict_with_notes
+from ..specs import model_from_dict, read_json
+from ._common import JSON_OPTION, console, emit
+from .catalog import model_app
+
+
+def yaml_with_comments(data: dict[str, object], notes: dict[str, str], header: str) -> str:
+    """One ``key: value  # source`` line per field, so every number names where it came from."""
+    lines = [f"# {line}" for line in header.splitlines()]
+    for key, value in data.items():
+        text = json.dumps(value) if isinstance(value, str) else str(value).lower() \
+            if isinstance(value, bool) else str(value)
+        lines.append(f"{key}: {text}  # {notes.get(key, 'config.json')}")
+    return "\n".join(lines) + "\n"
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write to a temporary file beside ``path`` and rename it, so no partial file is left."""
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise RooflineError(f"--out: folder {folder} does not exist")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def model_import(
+    config: str = typer.Argument(..., help="Path to a Hugging Face config.json."),
+    name: str = typer.Option(None, "--name", help="Model name (default: the config's folder name)."),
+    out: str = typer.Option(None, "--out", "-o", help="Write the model YAML here (default: print it)."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Turn a Hugging Face config.json into a model YAML; every line names its source.
+
+    Example: roofline model import config.json --name my-llama --out my-llama.yaml
+    """
+    path = Path(config)
+    label = name or path.resolve().parent.name or path.stem
+    data, notes = model_dict_with_notes(read_json(path), name=label, origin=str(path))
+    spec = model_from_dict(data, str(path))  # validate before writing anything
+    counts = memory.param_counts(spec)
+    header = (f"{label}: imported by `roofline model import` from {path}\n"
+              f"{counts.total / 1e9:.3f} B parameters, {counts.active / 1e9:.3f} B active")
+    text = yaml_with_comments(data, notes, header)
+    if out is not None:
+        write_atomically(Path(out), text)
+    summary = {
+        "name": spec.name, "out": str(out) if out else None, "model": spec.model_dump(exclude_none=True),
+        "param_count": counts.total, "active_param_count": counts.active,
+        "kv_bytes_per_token_bf16": float(memory.kv_cache_bytes_per_token(spec, 2.0)), "notes": notes,
+    }
+
+    def render() -> None:
+        if out is None:
+            print(text, end="")
+            return
+        console.print(f"wrote {out}: {spec.name}, {counts.total / 1e9:.3f} B parameters "
+                      f"({counts.active / 1e9:.3f} B active), KV "
+                      f"{format_bytes(summary['kv_bytes_per_token_bf16'])}/token in bf16")
+
+    emit(summary, as_json, render)
+
+
+def register(app: typer.Typer) -> None:
+    model_app.command("import")(model_import)

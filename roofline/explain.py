@@ -1,0 +1,206 @@
+"""Explanations: for each number of a result, its formula, the values substituted, the binding
+term and the section of the book it comes from.
+
+Returns data (:class:`Explanation`), never text: the CLI renders it.  Values are SI with a
+unit string; the numbers are taken from an :class:`~roofline.analysis.StepResult` /
+``RequestResult`` / plan deployment, so an explanation can never disagree with the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from . import memory
+from .analysis import BOOK, Precision, RequestResult, StepResult
+from .chip import chip_rates
+from .memory import Number
+from .specs import HardwareSpec, ModelSpec
+
+S_MEMORY = f"{BOOK}, 'What about memory?'"
+S_LATENCY = f"{BOOK}, 'Theoretical estimates for LLM latency and throughput'"
+S_LINEAR = f"{BOOK}, 'Linear operations: what bottlenecks us?'"
+S_ATTENTION = f"{BOOK}, 'What about attention?'"
+S_PREFILL = f"{BOOK}, 'Distributing inference over multiple accelerators: Prefill'"
+S_DISAGG = f"{BOOK}, 'Designing an effective inference engine'"
+
+
+@dataclass(frozen=True)
+class Term:
+    """One value substituted into a formula: its symbol, SI value and unit."""
+
+    symbol: str
+    value: float
+    unit: str
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """One number: name, value, unit, formula, substituted terms, whether it binds, book section."""
+
+    name: str
+    value: float
+    unit: str
+    formula: str
+    terms: tuple[Term, ...]
+    section: str
+    binding: bool = False
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def overlapped_step_time_s(kv_time_s: ArrayLike, weight_time_s: ArrayLike, compute_time_s: ArrayLike,
+                           comms_time_s: ArrayLike = 0.0, overhead_s: ArrayLike = 0.0) -> Number:
+    """Lower bound, everything overlapped: max(T_kv + T_weights, T_flops, T_comms) + overhead."""
+    return np.maximum.reduce([np.add(kv_time_s, weight_time_s), np.asarray(compute_time_s, dtype=float),
+                              np.asarray(comms_time_s, dtype=float)]) + overhead_s
+
+
+def serialized_step_time_s(kv_time_s: ArrayLike, weight_time_s: ArrayLike, compute_time_s: ArrayLike,
+                           comms_time_s: ArrayLike = 0.0, overhead_s: ArrayLike = 0.0) -> Number:
+    """Upper bound, nothing overlapped: T_kv + T_weights + T_flops + T_comms + overhead."""
+    return np.add(kv_time_s, weight_time_s) + np.add(compute_time_s, comms_time_s) + overhead_s
+
+
+def _f(value: Any) -> float:
+    return float(np.asarray(value, dtype=float).reshape(-1)[0])
+
+
+def step_bounds(res: StepResult) -> tuple[float, float]:
+    """(lower, upper) step time of a scalar result: overlapped vs serialized compute, memory, network."""
+    comms_lo = _f(getattr(res, "comms_time_s", 0.0))
+    comms_hi = _f(getattr(res, "comms_time_upper_s", comms_lo))
+    parts = (_f(res.kv_time_s), _f(res.weight_time_s), _f(res.compute_time_s))
+    lower = _f(overlapped_step_time_s(*parts, comms_lo, _f(res.overhead_time_s)))
+    upper = _f(serialized_step_time_s(*parts, comms_hi, _f(res.overhead_time_s)))
+    return lower, upper
+
+
+def explain_step(model: ModelSpec, hw: HardwareSpec, chips: int, batch: int, context: int,
+                 precision: Precision, res: StepResult) -> list[Explanation]:
+    """Every number of one decode step (scalar inputs), formula by formula."""
+    rates = chip_rates(hw, precision.compute)
+    w_bw = chips * rates.weight_bandwidth_bytes_per_s
+    kv_bw = chips * rates.kv_bandwidth_bytes_per_s
+    flops = chips * rates.flops_per_s
+    kv_seq = _f(memory.kv_cache_bytes_per_sequence(model, context, precision.kv_bytes))
+    kv_t, w_t, c_t = _f(res.kv_time_s), _f(res.weight_time_s), _f(res.compute_time_s)
+    compute_binds = c_t > w_t
+    lower, upper = step_bounds(res)
+    kv_formula = ("(kv_lora_rank + qk_rope_head_dim)·L·bytes·S" if model.is_mla else "2·K·H·L·bytes·S")
+    out = [
+        Explanation("weights", _f(res.param_bytes), "B", "P_bytes = params · bytes/param",
+                    (Term("params", res.param_count, "params"), Term("bytes/param", precision.weight_bytes, "B")),
+                    S_MEMORY),
+        Explanation("KV cache per sequence", kv_seq, "B", kv_formula + " (window-capped layers stop at W)",
+                    (Term("L", model.num_layers, "layers"), Term("K", model.num_kv_heads, "heads"),
+                     Term("H", model.head_dim, ""), Term("bytes", precision.kv_bytes, "B"),
+                     Term("S", context, "tokens")),
+                    S_MEMORY),
+        Explanation("KV cache (batch)", _f(res.kv_bytes), "B", "B · KV_seq",
+                    (Term("B", batch, "sequences"), Term("KV_seq", kv_seq, "B")), S_MEMORY),
+        Explanation("total memory", _f(res.total_bytes), "B", "P_bytes + B·KV_seq ≤ chips · HBM",
+                    (Term("P_bytes", _f(res.param_bytes), "B"), Term("B·KV_seq", _f(res.kv_bytes), "B"),
+                     Term("chips · HBM", _f(res.hbm_capacity_bytes), "B")), S_MEMORY,
+                    binding=not bool(np.all(res.fits)), note="fits" if np.all(res.fits) else "does NOT fit"),
+        Explanation("KV read time", kv_t, "s", "T_kv = B·KV_seq / W_hbm (attention: always bandwidth-bound)",
+                    (Term("B·KV_seq", _f(res.kv_bytes), "B"), Term("W_hbm", kv_bw, "B/s")), S_LATENCY,
+                    binding=kv_t > max(c_t, w_t), note="the largest term" if kv_t > max(c_t, w_t) else ""),
+        Explanation("weight load time", w_t, "s", "T_weights = P_bytes(read) / W_hbm",
+                    (Term("P_bytes", _f(res.param_bytes), "B"), Term("W_hbm", w_bw, "B/s")), S_LATENCY,
+                    binding=not compute_binds),
+        Explanation("matmul time", c_t, "s", "T_flops = 2·B·P_active / C",
+                    (Term("B", batch, "tokens"), Term("P_active", res.active_param_count, "params"),
+                     Term("C", flops, "FLOP/s")), S_LINEAR, binding=compute_binds),
+        Explanation("step time", _f(res.step_time_s), "s", "T_kv + max(T_flops, T_weights) + overhead",
+                    (Term("T_kv", kv_t, "s"), Term("T_flops", c_t, "s"), Term("T_weights", w_t, "s"),
+                     Term("overhead", _f(res.overhead_time_s), "s")), S_LATENCY,
+                    note=f"bound: {np.asarray(res.bound).reshape(-1)[0]}"),
+        Explanation("step time lower bound", lower, "s", "max(T_kv + T_weights, T_flops, T_comms) + overhead",
+                    (Term("T_kv + T_weights", kv_t + w_t, "s"), Term("T_flops", c_t, "s"),
+                     Term("T_comms", _f(getattr(res, "comms_time_s", 0.0)), "s")), S_LATENCY),
+        Explanation("step time upper bound", upper, "s", "T_kv + T_weights + T_flops + T_comms + overhead",
+                    (Term("T_kv", kv_t, "s"), Term("T_weights", w_t, "s"), Term("T_flops", c_t, "s"),
+                     Term("T_comms", _f(getattr(res, "comms_time_upper_s", 0.0)), "s")), S_LATENCY),
+        Explanation("critical batch", res.critical_batch, "tokens", "B_crit = C·bytes/(2·W_hbm) · E/k",
+                    (Term("C/W_hbm", rates.flops_per_s / rates.weight_bandwidth_bytes_per_s, "FLOP/B"),
+                     Term("bytes/param", precision.weight_bytes, "B"), Term("E/k", model.num_experts /
+                                                                           model.experts_per_token, "")),
+                    S_LINEAR),
+        Explanation("tokens/s", _f(res.tokens_per_s), "tokens/s", "B / step time",
+                    (Term("B", batch, "tokens"), Term("step", _f(res.step_time_s), "s")), S_LATENCY),
+        Explanation("$ per million tokens", _f(res.cost_per_million_tokens), "$",
+                    "chips · $/chip-hour / (tokens/s · 3600) · 1e6",
+                    (Term("chips", chips, ""), Term("tokens/s", _f(res.tokens_per_s), "tokens/s")), S_LATENCY,
+                    note=res.sources.get("price", "")),
+    ]
+    return out
+
+
+def explain_request(model: ModelSpec, hw: HardwareSpec, chips: int, batch: int, precision: Precision,
+                    mfu: float, res: RequestResult) -> list[Explanation]:
+    """TTFT, TPOT and latency of one request (scalar inputs), formula by formula."""
+    rates = chip_rates(hw, precision.compute)
+    flops = chips * rates.flops_per_s * mfu
+    bw = chips * rates.weight_bandwidth_bytes_per_s
+    p_flops = _f(res.prefill_flops)
+    weights = _f(memory.param_bytes(memory.param_counts(model).total, precision.weight_bytes))
+    kv_written = _f(memory.kv_cache_bytes(model, batch, _f(res.input_len), precision.kv_bytes))
+    compute_t, memory_t = p_flops / flops, (weights + kv_written) / bw
+    steps = max(_f(res.output_len) - 1.0, 0.0)
+    return [
+        Explanation("prefill FLOPs", p_flops, "FLOP", "B·(2·P_active·I + causal attention 2·N·(H_qk+H_v)·I²/2·L)",
+                    (Term("B", batch, ""), Term("I", _f(res.input_len), "tokens")), S_ATTENTION),
+        Explanation("TTFT (prefill)", _f(res.ttft_s), "s", "max(FLOPs / (C·MFU), (P_bytes + KV_written) / W_hbm)",
+                    (Term("FLOPs", p_flops, "FLOP"), Term("C·MFU", flops, "FLOP/s"),
+                     Term("P_bytes + KV_written", weights + kv_written, "B"), Term("W_hbm", bw, "B/s")),
+                    S_PREFILL, binding=True, note="compute-bound" if compute_t >= memory_t else "memory-bound"),
+        Explanation("TPOT (mean)", _f(res.tpot_s), "s",
+                    "Σ_t step(I + t) / (O - 1), step = T_kv + max(T_flops, T_weights)",
+                    (Term("O - 1", steps, "steps"), Term("first step", _f(res.first_step_time_s), "s"),
+                     Term("last step", _f(res.last_step_time_s), "s")), S_LATENCY),
+        Explanation("latency", _f(res.latency_s), "s", "TTFT + Σ decode steps",
+                    (Term("TTFT", _f(res.ttft_s), "s"), Term("decode", _f(res.decode_time_s), "s")), S_LATENCY,
+                    binding=True, note=("prefill dominates" if _f(res.ttft_s) > _f(res.decode_time_s)
+                                        else "decode dominates")),
+        Explanation("latency without KV cache", _f(res.no_cache_latency_s), "s",
+                    "max(Σ_t prefill FLOPs(I + t) / C, O·P_bytes / W_hbm)",
+                    (Term("O", _f(res.output_len), "tokens"),),
+                    f"{BOOK}, 'Transformer inference basics' (naive sampling)"),
+    ]
+
+
+def explain_deployment(d: Any, qps: float, mean_output: float) -> list[Explanation]:
+    """The plan's numbers for one deployment: Little's law, the M/G/1 prefill wait, replicas, cost."""
+    steps = max(mean_output - 1.0, 0.0)
+    return [
+        Explanation("TTFT", d.ttft_s, "s", "E[S] + λ·E[S²]/(2·(1 - λ·E[S]))  (M/G/1 wait on prefill)",
+                    (Term("E[S] prefill", d.prefill_s, "s"), Term("λ per replica", d.rate_per_replica, "req/s"),
+                     Term("ρ = λ·E[S]", d.prefill_utilisation, "")), S_PREFILL, binding=d.binding == "TTFT SLO"),
+        Explanation("TPOT", d.tpot_s, "s", "decode step / (1 - ρ)  (prefill shares the chips)",
+                    (Term("decode step", d.decode_step_s, "s"), Term("ρ", d.prefill_utilisation, "")), S_LATENCY,
+                    binding=d.binding == "TPOT SLO"),
+        Explanation("sequences per replica", d.sequences_per_replica, "sequences",
+                    "Little's law: λ · (TTFT + (E[O] - 1)·TPOT) ≤ batch",
+                    (Term("λ", d.rate_per_replica, "req/s"), Term("TTFT", d.ttft_s, "s"),
+                     Term("E[O] - 1", steps, "steps"), Term("TPOT", d.tpot_s, "s"), Term("batch", d.batch, "")),
+                    S_DISAGG, binding=d.binding in ("qps", "memory")),
+        Explanation("memory per replica", d.memory_bytes, "B", "P_bytes + B·KV_seq(mean decode context) ≤ chips·HBM",
+                    (Term("chips·HBM", d.hbm_bytes, "B"),), S_MEMORY, binding=d.binding == "memory"),
+        Explanation("replicas", d.replicas, "", "ceil(qps / λ_max)",
+                    (Term("qps", qps, "req/s"), Term("λ_max", qps / d.replicas if d.replicas else 0.0, "req/s")),
+                    S_DISAGG, note=f"binding: {d.binding}"),
+        Explanation("$ per hour", d.dollars_per_hour, "$/h", "replicas · chips · $/chip-hour",
+                    (Term("replicas", d.replicas, ""), Term("chips", d.chips_per_replica, ""),
+                     Term("$/chip-hour", d.price_per_chip_hour, "$")), S_LATENCY),
+        Explanation("$ per million output tokens", d.cost_per_million_output_tokens, "$",
+                    "$/h / (qps · E[O] · 3600) · 1e6",
+                    (Term("$/h", d.dollars_per_hour, "$"), Term("qps", qps, "req/s"),
+                     Term("E[O]", mean_output, "tokens")),
+                    S_LATENCY),
+    ]

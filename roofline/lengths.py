@@ -1,0 +1,115 @@
+"""Request-length distributions: (input, output) lengths with weights, and averages over them.
+
+A distribution is a small set of (input_len, output_len, weight) points: a histogram, a CSV of
+observed requests, or a single fixed length.  Estimators accept arrays, so averaging an
+estimate is one vectorised call followed by :func:`weighted_mean`.  :func:`read_lengths_csv`
+and :func:`parse_lengths` are the only readers (input boundary); the rest are pure.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .errors import RooflineError
+
+
+@dataclass(frozen=True)
+class LengthDistribution:
+    """Request lengths: equal-length arrays of input tokens, output tokens and weights (sum 1)."""
+
+    input_len: np.ndarray
+    output_len: np.ndarray
+    weight: np.ndarray
+    source: str = "fixed lengths"
+
+    @property
+    def mean_input(self) -> float:
+        return float(weighted_mean(self.input_len, self.weight))
+
+    @property
+    def mean_output(self) -> float:
+        return float(weighted_mean(self.output_len, self.weight))
+
+    @property
+    def decode_context(self) -> float:
+        """Mean context over decode steps: Σ w·O·(I + O/2) / Σ w·O (steps weight long outputs)."""
+        return float(decode_weighted_context(self.input_len, self.output_len, self.weight))
+
+    @property
+    def max_context(self) -> float:
+        return float(np.max(self.input_len + self.output_len))
+
+
+def fixed_lengths(input_len: float, output_len: float) -> LengthDistribution:
+    """A distribution with one point: every request has I input and O output tokens."""
+    return from_points([input_len], [output_len], [1.0], source=f"fixed: {input_len:g} in, {output_len:g} out")
+
+
+def from_points(
+    input_len: ArrayLike, output_len: ArrayLike, weight: ArrayLike, source: str = "histogram"
+) -> LengthDistribution:
+    """Validate (I, O, weight) points and normalise the weights to sum to 1."""
+    i, o, w = (np.asarray(x, dtype=float).ravel() for x in (input_len, output_len, weight))
+    if not (i.size == o.size == w.size) or i.size == 0:
+        raise RooflineError(f"{source}: lengths need equally many input, output and weight values")
+    if np.any(i < 1) or np.any(o < 1) or np.any(w < 0) or not np.all(np.isfinite(np.r_[i, o, w])):
+        raise RooflineError(f"{source}: input and output lengths must be >= 1 and weights >= 0")
+    if w.sum() <= 0:
+        raise RooflineError(f"{source}: the weights sum to zero")
+    return LengthDistribution(i, o, w / w.sum(), source)
+
+
+def weighted_mean(values: ArrayLike, weight: ArrayLike) -> np.ndarray:
+    """Σ w·x / Σ w along the last axis (the distribution's points)."""
+    w = np.asarray(weight, dtype=float)
+    return np.sum(np.multiply(values, w), axis=-1) / np.sum(w)
+
+
+def decode_weighted_context(input_len: ArrayLike, output_len: ArrayLike, weight: ArrayLike) -> np.ndarray:
+    """Context averaged over decode steps: Σ w·O·(I + O/2) / Σ w·O (each request spends O steps)."""
+    o = np.asarray(output_len, dtype=float)
+    return weighted_mean(o * (np.asarray(input_len, dtype=float) + o / 2.0), weight) / weighted_mean(o, weight)
+
+
+def parse_lengths(text: str) -> LengthDistribution:
+    """``'512:128:0.7,4096:512:0.3'`` (input:output:weight, weight optional) -> a distribution."""
+    points = []
+    for item in text.split(","):
+        parts = item.strip().split(":")
+        if len(parts) not in (2, 3):
+            raise RooflineError(f"--lengths: cannot read {item!r}; expected input:output[:weight], "
+                                "e.g. 512:128:0.7,4096:512:0.3")
+        try:
+            points.append([float(p) for p in parts] + ([1.0] if len(parts) == 2 else []))
+        except ValueError:
+            raise RooflineError(f"--lengths: {item!r} is not numbers input:output[:weight]") from None
+    arr = np.array(points)
+    return from_points(arr[:, 0], arr[:, 1], arr[:, 2], source="--lengths")
+
+
+def read_lengths_csv(path: str | Path) -> LengthDistribution:
+    """A CSV with header input_len,output_len[,count]: one row per request or per histogram bin."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RooflineError(f"{p}: cannot read file ({exc.strerror})") from None
+    reader = csv.DictReader(text.splitlines())
+    fields = set(reader.fieldnames or [])
+    if not {"input_len", "output_len"} <= fields:
+        raise RooflineError(f"{p}: header must have input_len,output_len[,count] (got {sorted(fields)})")
+    rows = []
+    for n, row in enumerate(reader, start=2):
+        try:
+            rows.append((float(row["input_len"]), float(row["output_len"]), float(row.get("count") or 1.0)))
+        except (TypeError, ValueError):
+            raise RooflineError(f"{p}: line {n}: input_len/output_len/count must be numbers") from None
+    if not rows:
+        raise RooflineError(f"{p}: no rows")
+    arr = np.array(rows)
+    return from_points(arr[:, 0], arr[:, 1], arr[:, 2], source=str(p))

@@ -1,0 +1,317 @@
+"""Capacity planning: inverse questions in closed form, and the cheapest deployment meeting SLOs.
+
+Closed forms (pure functions of numbers, broadcasting) invert the book's decode step time
+B·KV/W + max(2·B·P/C, P_bytes/W) ("Theoretical estimates for LLM latency and throughput").
+
+The search (:func:`plan`) evaluates every chips × batch × dtype configuration of each chip with
+one :func:`roofline.sweep.decode_sweep` (decode steps, tensor-parallel collectives included, points
+that overflow HBM dropped) and :func:`roofline.analysis.request` (prefill), then sizes replicas.
+Its queueing approximation, stated once:
+
+* TTFT = prefill time + the M/G/1 (Pollaczek-Khinchine) wait λ·E[S²]/(2(1-ρ)) on each replica,
+  S the prefill time of a request drawn from the length distribution, ρ = λ·E[S];
+* prefill shares the replica's chips with decode, so TPOT = decode step / (1 - ρ);
+* the decode step is taken at the full batch B and the decode-step-weighted mean context, with
+  tensor parallelism over the whole replica (collectives overlapped, as the sweep reports it);
+* Little's law: a replica holds λ·(TTFT + (E[O] - 1)·TPOT) sequences, at most B;
+  replicas = ceil(qps / λ_max), λ_max the largest per-replica rate meeting all three limits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from . import memory
+from .analysis import BOOK, Precision, request
+from .cost import cost_per_hour
+from .errors import RooflineError
+from .lengths import LengthDistribution, weighted_mean
+from .memory import Number
+from .specs import HardwareSpec, ModelSpec
+from .sweep import decode_sweep
+from .units import HOUR_S, dtype_bytes
+
+SECTION = f"{BOOK}, 'Theoretical estimates for LLM latency and throughput'"
+
+# --------------------------------------------------------------------------- closed forms
+
+
+def kv_crossover_batch(weight_bytes: ArrayLike, kv_bytes_per_seq: ArrayLike) -> Number:
+    """Batch where KV reads equal weight reads: B·KV_seq = P_bytes, so B* = P_bytes / KV_seq."""
+    return np.divide(weight_bytes, kv_bytes_per_seq)
+
+
+def bandwidth_for_tpot(
+    tpot_s: ArrayLike, batch: ArrayLike, kv_bytes_per_seq: ArrayLike, weight_bytes: ArrayLike,
+    compute_time_s: ArrayLike,
+) -> Number:
+    """HBM bytes/s for step ≤ T: max((B·KV + P_bytes)/T, B·KV/(T - 2BP/C)); inf if T ≤ 2BP/C."""
+    t = np.asarray(tpot_s, dtype=float)
+    kv = np.multiply(batch, kv_bytes_per_seq)
+    room = t - np.asarray(compute_time_s, dtype=float)
+    with np.errstate(divide="ignore"):
+        compute_side = np.where(room > 0, kv / np.where(room > 0, room, 1.0), np.inf)
+    return np.maximum(np.add(kv, weight_bytes) / t, compute_side)
+
+
+def chips_for_tpot(step_time_one_chip_s: ArrayLike, tpot_s: ArrayLike) -> Number:
+    """Chips for a TPOT target: every term of the step scales as 1/n, so n = ceil(step(1) / T)."""
+    return np.ceil(np.divide(step_time_one_chip_s, tpot_s) - 1e-9)
+
+
+def max_batch_for_tpot(
+    tpot_s: ArrayLike, kv_bytes_per_seq: ArrayLike, weight_bytes: ArrayLike, active_params: ArrayLike,
+    flops_per_s: ArrayLike, bandwidth_bytes_per_s: ArrayLike,
+) -> Number:
+    """Largest B with B·KV/W + max(2BP/C, P_bytes/W) ≤ T: min((T·W - P_bytes)/KV, T/(KV/W + 2P/C))."""
+    t = np.asarray(tpot_s, dtype=float)
+    bw = np.asarray(bandwidth_bytes_per_s, dtype=float)
+    kv_time = np.divide(kv_bytes_per_seq, bw)
+    memory_side = (t * bw - np.asarray(weight_bytes, dtype=float)) / np.asarray(kv_bytes_per_seq, dtype=float)
+    compute_side = t / (kv_time + 2.0 * np.divide(active_params, flops_per_s))
+    return np.maximum(np.floor(np.minimum(memory_side, compute_side)), 0.0)
+
+
+def mg1_wait_s(arrival_rate: ArrayLike, mean_service_s: ArrayLike, mean_service_sq_s2: ArrayLike) -> Number:
+    """Pollaczek-Khinchine M/G/1 queueing delay: λ·E[S²] / (2·(1 - λ·E[S])), inf when ρ ≥ 1."""
+    lam = np.asarray(arrival_rate, dtype=float)
+    rho = lam * np.asarray(mean_service_s, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        wait = lam * np.asarray(mean_service_sq_s2, dtype=float) / (2.0 * (1.0 - rho))
+    return np.where(rho < 1.0, wait, np.inf)
+
+
+def rate_for_ttft(ttft_slo_s: ArrayLike, mean_prefill_s: ArrayLike, mean_prefill_sq_s2: ArrayLike) -> Number:
+    """Largest λ with E[S] + λE[S²]/(2(1-λE[S])) ≤ SLO: λ = 2a/(E[S²] + 2a·E[S]), a = SLO - E[S]."""
+    a = np.subtract(ttft_slo_s, mean_prefill_s)
+    rate = 2.0 * a / (np.asarray(mean_prefill_sq_s2) + 2.0 * a * np.asarray(mean_prefill_s))
+    return np.where(a > 0, rate, 0.0)
+
+
+def rate_for_tpot(tpot_slo_s: ArrayLike, step_time_s: ArrayLike, mean_prefill_s: ArrayLike) -> Number:
+    """Largest λ with step/(1 - λ·E[S]) ≤ SLO: λ = (1 - step/SLO) / E[S] (0 if step > SLO)."""
+    return np.maximum(1.0 - np.divide(step_time_s, tpot_slo_s), 0.0) / np.asarray(mean_prefill_s, dtype=float)
+
+
+def sequences_in_flight(
+    rate: ArrayLike, mean_prefill_s: ArrayLike, mean_prefill_sq_s2: ArrayLike, step_time_s: ArrayLike,
+    decode_steps: ArrayLike,
+) -> Number:
+    """Little's law: λ·(TTFT(λ) + n·step/(1 - λE[S])), TTFT(λ) = E[S] + M/G/1 wait."""
+    lam = np.asarray(rate, dtype=float)
+    rho = lam * np.asarray(mean_prefill_s, dtype=float)
+    ttft = np.add(mean_prefill_s, mg1_wait_s(lam, mean_prefill_s, mean_prefill_sq_s2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        decode = np.multiply(decode_steps, step_time_s) / (1.0 - rho)
+    return np.where(rho < 1.0, lam * (ttft + decode), np.inf)
+
+
+def rate_for_concurrency(
+    batch: ArrayLike, mean_prefill_s: ArrayLike, mean_prefill_sq_s2: ArrayLike, step_time_s: ArrayLike,
+    decode_steps: ArrayLike, iterations: int = 60,
+) -> Number:
+    """Largest λ whose sequences in flight fit the batch B (bisection; in-flight grows with λ)."""
+    hi = np.broadcast_to(1.0 / np.asarray(mean_prefill_s, dtype=float), np.broadcast_shapes(
+        np.shape(batch), np.shape(mean_prefill_s), np.shape(step_time_s))).copy()
+    lo = np.zeros_like(hi)
+    for _ in range(iterations):
+        mid = (lo + hi) / 2.0
+        ok = sequences_in_flight(mid, mean_prefill_s, mean_prefill_sq_s2, step_time_s, decode_steps) <= batch
+        lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
+    return lo
+
+
+def replicas_needed(qps: ArrayLike, rate_per_replica: ArrayLike) -> Number:
+    """ceil(qps / per-replica rate); inf where a replica can carry no traffic."""
+    r = np.asarray(rate_per_replica, dtype=float)
+    with np.errstate(divide="ignore"):
+        return np.where(r > 0, np.ceil(np.divide(qps, np.where(r > 0, r, 1.0)) - 1e-9), np.inf)
+
+
+def cost_per_million_output_tokens(dollars_per_hour: ArrayLike, qps: ArrayLike, mean_output: ArrayLike) -> Number:
+    """$ per 1e6 generated tokens: $/h / (qps·E[O]·3600) · 1e6."""
+    return np.divide(dollars_per_hour, np.multiply(qps, mean_output) * HOUR_S) * 1e6
+
+
+# --------------------------------------------------------------------------- search
+
+#: Dtypes the search tries by default (weights × KV cache; matmuls in bf16).
+WEIGHT_DTYPES = ("bf16", "int8")
+KV_DTYPES = ("bf16", "int8")
+BATCHES = tuple(2**k for k in range(0, 11))
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One candidate deployment and every number the plan reports about it (SI units)."""
+
+    hardware: str
+    chips_per_replica: int
+    tp: int
+    sharding: str
+    batch: int
+    weights: str
+    kv_dtype: str
+    replicas: int
+    total_chips: int
+    dollars_per_hour: float
+    cost_per_million_output_tokens: float
+    ttft_s: float
+    prefill_s: float
+    tpot_s: float
+    decode_step_s: float
+    request_latency_s: float
+    rate_per_replica: float
+    sequences_per_replica: float
+    prefill_utilisation: float
+    memory_bytes: float
+    hbm_bytes: float
+    binding: str
+    price_per_chip_hour: float
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """The cheapest deployment (None if nothing meets the targets) and the runners-up."""
+
+    best: Deployment | None
+    candidates: list[Deployment]
+    qps: float
+    ttft_slo_s: float | None
+    tpot_slo_s: float | None
+    lengths: str
+    evaluated: int
+    feasible: int
+    reasons: dict[str, int] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+
+
+def binding_constraint(limits: dict[str, float], larger_batch_fits: bool, larger_batch_step_s: float,
+                       tpot_slo_s: float | None) -> str:
+    """Name what sets the replica count: the smallest per-replica rate limit; when that is the
+    batch (Little's law), say why the batch is not larger: memory, the TPOT SLO, or nothing (qps)."""
+    name = min(limits, key=lambda k: limits[k])
+    if name != "concurrency":
+        return name
+    if not larger_batch_fits:
+        return "memory"
+    if tpot_slo_s is not None and larger_batch_step_s > tpot_slo_s:
+        return "TPOT SLO"
+    return "qps"
+
+
+def _chip_axis(hardware: Sequence[HardwareSpec], max_chips: int) -> np.ndarray:
+    """Powers of two up to ``max_chips`` (a replica stays within one chip's ICI/NVLink domain)."""
+    top = max(min(hw.max_ici_domain_chips or max_chips, max_chips) for hw in hardware)
+    return np.array([2**k for k in range(0, 20) if 2**k <= top], dtype=np.int64)
+
+
+def _prefill_moments(model: ModelSpec, hw: HardwareSpec, chips: np.ndarray, lengths: LengthDistribution,
+                     precision: Precision, mfu: float) -> tuple[np.ndarray, np.ndarray]:
+    """E[S] and E[S²] of one request's prefill (analysis.request, batch 1) on each slice size."""
+    res = request(model, hw, lengths.input_len[None, :], lengths.output_len[None, :],
+                  chips=np.asarray(chips, dtype=float)[:, None], batch=1, precision=precision, mfu=mfu)
+    ttft = np.asarray(res.ttft_s, dtype=float)
+    return weighted_mean(ttft, lengths.weight), weighted_mean(ttft**2, lengths.weight)
+
+
+def plan(
+    model: ModelSpec,
+    hardware: Sequence[HardwareSpec],
+    qps: float,
+    lengths: LengthDistribution,
+    ttft_slo_s: float | None = None,
+    tpot_slo_s: float | None = None,
+    prices: dict[str, float] | None = None,
+    max_chips: int = 256,
+    batches: Sequence[int] = BATCHES,
+    weights: Sequence[str] = WEIGHT_DTYPES,
+    kv_dtypes: Sequence[str] = KV_DTYPES,
+    mfu: float = 1.0,
+    top: int = 10,
+) -> PlanResult:
+    """Cheapest $/hour over chips × batch × dtypes (one :func:`sweep.decode_sweep`) meeting the targets."""
+    if not qps > 0:
+        raise RooflineError(f"--qps must be positive (got {qps})")
+    for name, slo in (("--ttft-slo", ttft_slo_s), ("--tpot-slo", tpot_slo_s)):
+        if slo is not None and not slo > 0:
+            raise RooflineError(f"{name} must be positive seconds (got {slo})")
+    if not hardware:
+        raise RooflineError("--hardware: give at least one chip")
+    prices = dict(prices or {})
+    by_name = {hw.name: hw for hw in hardware}
+    sw = decode_sweep(model, hardware, batch=np.asarray(batches), chips=_chip_axis(hardware, max_chips),
+                      context=(int(round(lengths.decode_context)),), weights=weights, kv_dtypes=kv_dtypes,
+                      prices=prices)
+    cols = sw.columns
+    hw_col, w_col, kv_col = sw.column("hardware"), sw.column("weights"), sw.column("kv_dtype")
+    chips, batch = cols["chips"].astype(float), cols["batch"].astype(float)
+    domain = np.array([by_name[h].max_ici_domain_chips or max_chips for h in hw_col], dtype=float)
+    in_domain = (chips <= domain) & (chips <= max_chips)
+    # The longest request must fit on its own beside the weights.
+    weight_b = np.array([dtype_bytes(w) for w in w_col], dtype=float)
+    kv_b = np.array([dtype_bytes(k) for k in kv_col], dtype=float)
+    params = memory.param_counts(model).total
+    longest = memory.param_bytes(params, weight_b) + memory.kv_cache_bytes_per_sequence(
+        model, lengths.max_context, kv_b)
+    usable = in_domain & np.asarray(memory.fits_in_memory(longest, cols["hbm_capacity_bytes"]))
+    # Prefill moments per block (chip × dtypes), vectorised over the block's slice sizes.
+    p_mean, p_sq = np.ones_like(chips), np.ones_like(chips)
+    for index, blk in enumerate(sw.blocks):
+        rows = np.flatnonzero(cols["block"] == index)
+        if rows.size:
+            prec = Precision(blk["weights"], blk["kv_dtype"], blk["compute_dtype"])
+            p_mean[rows], p_sq[rows] = _prefill_moments(model, by_name[blk["hardware"]], chips[rows], lengths,
+                                                        prec, mfu)
+    step_s = cols["step_time_s"]
+    decode_steps = max(lengths.mean_output - 1.0, 0.0)
+    inf = np.full(step_s.shape, np.inf)
+    limits = {
+        "concurrency": rate_for_concurrency(batch, p_mean, p_sq, step_s, decode_steps),
+        "TTFT SLO": rate_for_ttft(ttft_slo_s, p_mean, p_sq) if ttft_slo_s else inf,
+        "TPOT SLO": rate_for_tpot(tpot_slo_s, step_s, p_mean) if tpot_slo_s else inf,
+    }
+    rate = np.minimum.reduce(list(limits.values()))
+    ok = usable & (rate > 0)
+    reasons = {"memory": sw.dropped_out_of_memory + int(np.sum(in_domain & ~usable)),
+               "TTFT SLO": int(np.sum(usable & (limits["TTFT SLO"] <= 0))),
+               "TPOT SLO": int(np.sum(usable & (limits["TPOT SLO"] <= 0)))}
+    price = np.array([prices.get(h, by_name[h].price_per_chip_hour) for h in hw_col], dtype=float)
+    replicas = replicas_needed(qps, rate)
+    dollars = np.where(ok, cost_per_hour(price, chips * replicas), np.inf)
+    order = [i for i in np.lexsort((step_s, dollars)) if ok[i]][:top]
+    step_of = {(int(cols["block"][i]), int(chips[i]), int(batch[i])): float(step_s[i]) for i in range(step_s.size)}
+    chosen = []
+    for i in order:
+        bigger = step_of.get((int(cols["block"][i]), int(chips[i]), int(batch[i]) * 2))
+        binding = binding_constraint({k: float(v[i]) for k, v in limits.items()}, bigger is not None,
+                                     bigger if bigger is not None else np.inf, tpot_slo_s)
+        chosen.append(Deployment(
+            hardware=str(hw_col[i]), chips_per_replica=int(chips[i]), tp=int(cols["tp"][i]),
+            sharding=f"tensor-parallel over {int(cols['tp'][i])} chips within a replica, "
+                     f"{int(replicas[i])} data-parallel replica(s)",
+            batch=int(batch[i]), weights=str(w_col[i]), kv_dtype=str(kv_col[i]), replicas=int(replicas[i]),
+            total_chips=int(chips[i] * replicas[i]), dollars_per_hour=float(dollars[i]),
+            cost_per_million_output_tokens=float(cost_per_million_output_tokens(dollars[i], qps, lengths.mean_output)),
+            **_latencies(qps / replicas[i], p_mean[i], p_sq[i], step_s[i], decode_steps),
+            memory_bytes=float(cols["total_bytes"][i]), hbm_bytes=float(cols["hbm_capacity_bytes"][i]),
+            binding=binding, price_per_chip_hour=float(price[i])))
+    sources = {**sw.sources, "queueing": "M/G/1 prefill wait, TPOT / (1 - ρ), Little's law (roofline.plan)",
+               "lengths": lengths.source, "prefill": f"{BOOK}: analysis.request, batch 1, MFU {mfu:g}"}
+    return PlanResult(chosen[0] if chosen else None, chosen, qps, ttft_slo_s, tpot_slo_s, lengths.source,
+                      sw.evaluated, int(np.sum(ok)), reasons, sources)
+
+
+def _latencies(rate: float, p_mean: float, p_sq: float, step_s: float, decode_steps: float) -> dict[str, float]:
+    """TTFT, TPOT, latency and occupancy of a replica at request rate λ (the module's queueing model)."""
+    rho = rate * p_mean
+    ttft = p_mean + float(mg1_wait_s(rate, p_mean, p_sq))
+    tpot = step_s / (1.0 - rho)
+    return {"ttft_s": float(ttft), "prefill_s": float(p_mean), "tpot_s": float(tpot), "decode_step_s": float(step_s),
+            "request_latency_s": float(ttft + decode_steps * tpot), "rate_per_replica": float(rate),
+            "sequences_per_replica": float(sequences_in_flight(rate, p_mean, p_sq, step_s, decode_steps)),
+            "prefill_utilisation": float(rho)}

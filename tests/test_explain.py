@@ -1,0 +1,107 @@
+"""Explanations (--explain), step-time bounds, `roofline diff` and `--units`."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roofline.analysis import Precision, decode_step, request
+from roofline.diff import TERMS, diff_steps
+from roofline.explain import explain_request, explain_step, step_bounds
+from roofline.specs import load_hardware, load_model
+from tests.conftest import run_cli, run_json
+
+M13 = load_model("llama-2-13b")
+V5E = load_hardware("tpu-v5e")
+
+
+def by_name(explanations):
+    return {e.name: e for e in explanations}
+
+
+def test_step_explanation_reproduces_the_book_table():
+    # The book's LLaMA-2-13B table on 8x v5e, batch 16 at 8192 tokens: 20.30 ms per step.
+    res = decode_step(M13, V5E, 8, 16, 8192)
+    ex = by_name(explain_step(M13, V5E, 8, 16, 8192, Precision(), res))
+    step = ex["step time"]
+    assert step.value == pytest.approx(20.30e-3, rel=0.01)
+    terms = {t.symbol: t.value for t in step.terms}
+    # The formula with its substituted values gives the result: T_kv + max(T_flops, T_weights).
+    assert terms["T_kv"] + max(terms["T_flops"], terms["T_weights"]) + terms["overhead"] == pytest.approx(step.value)
+    # B = 16 is far below the critical batch (240): the weight load binds, not the FLOPs.
+    assert ex["weight load time"].binding and not ex["matmul time"].binding
+    assert ex["KV read time"].binding  # 107 GB of KV over 6.56 TB/s = 16.3 ms: the largest term
+    assert ex["critical batch"].value == pytest.approx(1.97e14 / 8.2e11)  # 240.2, the book's 240
+    assert "What about memory?" in ex["KV cache per sequence"].section
+    kv = {t.symbol: t.value for t in ex["KV cache per sequence"].terms}
+    # 2·K·H·L·bytes·S = 2·40·128·40·2·8192 = 6.71e9 bytes.
+    assert 2 * kv["K"] * kv["H"] * kv["L"] * kv["bytes"] * kv["S"] == pytest.approx(ex["KV cache per sequence"].value)
+
+
+@settings(max_examples=40, deadline=None)
+@given(batch=st.integers(1, 2048), context=st.integers(1, 32768), chips=st.sampled_from([1, 4, 8, 16]))
+def test_step_time_lies_between_overlapped_and_serialized(batch, context, chips):
+    res = decode_step(M13, V5E, chips, batch, context)
+    lower, upper = step_bounds(res)
+    assert lower <= float(res.step_time_s) * (1 + 1e-12)
+    assert float(res.step_time_s) <= upper * (1 + 1e-12)
+    # The lower bound is the book's pure-bandwidth minimum when memory binds.
+    assert lower >= float(res.min_step_time_s) * (1 - 1e-12)
+
+
+def test_request_explanation_names_the_binding_part():
+    m, hw = load_model("llama-3-8b"), load_hardware("h100-sxm")
+    res = request(m, hw, 2048, 256)
+    ex = by_name(explain_request(m, hw, 1, 1, Precision(), 1.0, res))
+    # Prefill of 2048 tokens: 2·8.03e9·2048 = 3.29e13 FLOPs over 9.89e14 FLOP/s = 33 ms, above
+    # the 16 GB / 3.35 TB/s = 4.8 ms of reads: compute-bound.
+    assert ex["TTFT (prefill)"].note == "compute-bound"
+    assert ex["latency"].note == "decode dominates"
+    assert ex["latency"].value == pytest.approx(float(res.ttft_s) + float(res.decode_time_s))
+
+
+def test_diff_terms_add_up_exactly():
+    a = decode_step(M13, V5E, 8, 16, 8192)
+    b = decode_step(M13, V5E, 8, 16, 8192, Precision(kv="int8"))
+    d = diff_steps(a, b)
+    by = {t.term: t for t in d.terms}
+    assert [t.term for t in d.terms] == list(TERMS)
+    assert sum(t.delta_s for t in d.terms) == pytest.approx(d.step_b_s - d.step_a_s)
+    assert sum(t.cost_delta for t in d.terms) + d.cost_delta_from_price_chips_batch == pytest.approx(
+        d.cost_b - d.cost_a)
+    # An int8 cache halves the KV term and changes nothing else: 16·6.71e9/2 / 6.56e12 = 8.18 ms saved.
+    assert by["KV reads"].delta_s == pytest.approx(-16 * 6.71e9 / 2 / (8 * 8.2e11), rel=0.01)
+    assert by["KV reads"].share == pytest.approx(1.0)
+    assert by["weight reads"].delta_s == 0
+
+
+def test_diff_across_chips_splits_price_and_time():
+    a = decode_step(M13, V5E, 8, 64, 4096)
+    b = decode_step(M13, load_hardware("h100-sxm"), 2, 64, 4096)
+    d = diff_steps(a, b)
+    assert sum(t.cost_delta for t in d.terms) + d.cost_delta_from_price_chips_batch == pytest.approx(
+        d.cost_b - d.cost_a)
+    assert d.cost_a == pytest.approx(float(a.cost_per_million_tokens))
+
+
+def test_cli_explain_diff_and_units():
+    out = run_json("step", "--model", "llama-2-13b", "--hardware", "tpu-v5e", "--chips", "8", "--batch", "16",
+                   "--context", "8192", "--explain")
+    names = {e["name"] for e in out["explain"]}
+    assert {"step time", "step time lower bound", "step time upper bound", "KV read time"} <= names
+    assert all(e["section"].startswith("How to Scale Your Model") for e in out["explain"])
+    out = run_json("request", "--model", "llama-3-8b", "--hardware", "h100-sxm", "-i", "512", "-o", "64",
+                   "--explain")
+    assert out["explain"][1]["name"] == "TTFT (prefill)"
+    out = run_json("diff", "--model", "llama-2-13b", "--hardware", "tpu-v5e", "--chips", "8", "--batch", "16",
+                   "--context", "8192", "--b", "kv_dtype=int8")
+    assert out["terms"][0]["term"] == "KV reads" and out["terms"][0]["share"] == pytest.approx(1.0)
+    proc = run_cli("diff", "--model", "llama-2-13b", "--hardware", "tpu-v5e", "--b", "colour=red")
+    assert proc.returncode == 2 and "colour" in proc.stderr and proc.stdout == ""
+    iec = run_cli("--units", "iec", "step", "--model", "llama-3-8b", "--hardware", "h100-sxm")
+    si = run_cli("step", "--model", "llama-3-8b", "--hardware", "h100-sxm")
+    # 16.06e9 weight bytes: 16.1 GB in SI, 16.06e9 / 2^30 = 15 GiB in IEC.
+    assert "15 GiB" in iec.stdout and "16.1 GB" in si.stdout
+    bad = run_cli("--units", "metric", "step", "--model", "llama-3-8b", "--hardware", "h100-sxm")
+    assert bad.returncode == 2 and "--units" in bad.stderr

@@ -1,0 +1,174 @@
+"""Capacity planning: closed-form inverse questions, queueing, the search, lengths, the CLI."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roofline import memory, plan, step
+from roofline.errors import RooflineError
+from roofline.lengths import fixed_lengths, from_points, parse_lengths, read_lengths_csv
+from roofline.specs import load_hardware, load_model
+from tests.conftest import run_cli, run_json
+
+V5E_BW, V5E_BF16 = 8.2e11, 1.97e14
+
+
+def test_kv_crossover_batch_llama2_13b():
+    # LLaMA-2-13B bf16 at 8192 tokens: P_bytes = 2·13.015e9 = 26.03 GB; KV_seq = 2·2·40·40·128·8192
+    # = 6.71 GB, so KV reads pass weight reads at B = 26.03 / 6.71 = 3.88 (the book: KV dominates
+    # its table from batch 8 on).
+    m = load_model("llama-2-13b")
+    weights = memory.param_counts(m).total * 2.0
+    kv_seq = float(memory.kv_cache_bytes_per_sequence(m, 8192, 2.0))
+    assert plan.kv_crossover_batch(weights, kv_seq) == pytest.approx(3.88, abs=0.01)
+
+
+def test_bandwidth_and_chips_for_tpot():
+    # Memory-bound: B=1, no KV, 26e9 weight bytes in 4 ms -> 6.5e12 B/s.
+    assert plan.bandwidth_for_tpot(4e-3, 1, 0.0, 26e9, 1e-5) == pytest.approx(6.5e12)
+    # Compute side binds: B·KV = 1e9 B, compute 3 ms of a 4 ms target -> 1e9 / 1e-3 = 1e12 B/s,
+    # above (1e9 + 1e8)/4e-3 = 2.75e11.
+    assert plan.bandwidth_for_tpot(4e-3, 1, 1e9, 1e8, 3e-3) == pytest.approx(1e12)
+    assert math.isinf(float(plan.bandwidth_for_tpot(4e-3, 1, 1e9, 1e8, 5e-3)))
+    # LLaMA-2-13B on one v5e at batch 1: 26.03e9 / 8.2e11 = 31.7 ms; a 5 ms target needs 7 chips.
+    assert plan.chips_for_tpot(26.03e9 / V5E_BW, 5e-3) == 7
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    tpot=st.floats(1e-3, 0.2),
+    kv_seq=st.floats(1e6, 1e10),
+    params=st.floats(1e8, 1e11),
+    chips=st.integers(1, 64),
+)
+def test_max_batch_for_tpot_inverts_the_step_time(tpot, kv_seq, params, chips):
+    # Invariant: step(B_max) ≤ T < step(B_max + 1) with the book's general step time.
+    flops, bw = chips * V5E_BF16, chips * V5E_BW
+    b = float(plan.max_batch_for_tpot(tpot, kv_seq, 2 * params, params, flops, bw))
+    assert b >= 0
+    if b >= 1:
+        assert step.decode_step_time_s(b, kv_seq, 2 * params, params, flops, bw) <= tpot * (1 + 1e-9)
+    assert step.decode_step_time_s(b + 1, kv_seq, 2 * params, params, flops, bw) > tpot * (1 - 1e-9)
+
+
+def test_mg1_wait_matches_md1():
+    # M/D/1 with S = 1 s, λ = 0.5/s: Wq = ρ/(2μ(1-ρ)) = 0.5/(2·1·0.5) = 0.5 s.
+    assert plan.mg1_wait_s(0.5, 1.0, 1.0) == pytest.approx(0.5)
+    assert math.isinf(float(plan.mg1_wait_s(1.0, 1.0, 1.0)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(s=st.floats(1e-3, 1.0), cv=st.floats(0.0, 2.0), slack=st.floats(1.01, 20.0))
+def test_rate_for_ttft_is_the_exact_inverse(s, cv, slack):
+    s2 = s * s * (1 + cv * cv)
+    slo = s * slack
+    rate = float(plan.rate_for_ttft(slo, s, s2))
+    assert s + float(plan.mg1_wait_s(rate, s, s2)) == pytest.approx(slo, rel=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(batch=st.integers(1, 1024), s=st.floats(1e-3, 0.5), t=st.floats(1e-3, 0.1), n=st.integers(1, 2000))
+def test_rate_for_concurrency_fills_the_batch(batch, s, t, n):
+    # Little's law: at the returned rate the sequences in flight equal the batch (bisection tolerance).
+    rate = float(plan.rate_for_concurrency(batch, s, s * s, t, n))
+    assert float(plan.sequences_in_flight(rate, s, s * s, t, n)) == pytest.approx(batch, rel=1e-6)
+    assert float(plan.sequences_in_flight(rate * 1.001, s, s * s, t, n)) > batch
+
+
+def test_replicas_and_cost():
+    assert plan.replicas_needed(10.0, 3.0) == 4
+    assert plan.replicas_needed(9.0, 3.0) == 3
+    assert math.isinf(float(plan.replicas_needed(1.0, 0.0)))
+    # $12/h for 10 req/s × 256 output tokens: 12 / (2560·3600) · 1e6 = $1.302.
+    assert plan.cost_per_million_output_tokens(12.0, 10.0, 256) == pytest.approx(1.30208, rel=1e-4)
+
+
+def test_plan_single_chip_by_hand():
+    # LLaMA-3-8B, bf16, one H100, 1 req/s of 1000 in / 100 out: one chip carries it.
+    m, hw = load_model("llama-3-8b"), load_hardware("h100-sxm")
+    res = plan.plan(m, [hw], qps=1.0, lengths=fixed_lengths(1000, 100), max_chips=1,
+                    weights=["bf16"], kv_dtypes=["bf16"])
+    best = res.best
+    assert (best.chips_per_replica, best.replicas, best.dollars_per_hour) == (1, 1, 3.0)
+    # $3/h over 100 output tokens per second: 3 / (100·3600) · 1e6 = $8.33 per million.
+    assert best.cost_per_million_output_tokens == pytest.approx(8.3333, rel=1e-4)
+    # Prefill of 1000 tokens is compute-bound: 2·8.03e9·1000 (+ attention) / 9.89e14 ≈ 16.3 ms.
+    assert best.prefill_s == pytest.approx(2 * 8.03e9 * 1000 / 9.89e14, rel=0.03)
+    assert best.sequences_per_replica <= best.batch
+    assert best.rate_per_replica * best.replicas == pytest.approx(1.0)
+
+
+def test_plan_tighter_targets_never_cheaper_and_infeasible_is_named():
+    m, hw = load_model("llama-3-8b"), [load_hardware("h100-sxm"), load_hardware("tpu-v5e")]
+    lengths = fixed_lengths(2048, 256)
+    costs = [plan.plan(m, hw, qps=20, lengths=lengths, tpot_slo_s=slo, top=1).best.dollars_per_hour
+             for slo in (0.1, 0.03, 0.015)]
+    assert costs == sorted(costs)
+    more = [plan.plan(m, hw, qps=q, lengths=lengths, top=1).best.dollars_per_hour for q in (5, 50, 200)]
+    assert more == sorted(more) and more[-1] > more[0]
+    none = plan.plan(m, hw, qps=20, lengths=lengths, tpot_slo_s=1e-6)
+    assert none.best is None and none.reasons["TPOT SLO"] > 0
+    with pytest.raises(RooflineError, match="--qps"):
+        plan.plan(m, hw, qps=0, lengths=lengths)
+
+
+def test_binding_constraint_names():
+    limits = {"concurrency": 1.0, "TTFT SLO": 2.0, "TPOT SLO": 3.0}
+    assert plan.binding_constraint(limits, False, np.inf, None) == "memory"
+    assert plan.binding_constraint(limits, True, 0.2, 0.1) == "TPOT SLO"
+    assert plan.binding_constraint(limits, True, 0.05, 0.1) == "qps"
+    assert plan.binding_constraint({**limits, "TTFT SLO": 0.5}, True, 0.05, 0.1) == "TTFT SLO"
+
+
+def test_lengths_distribution(tmp_path):
+    d = from_points([100, 1000], [10, 100], [1, 1])
+    # Decode-step-weighted context: (10·(100+5) + 100·(1000+50)) / (10 + 100) = 106050/110 = 964.09.
+    assert d.decode_context == pytest.approx(964.0909, rel=1e-6)
+    assert (d.mean_input, d.mean_output, d.max_context) == (550.0, 55.0, 1100.0)
+    p = parse_lengths("512:128:3,4096:512:1")
+    assert p.weight.tolist() == [0.75, 0.25]
+    csv = tmp_path / "lengths.csv"
+    csv.write_text("input_len,output_len,count\n100,10,1\n1000,100,1\n")
+    assert read_lengths_csv(csv).decode_context == pytest.approx(d.decode_context)
+    csv.write_text("prompt,completion\n1,2\n")
+    with pytest.raises(RooflineError, match="header must have input_len,output_len"):
+        read_lengths_csv(csv)
+    with pytest.raises(RooflineError, match="--lengths"):
+        parse_lengths("512-128")
+
+
+def test_request_averaged_over_a_distribution():
+    # One vectorised request() over the points, weighted, equals the weighted per-point values.
+    from roofline.analysis import request
+    from roofline.lengths import weighted_mean
+
+    m, hw = load_model("llama-3-8b"), load_hardware("h100-sxm")
+    d = from_points([512, 4096], [128, 512], [0.7, 0.3])
+    together = float(weighted_mean(request(m, hw, d.input_len, d.output_len).ttft_s, d.weight))
+    apart = 0.7 * float(request(m, hw, 512, 128).ttft_s) + 0.3 * float(request(m, hw, 4096, 512).ttft_s)
+    assert together == pytest.approx(apart, rel=1e-12)
+
+
+def test_plan_cli_json_and_errors(tmp_path):
+    out = run_json("plan", "--model", "llama-3-8b", "--hardware", "h100-sxm,tpu-v5e", "--qps", "10",
+                   "-i", "1024", "-o", "128", "--tpot-slo", "40ms", "--ttft-slo", "1s", "--explain")
+    best = out["best"]
+    assert best["tpot_s"] <= 0.04 and best["ttft_s"] <= 1.0
+    assert best["binding"] in ("memory", "TTFT SLO", "TPOT SLO", "qps")
+    assert best["replicas"] * best["rate_per_replica"] == pytest.approx(10.0)
+    assert any(e["name"] == "replicas" for e in out["explain"])
+    csv = tmp_path / "l.csv"
+    csv.write_text("input_len,output_len\n512,64\n2048,256\n")
+    out = run_json("plan", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--qps", "2",
+                   "--lengths-csv", str(csv))
+    assert out["mean_input_len"] == 1280 and out["best"] is not None
+    proc = run_cli("plan", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--qps", "2")
+    assert proc.returncode == 2 and "--input-len" in proc.stderr and proc.stdout == ""
+    proc = run_cli("plan", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--qps", "2", "-i", "10",
+                   "-o", "10", "--tpot-slo", "fast")
+    assert proc.returncode == 2 and "--tpot-slo" in proc.stderr
