@@ -56,11 +56,16 @@ def load_all(refs: list[str]) -> Measurements:
     return concat([load_measurements(r) for r in refs])
 
 
-def build_h100(shared: Path, seed: int = 0) -> Measurements:
-    """bf16 compute rows and all collective rows of the H100 tables (prefill subsampled)."""
+def build_h100(shared: Path, seed: int = 0, only: str = "") -> Measurements:
+    """bf16 compute rows and all collective rows of the H100 tables (prefill subsampled).
+
+    ``only``: keep just the tables whose path contains it (e.g. 'comm/' in tests).
+    """
     rng = np.random.default_rng(seed)
     parts = []
     for rel, keep in H100_SOURCES.items():
+        if only not in rel:
+            continue
         table = import_file(shared / rel, "h100-sxm")
         compute = ~np.isin(table["op"], list(COLLECTIVE_OPS))
         table = table.take(~compute | np.isin(table["dtype"], ["bf16", "fp16"]))

@@ -493,6 +493,11 @@ def calibrate(
         compute = np.isin(rows["op"], list(MODELS))
         rows = rows.take(~compute | (rows["dtype"] == dtype))
     keys = row_keys(rows)
+    unknown = sorted(set(ops or ()) - set(MODELS) - set(COLLECTIVE_OPS)
+                     - {f"{o}_custom" for o in COLLECTIVE_OPS})
+    if unknown:
+        allowed = ", ".join([*MODELS, *COLLECTIVE_OPS, "allreduce_custom"])
+        raise CalibrationError(f"unknown op {unknown[0]!r}; allowed: {allowed}")
     wanted = sorted(set(keys)) if not ops else [k for k in sorted(set(keys)) if k in ops]
     if not wanted:
         raise CalibrationError(

@@ -27,6 +27,7 @@ REPORT = typer.Option(None, "--report", help="Also write an HTML report here.")
 FIT_DTYPE = typer.Option("bf16", "--dtype", help="Compute dtype of GEMM/attention rows to fit (empty: all).")
 MAX_ROWS = typer.Option(4000, "--max-rows", help="Rows per op used in each fit.")
 SEED = typer.Option(0, "--seed", help="Seed of the random split and subsampling.")
+OPS = typer.Option(None, "--op", help="Fit only this op class (repeatable), e.g. gemm, allreduce.")
 PROFILE = typer.Option(
     ..., "--profile",
     help="Calibrated profile YAML (or a hardware name/YAML: then the spec roofline is evaluated).")
@@ -92,6 +93,7 @@ def fit_command(
     dtype: str = FIT_DTYPE,
     max_rows: int = MAX_ROWS,
     seed: int = SEED,
+    ops: list[str] = OPS,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Fit a calibrated profile to measurements and report held-out errors.
@@ -108,7 +110,8 @@ def fit_command(
     base = _base_hardware(hardware, table)
     if base.kind == "cpu" and dtype == "bf16":
         dtype = ""
-    profile, fits = calibrate(table, base, dtype=dtype or None, max_rows=max_rows, seed=seed)
+    profile, fits = calibrate(table, base, dtype=dtype or None, max_rows=max_rows, seed=seed,
+                              ops=ops or None)
     page = render_calibration_report(profile, fits, table) if report else None
     write_bytes_atomic(out, dump_yaml(profile.model_dump(exclude_none=True)).encode("utf-8"))
     if page is not None:

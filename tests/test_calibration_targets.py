@@ -1,0 +1,122 @@
+"""Calibration acceptance: shipped H100 data meets the held-out targets; public tables import
+with the right units when ../shared is present; the local CPU calibrates end to end."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from roofline.calibration import fit
+from roofline.calibration.data import build_h100, load_measurements
+from roofline.calibration.importers import import_file
+from roofline.calibration.schema import COLLECTIVE_OPS, read_measurements
+from roofline.specs import load_hardware
+from tests.conftest import REPO, run_json
+
+#: Held-out MAPE targets of the issue: (op, split) -> bound.
+TARGETS = {
+    ("gemm", "random"): 0.08,
+    ("attention_decode", "random"): 0.15,
+    ("allreduce", "random"): 0.10,
+    ("gemm", "range"): 0.10,
+    ("attention_decode", "range"): 0.20,
+}
+
+
+def shared_measurements() -> Path | None:
+    """The shared public tables: $ROOFLINE_SHARED_MEASUREMENTS, ../shared or ./shared."""
+    candidates = [os.environ.get("ROOFLINE_SHARED_MEASUREMENTS", ""),
+                  REPO.parent / "shared" / "measurements", REPO / "shared" / "measurements"]
+    for c in candidates:
+        if c and (Path(c) / "aiconfigurator").is_dir():
+            return Path(c)
+    return None
+
+
+SHARED = shared_measurements()
+needs_shared = pytest.mark.skipif(
+    SHARED is None, reason="public measurement tables not found at ../shared/measurements "
+    "(set ROOFLINE_SHARED_MEASUREMENTS); the shipped subsample is tested instead")
+H100 = "aiconfigurator/systems/data/h100_sxm"
+
+
+@pytest.fixture(scope="module")
+def h100_fits():
+    table = load_measurements("builtin:h100-sxm")
+    hw = load_hardware("h100-sxm")
+    rows = table.where(hardware="h100-sxm")
+    keys = fit.row_keys(rows)
+    return {k: fit.calibrate_op(k, rows.take(keys == k), hw, max_rows=4000, seed=0)
+            for k in ("gemm", "attention_decode", "allreduce")}
+
+
+@pytest.mark.parametrize(("op", "split"), sorted(TARGETS))
+def test_shipped_h100_meets_held_out_targets(h100_fits, op, split):
+    held_out = h100_fits[op].random if split == "random" else h100_fits[op].shape_range
+    assert held_out["after_n"] >= 10
+    assert held_out["after_mape"] <= TARGETS[(op, split)]
+    assert held_out["after_mape"] < 0.5 * held_out["before_mape"]  # far better than the spec
+
+
+def test_shipped_data_is_compact_and_attributed():
+    data = REPO / "roofline" / "data" / "measurements"
+    assert sum(p.stat().st_size for p in data.iterdir()) < 2e6
+    notice = (data / "NOTICE.md").read_text()
+    assert "095f58a51c4ca8e61b66ec108d86f223f8d559ce" in notice and "Apache" in notice
+
+
+@needs_shared
+def test_public_tables_units_against_readme_examples():
+    gemm = import_file(SHARED / H100 / "gemm/trtllm/1.3.0rc20/gemm_perf.csv")
+    row = (gemm["m"] == 1) & (gemm["n"] == 8192) & (gemm["k"] == 8192) & (gemm["dtype"] == "bf16")
+    assert gemm["time_s"][row][0] == pytest.approx(0.049184e-3)
+    nccl = import_file(SHARED / H100 / "comm/nccl/2.29.2/nccl_perf.csv")
+    row = (nccl["op"] == "allreduce") & (nccl["num_devices"] == 8) & (nccl["dtype"] == "fp16")
+    sizes = nccl["message_bytes"][row]
+    assert sizes.min() == 512 and sizes.max() == 512 * 2**20  # 256 .. 268M half elements
+    custom = import_file(SHARED / H100 / "comm/trtllm/1.3.0rc20/custom_allreduce_perf.csv")
+    assert custom["message_bytes"].min() == 256  # 128 bf16 elements
+    vidur = import_file(SHARED / "vidur/data/profiling/network/h100_dgx/all_reduce.csv")
+    big = (vidur["num_devices"] == 8) & (vidur["message_bytes"] == 64 * 2**20)
+    assert vidur["time_s"][big][0] == pytest.approx(0.322e-3)  # README cross-check
+    decode = import_file(SHARED / H100 / "attention/trtllm/1.3.0rc20/generation_attention_perf.csv")
+    assert decode["kv_len"].min() == 2 and decode["q_len"].max() == 1
+
+
+@needs_shared
+def test_shipped_subsample_matches_a_rebuild():
+    rebuilt = build_h100(SHARED, only="comm/")
+    shipped = read_measurements(REPO / "roofline/data/measurements/h100-sxm-bf16.csv.gz")
+    shipped = shipped.take(np.isin(shipped["op"], list(COLLECTIVE_OPS)))
+    assert len(rebuilt) == len(shipped) == 4 * 126 + 69
+    np.testing.assert_allclose(rebuilt["time_s"], shipped["time_s"], rtol=1e-6)
+
+
+@needs_shared
+def test_h100_profile_transfers_to_vidur_all_reduce(tmp_path):
+    profile = tmp_path / "h100.yaml"
+    run_json("calibrate", "fit", "builtin:h100-sxm", "--hardware", "h100-sxm", "--out",
+             str(profile), "--op", "allreduce")
+    out = run_json("calibrate", "evaluate", "--profile", str(profile),
+                   str(SHARED / "vidur/data/profiling/network/h100_dgx/all_reduce.csv"))
+    assert out["ops"]["allreduce"]["median_ape"] < 0.15
+    assert out["ops"]["allreduce"]["mape"] < out["ops"]["allreduce"]["spec_mape"]
+
+
+def test_cpu_end_to_end_from_real_local_measurements(tmp_path):
+    measured = tmp_path / "local.csv"
+    out = run_json("measure", "--out", str(measured), "--device", "cpu")
+    assert out["rows"] >= 20 and read_measurements(measured).unique("hardware") == ["local-cpu"]
+    profile = tmp_path / "local-cpu.yaml"
+    fitted = run_json("calibrate", "fit", str(measured), "--out", str(profile), "--report",
+                      str(tmp_path / "cpu.html"))
+    spec = load_hardware(profile)
+    assert spec.kind == "cpu" and spec.calibration is not None and "gemm" in fitted["ops"]
+    ev = run_json("calibrate", "evaluate", "--profile", str(profile), str(measured))
+    assert ev["ops"]["gemm"]["n"] == out["rows"]
+    gemm = ev["ops"]["gemm"]  # timings on a shared CI machine are noisy: no accuracy bound
+    assert np.isfinite(gemm["mape"]) and gemm["median_ape"] <= gemm["spec_median_ape"]
+    assert (tmp_path / "cpu.html").read_text().count("<html") == 1
