@@ -8,6 +8,7 @@ odd kernel choices do not pull the physical parameters.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -129,7 +130,7 @@ def num_sms(hw: HardwareSpec) -> float:
     for prefix, sms in known.items():
         if hw.name.lower().startswith(prefix):
             return sms
-    return 132.0 if hw.kind == "gpu" else 8.0
+    return 132.0 if hw.kind != "cpu" else float(os.cpu_count() or 1)
 
 
 def hw_numbers(hw: HardwareSpec, table: Measurements) -> models.Hw:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -236,6 +237,8 @@ def measure_command(
     if device not in ("auto", "cpu", "gpu"):
         raise CalibrationError(f"--device is {device!r}; allowed: auto, cpu, gpu")
     table = measure(device, quick=not full)
+    if os.environ.get("RANK", "0") != "0":  # under torchrun only rank 0 writes
+        return
     write_measurements(table, out)
     counts = Counter(zip(table["hardware"], table["op"], strict=True))
     data = {"out": str(out), "rows": len(table),
