@@ -43,10 +43,12 @@ class CollectiveTime:
 
     @property
     def time_s(self) -> Any:
+        """Lower bound: latency and bandwidth fully pipelined, max(latency, bandwidth)."""
         return np.maximum(self.bandwidth_time_s, self.latency_time_s)
 
     @property
     def time_upper_s(self) -> Any:
+        """Upper bound: no overlap, latency + bandwidth."""
         return np.add(self.bandwidth_time_s, self.latency_time_s)
 
     @property

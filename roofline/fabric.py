@@ -34,13 +34,16 @@ class Layout:
 
     @property
     def domain_devices(self) -> int:
+        """Devices inside one ICI/NVLink domain: the product of the axes used."""
         return topology.topology_chips(self.axis_sizes)
 
     @property
     def devices(self) -> int:
+        """All devices in the collective: domain devices × domains."""
         return self.domain_devices * self.domains
 
     def describe(self, hw: HardwareSpec) -> str:
+        """The network in words, e.g. 'ICI torus axes 4x4 (no wrap, no wrap)'."""
         if self.switched:
             inner = f"{self.domain_devices}-GPU NVLink switch domain" if hw.kind == "gpu" else (
                 f"{self.domain_devices}-chip switched domain")
@@ -112,6 +115,7 @@ def usable_bandwidth_bytes_per_s(hw: HardwareSpec, layout: Layout) -> float:
 
 
 def _wraps(hw: HardwareSpec, size: int, override: bool | None) -> bool:
+    """Wraparound of one axis: the override when given, else the book's per-chip rule."""
     if override is not None:
         return bool(override) and size > 1
     return topology.axis_wraps(size, hw.ici_topology, hw.max_ici_domain_chips)

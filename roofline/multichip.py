@@ -52,11 +52,23 @@ def collective(
     topology_text: str | None = None,
     axes: tuple[int, ...] | None = None,
     wraparound: bool | None = None,
+    dcn_bandwidth_bytes_per_s: float | None = None,
 ) -> CollectiveResult:
-    """Time of an AllGather/ReduceScatter/AllReduce/AllToAll of V bytes on a slice of ``hw``."""
+    """Time of an AllGather/ReduceScatter/AllReduce/AllToAll of V bytes on a slice of ``hw``.
+
+    ``dcn_bandwidth_bytes_per_s`` replaces the hardware file's per-chip scale-out egress (for a
+    per-node figure, divide the node's NIC bandwidth by its chips).
+    """
     v = np.asarray(total_bytes, dtype=float)
     if np.any(~np.isfinite(v)) or np.any(v <= 0):
         raise RooflineError(f"--bytes must be positive (got {total_bytes})")
+    dcn_source = "hardware file"
+    if dcn_bandwidth_bytes_per_s is not None:
+        if not dcn_bandwidth_bytes_per_s > 0:
+            raise RooflineError(f"--dcn-bandwidth must be positive (got {dcn_bandwidth_bytes_per_s})")
+        hw = hw.model_copy(update={"dcn_bandwidth_bytes_per_s": float(dcn_bandwidth_bytes_per_s),
+                                   "dcn_latency_s": hw.dcn_latency_s or 1e-5})
+        dcn_source = "command line"
     layout = fabric.layout_for(hw, devices, topology_text, axes, wraparound)
     t = fabric.collective_on(hw, layout, op, v)
     n = layout.devices
@@ -77,6 +89,7 @@ def collective(
         sources={
             "hardware": f"spec sheet ({hw.source or hw.name})",
             "formulas": fabric.PART3,
+            "dcn": dcn_source,
             **fabric.link_summary(hw, layout),
         },
     )

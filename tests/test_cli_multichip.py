@@ -27,6 +27,15 @@ def test_collective_json_contract_and_the_books_threshold():
     assert small["latency_bound"] is True and small["latency_time_s"] == pytest.approx(14e-6)
 
 
+def test_collective_dcn_override():
+    # 16 H100 = 2 NVLink domains; at 25e9 B/s per GPU the cross-node AllGather of 1e8/8 B over 2 nodes
+    # takes 1.25e7·1/2 / 25e9 = 250 us, on top of 1e8·7/8 / 4.5e11 = 194.4 us inside the node.
+    out = run_json("collective", "--op", "allgather", "--bytes", "1e8", "--hardware", "h100-sxm",
+                   "--devices", "16", "--dcn-bandwidth", "25 GB/s")
+    assert out["bandwidth_time_s"] == pytest.approx(1e8 * 7 / 8 / 4.5e11 + 1.25e7 / 2 / 25e9)
+    assert out["sources"]["dcn"] == "command line"
+
+
 def test_collective_over_topology_axes():
     # 4x4x4 v5p (all axes wrap): AllGather of 64 MB over axis 0 only = 4 chips, 2 links of 9e10 B/s:
     # 64e6·3/4 / 1.8e11 = 266.7 us; 1.5 steps × 1 us.

@@ -34,6 +34,8 @@ def collective_command(
     axes: str = typer.Option(None, "--axes", help="Topology axes gathered over, e.g. 0 or 0,1 (default: all)."),
     wraparound: bool = typer.Option(None, "--wraparound/--no-wraparound",
                                     help="Force torus wraparound links (default: the book's rules per chip)."),
+    dcn_bandwidth: str = typer.Option(None, "--dcn-bandwidth", help="Scale-out egress per chip, one direction "
+                                      "(e.g. '50 GB/s'; a node's NICs / its chips); default: hardware file."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Time of a collective over N devices: lower bound max(latency, bandwidth), upper bound their sum.
@@ -47,7 +49,11 @@ def collective_command(
     except ValueError as exc:
         raise RooflineError(f"--bytes: {exc}") from None
     hw = load_hardware(hardware)
-    res = collective(hw, op, total, devices, topology, parse_axes(axes), wraparound)
+    try:
+        dcn = parse_quantity(dcn_bandwidth) if dcn_bandwidth is not None else None
+    except ValueError as exc:
+        raise RooflineError(f"--dcn-bandwidth: {exc}") from None
+    res = collective(hw, op, total, devices, topology, parse_axes(axes), wraparound, dcn)
     data = {"hardware": hw.name, **res.as_dict()}
 
     def render() -> None:
