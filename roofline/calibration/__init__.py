@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from .fit import calibrate, evaluate, predict, spec_predict
+from .fit import calibrate, evaluate, op_time, predict, spec_predict
 from .schema import COLUMNS, OPS, CalibrationError, Measurements, read_measurements
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "Measurements",
     "calibrate",
     "evaluate",
+    "op_time",
     "predict",
     "read_measurements",
     "spec_predict",

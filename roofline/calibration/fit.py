@@ -148,11 +148,13 @@ def hw_numbers(hw: HardwareSpec, table: Measurements) -> models.Hw:
     )
 
 
+SHAPE_COLUMNS = ("m", "n", "k", "batch", "q_len", "kv_len", "num_heads", "num_kv_heads",
+                 "head_dim", "message_bytes", "num_devices")
+
+
 def shapes(table: Measurements) -> dict[str, np.ndarray]:
     """Shape columns plus ``width`` (bytes per element of each row's dtype)."""
-    out = {c: np.asarray(table[c], float) for c in (
-        "m", "n", "k", "batch", "q_len", "kv_len", "num_heads", "num_kv_heads", "head_dim",
-        "message_bytes", "num_devices")}
+    out = {c: np.asarray(table[c], float) for c in SHAPE_COLUMNS}
     out["width"] = np.array([DTYPE_BYTES[d] for d in table["dtype"]], float)
     return out
 
@@ -187,7 +189,44 @@ def predict_op(
     key: str, table: Measurements, hw: HardwareSpec, params: dict[str, float] | None
 ) -> np.ndarray:
     """Times of rows of one op class: the fitted model with ``params``, or the spec roofline."""
-    s, nums = shapes(table), hw_numbers(hw, table)
+    return op_times(key, shapes(table), hw_numbers(hw, table), params)
+
+
+def op_time(hw: HardwareSpec, op: str, dtype: str = "bf16", impl: str = "",
+            **shape: float | np.ndarray) -> np.ndarray:
+    """Predicted seconds of ``op`` on ``hw`` for broadcast shape arrays (calibrated if it can).
+
+    Example: ``op_time(profile, "gemm", m=[1, 4096], n=8192, k=8192)``;
+    ``op_time(profile, "attention_decode", batch=64, kv_len=4096, num_heads=32,
+    num_kv_heads=8, head_dim=128)``; ``op_time(profile, "allreduce", message_bytes=2**26,
+    num_devices=8)``.
+    """
+    unknown = sorted(set(shape) - set(SHAPE_COLUMNS))
+    if unknown:
+        raise CalibrationError(
+            f"unknown shape {unknown[0]!r}; allowed: {', '.join(SHAPE_COLUMNS)}")
+    if op == "attention_decode":
+        shape.setdefault("q_len", 1.0)
+    if op == "attention_prefill":
+        shape.setdefault("kv_len", shape.get("q_len", np.nan))
+    arrays = np.broadcast_arrays(*(np.asarray(v, float) for v in shape.values()))
+    s = {name: np.full(arrays[0].shape, np.nan) for name in SHAPE_COLUMNS}
+    s.update(zip(shape, arrays, strict=True))
+    s["width"] = np.full(arrays[0].shape, DTYPE_BYTES[dtype])
+    nums = models.Hw(
+        peak_flops=hw.flops_for(dtype) if op not in COLLECTIVE_OPS else 1.0,
+        bandwidth=hw.hbm_bandwidth_bytes_per_s, num_sms=num_sms(hw),
+        link_bandwidth=hw.ici_bandwidth_bytes_per_s, hop_latency=hw.ici_hop_latency_s)
+    key = op_key(op, impl)
+    ops = hw.calibration.ops if hw.calibration else {}
+    cal = ops.get(key) or ops.get(base_op(key))
+    return op_times(key, s, nums, dict(cal.params) if cal else None)
+
+
+def op_times(
+    key: str, s: dict[str, np.ndarray], nums: models.Hw, params: dict[str, float] | None
+) -> np.ndarray:
+    """Times from shape arrays: the fitted model with ``params``, or the spec roofline."""
     op = base_op(key)
     if op in COLLECTIVE_OPS:
         if params is None:

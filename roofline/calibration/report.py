@@ -69,6 +69,8 @@ def op_figure(key: str, rows: Measurements, hw: HardwareSpec, params: dict[str, 
         fig.add_trace(go.Histogram(x=err, name=f"{name} error", opacity=0.6, nbinsx=60), 1, 2)
     fig.add_trace(go.Scattergl(x=size, y=eff, mode="markers", name="measured efficiency",
                                marker=marker), 1, 3)
+    fig.add_trace(go.Scattergl(x=size, y=eff * measured / fitted, mode="markers",
+                               name="calibrated model efficiency", marker=marker), 1, 3)
     fig.update_xaxes(type="log", title_text="measured", row=1, col=1)
     fig.update_yaxes(type="log", title_text="predicted", row=1, col=1)
     fig.update_xaxes(title_text="relative error", row=1, col=2)
