@@ -14,8 +14,9 @@ Formats (detected from the CSV header):
 * vidur ``compute/<gpu>/<model>/mlp.csv`` (ms, per-GPU TP shards) -> the four projection
   GEMMs of a layer
 
-Sliding-window attention rows, beam search rows and attention rows whose KV-cache dtype
-differs from the attention dtype are skipped (the schema has one dtype per row).
+Sliding-window attention rows, beam search rows, attention rows whose KV-cache dtype
+differs from the attention dtype and weight-only quantised GEMMs (``int8_wo``, ``int4_wo``)
+are skipped (the schema has one dtype per row).  SmoothQuant (``sq``) GEMMs are int8.
 """
 
 from __future__ import annotations
@@ -46,7 +47,10 @@ DTYPES = {
     "int8": "int8",
     "float": "fp32",
     "float32": "fp32",
+    "sq": "int8",
 }
+#: Weight-only quantised GEMMs (int weights, bf16 math): not one dtype, so not imported.
+WEIGHT_ONLY = ("int8_wo", "int4_wo")
 #: Folder names in the public tables -> built-in hardware names.
 HARDWARE = {
     "h100_sxm": "h100-sxm",
@@ -87,11 +91,13 @@ def _dtype(value: str, origin: str) -> str:
 
 
 def _gemm(row: dict[str, str], ctx: dict[str, str]) -> list[Row]:
+    if row["gemm_dtype"] in WEIGHT_ONLY:
+        return []
     return [{
         "op": "gemm", "dtype": _dtype(row["gemm_dtype"], ctx["origin"]),
         "m": row["m"], "n": row["n"], "k": row["k"],
         "time_s": float(row["latency"]) * MS,
-        "impl": "fp8_block" if row["gemm_dtype"] == "fp8_block" else "",
+        "impl": row["gemm_dtype"] if row["gemm_dtype"] in ("fp8_block", "sq") else "",
     }]
 
 

@@ -1,9 +1,13 @@
 """Physical per-op time models: pure numpy functions of shapes and hardware numbers.
 
-Every model is ``overhead + soft_max(compute time, memory time, serial terms)`` where the
-efficiencies depend on shape through named effects (too few tiles or blocks for the SMs,
-serial k-loop before split-K, L2 residency of activations, the fused-GQA kernel limit).
-Collectives are ``latency + bus_bytes / bandwidth`` per device count.  Times in seconds.
+Every model is ``overhead + soft_max(compute time, memory time, serial terms)``, the
+roofline ``max(FLOPs / (peak η_c), bytes / (BW η_m)) + overhead`` with a fitted overlap
+exponent, where the efficiencies depend on shape through named effects: too few output
+tiles (GEMM) or blocks (attention) to fill ``num_sms`` SMs, a serial k-loop before split-K,
+too few output columns to stream weights at full bandwidth, L2 residency of activations,
+the fused-GQA kernel's group limit and MMA padding, multi-block decode's reduction pass.
+Collectives are ``latency + bus_bytes / bandwidth`` per op and device count, with NCCL's
+slower small-message protocols.  Times in seconds, sizes in bytes.
 """
 
 from __future__ import annotations
@@ -55,7 +59,12 @@ def gemm_bytes(m: np.ndarray, n: np.ndarray, k: np.ndarray, width: np.ndarray) -
 
 
 def gemm_time(s: Arrays, hw: Hw, p: Params) -> np.ndarray:
-    """overhead + soft_max(FLOPs/(peak η_c fill)(1+k0/k), W/(BW η_m n/(n+n½)) + act/(BW η_m L2), k_serial)."""
+    """overhead + soft_max(t_compute, t_memory, t_serial) for C[m,n] = A[m,k] W[k,n].
+
+    t_compute = 2mnk / (peak η_c fill) (1 + k_pipeline/k), fill = min(1, tiles/SMs)^β over
+    tile_m x tile_n output tiles; t_memory = k n w / (BW η_m n/(n + n_half)) + (mk + mn) w /
+    (BW η_m (1 + l2_gain min(1, l2_bytes / act bytes))); t_serial = min(k, split_k) k_step_s.
+    """
     m, n, k, width = s["m"], s["n"], s["k"], s["width"]
     tiles = np.ceil(m / p["tile_m"]) * np.ceil(n / p["tile_n"])
     fill = fill_fraction(tiles, p["num_sms"], p["fill_exponent"])
@@ -89,10 +98,14 @@ def attention_bytes(s: Arrays) -> np.ndarray:
 
 
 def attention_decode_time(s: Arrays, hw: Hw, p: Params) -> np.ndarray:
-    """overhead + soft_max(KV bytes/(BW η_m fill), FLOPs/(peak η_c), per-block setup).
+    """overhead + soft_max(KV bytes/(BW η_m fill), FLOPs/(peak η_c), setup) + reduction.
 
-    fill: blocks = batch x kv_heads x ceil(kv_len / kv_chunk) against the SMs.  Groups of
-    more than ``max_group`` query heads per KV head fall back to a CUDA-core kernel.
+    fill: blocks = batch x kv_heads x ceil(kv_len / kv_chunk) against the SMs.  setup: per
+    (sequence, KV head) block, ``block_setup_s`` for MHA (group 1), ``group_block_setup_s`` x
+    ceil(group / group_tile) for GQA (the MMA pads the query group), x (head_dim/128)^γ.
+    Groups above ``max_group`` fall back to a CUDA-core kernel (per query head setup,
+    ``fallback_compute_efficiency``).  reduction: ``multi_block_overhead_s`` once a block's KV
+    exceeds ``multi_block_kv_bytes`` and the kernel splits it (a second, reduction pass).
     """
     b, heads, kv_heads = s["batch"], s["num_heads"], s["num_kv_heads"]
     group = heads / kv_heads
