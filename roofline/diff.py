@@ -72,7 +72,7 @@ def _scalar(value: Any) -> float:
 
 def _terms_of(r: StepResult) -> dict[str, float]:
     return step_terms_s(_scalar(r.kv_time_s), _scalar(r.weight_time_s), _scalar(r.compute_time_s),
-                        _scalar(getattr(r, "comms_time_s", 0.0)), _scalar(r.overhead_time_s))
+                        _scalar(r.comms_time_s), _scalar(r.overhead_time_s))
 
 
 def diff_steps(a: StepResult, b: StepResult) -> DiffResult:

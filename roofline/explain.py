@@ -73,8 +73,8 @@ def _f(value: Any) -> float:
 
 def step_bounds(res: StepResult) -> tuple[float, float]:
     """(lower, upper) step time of a scalar result: overlapped vs serialized compute, memory, network."""
-    comms_lo = _f(getattr(res, "comms_time_s", 0.0))
-    comms_hi = _f(getattr(res, "comms_time_upper_s", comms_lo))
+    comms_lo = _f(res.comms_time_s)
+    comms_hi = _f(res.comms_time_upper_s)
     parts = (_f(res.kv_time_s), _f(res.weight_time_s), _f(res.compute_time_s))
     lower = _f(overlapped_step_time_s(*parts, comms_lo, _f(res.overhead_time_s)))
     upper = _f(serialized_step_time_s(*parts, comms_hi, _f(res.overhead_time_s)))
@@ -123,10 +123,10 @@ def explain_step(model: ModelSpec, hw: HardwareSpec, chips: int, batch: int, con
                     note=f"bound: {np.asarray(res.bound).reshape(-1)[0]}"),
         Explanation("step time lower bound", lower, "s", "max(T_kv + T_weights, T_flops, T_comms) + overhead",
                     (Term("T_kv + T_weights", kv_t + w_t, "s"), Term("T_flops", c_t, "s"),
-                     Term("T_comms", _f(getattr(res, "comms_time_s", 0.0)), "s")), S_LATENCY),
+                     Term("T_comms", _f(res.comms_time_s), "s")), S_LATENCY),
         Explanation("step time upper bound", upper, "s", "T_kv + T_weights + T_flops + T_comms + overhead",
                     (Term("T_kv", kv_t, "s"), Term("T_weights", w_t, "s"), Term("T_flops", c_t, "s"),
-                     Term("T_comms", _f(getattr(res, "comms_time_upper_s", 0.0)), "s")), S_LATENCY),
+                     Term("T_comms", _f(res.comms_time_upper_s), "s")), S_LATENCY),
         Explanation("critical batch", res.critical_batch, "tokens", "B_crit = C·bytes/(2·W_hbm) · E/k",
                     (Term("C/W_hbm", rates.flops_per_s / rates.weight_bandwidth_bytes_per_s, "FLOP/B"),
                      Term("bytes/param", precision.weight_bytes, "B"), Term("E/k", model.num_experts /
@@ -160,6 +160,12 @@ def explain_request(model: ModelSpec, hw: HardwareSpec, chips: int, batch: int, 
                     (Term("FLOPs", p_flops, "FLOP"), Term("C·MFU", flops, "FLOP/s"),
                      Term("P_bytes + KV_written", weights + kv_written, "B"), Term("W_hbm", bw, "B/s")),
                     S_PREFILL, binding=True, note="compute-bound" if compute_t >= memory_t else "memory-bound"),
+        Explanation("TTFT lower bound", _f(overlapped_step_time_s(memory_t, 0.0, compute_t)), "s",
+                    "max(T_flops, T_memory): compute and HBM traffic fully overlapped",
+                    (Term("T_flops", compute_t, "s"), Term("T_memory", memory_t, "s")), S_PREFILL),
+        Explanation("TTFT upper bound", _f(serialized_step_time_s(memory_t, 0.0, compute_t)), "s",
+                    "T_flops + T_memory: nothing overlapped",
+                    (Term("T_flops", compute_t, "s"), Term("T_memory", memory_t, "s")), S_PREFILL),
         Explanation("TPOT (mean)", _f(res.tpot_s), "s",
                     "Σ_t step(I + t) / (O - 1), step = T_kv + max(T_flops, T_weights)",
                     (Term("O - 1", steps, "steps"), Term("first step", _f(res.first_step_time_s), "s"),

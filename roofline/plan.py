@@ -26,7 +26,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import memory
-from .analysis import BOOK, Precision, request
+from .analysis import BOOK, Precision, decode_step, request
+from .chip import chip_rates
 from .cost import cost_per_hour
 from .errors import RooflineError
 from .lengths import LengthDistribution, weighted_mean
@@ -135,6 +136,62 @@ def replicas_needed(qps: ArrayLike, rate_per_replica: ArrayLike) -> Number:
 def cost_per_million_output_tokens(dollars_per_hour: ArrayLike, qps: ArrayLike, mean_output: ArrayLike) -> Number:
     """$ per 1e6 generated tokens: $/h / (qps·E[O]·3600) · 1e6."""
     return np.divide(dollars_per_hour, np.multiply(qps, mean_output) * HOUR_S) * 1e6
+
+
+@dataclass(frozen=True)
+class InverseAnswers:
+    """The closed-form inverse questions for one configuration (SI units; inf where impossible)."""
+
+    longest_context_tokens: float
+    kv_crossover_batch: float
+    bandwidth_for_tpot_bytes_per_s: float
+    bandwidth_per_chip_for_tpot_bytes_per_s: float
+    chips_for_tpot: float
+    min_chips_for_memory: float
+    max_batch_for_tpot: float
+    max_batch_for_memory: float
+    step_time_s: float
+    tpot_s: float
+    sources: dict[str, str] = field(default_factory=dict)
+
+
+def inverse_questions(
+    model: ModelSpec, hw: HardwareSpec, chips: int, batch: int, context: int, tpot_s: float,
+    precision: Precision | None = None,
+) -> InverseAnswers:
+    """Longest context at B; batch where KV reads overtake weights; HBM bandwidth, chips and batch for T.
+
+    Weight bytes are those read at this batch (MoE: the experts touched); a calibrated
+    profile's fixed overhead is taken off the target first, since the closed forms have none.
+    """
+    if not tpot_s > 0:
+        raise RooflineError(f"--tpot-slo must be positive (got {tpot_s})")
+    precision = precision or Precision()
+    res = decode_step(model, hw, chips, batch, context, precision)
+    rates = chip_rates(hw, precision.compute)
+    counts = memory.param_counts(model)
+    weights_read = float(memory.weight_bytes_read_per_step(model, counts.total, precision.weight_bytes, batch))
+    kv_seq = float(memory.kv_cache_bytes_per_sequence(model, context, precision.kv_bytes))
+    target = tpot_s - float(res.overhead_time_s)
+    one_chip = decode_step(model, hw, 1, batch, context, precision, rates=rates)
+    bandwidth = float(bandwidth_for_tpot(target, batch, kv_seq, weights_read, res.compute_time_s))
+    return InverseAnswers(
+        longest_context_tokens=float(memory.max_context_length(
+            model, batch, res.hbm_capacity_bytes, res.param_bytes, precision.kv_bytes)),
+        kv_crossover_batch=float(kv_crossover_batch(weights_read, kv_seq)),
+        bandwidth_for_tpot_bytes_per_s=bandwidth,
+        bandwidth_per_chip_for_tpot_bytes_per_s=bandwidth / chips,
+        chips_for_tpot=float(chips_for_tpot(float(one_chip.step_time_s) - float(one_chip.overhead_time_s), target))
+        if target > 0 else np.inf,
+        min_chips_for_memory=float(res.min_chips),
+        max_batch_for_tpot=float(max_batch_for_tpot(
+            target, kv_seq, weights_read, counts.active, chips * rates.flops_per_s,
+            chips * rates.weight_bandwidth_bytes_per_s)) if target > 0 else 0.0,
+        max_batch_for_memory=float(res.max_batch),
+        step_time_s=float(res.step_time_s),
+        tpot_s=tpot_s,
+        sources={**res.sources, "inverse": f"{SECTION}: the step-time formula solved for S, B, W and chips"},
+    )
 
 
 # --------------------------------------------------------------------------- search

@@ -172,3 +172,31 @@ def test_plan_cli_json_and_errors(tmp_path):
     proc = run_cli("plan", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--qps", "2", "-i", "10",
                    "-o", "10", "--tpot-slo", "fast")
     assert proc.returncode == 2 and "--tpot-slo" in proc.stderr
+
+
+def test_inverse_questions_by_hand():
+    # LLaMA-2-13B, 8x v5e, B = 16 at 8192 tokens: step 20.3 ms (the book's table).
+    ans = plan.inverse_questions(load_model("llama-2-13b"), load_hardware("tpu-v5e"), 8, 16, 8192, 0.010)
+    # Longest context: (8·16 GiB - 26.03 GB) / 16 sequences / 819,200 B per token = 8499 tokens.
+    assert ans.longest_context_tokens == 8499
+    # Bandwidth for 10 ms: (16·6.71e9 + 26.03e9) / 0.01 = 1.334e13 B/s (memory side binds).
+    assert ans.bandwidth_for_tpot_bytes_per_s == pytest.approx((16 * 6.7109e9 + 26.03e9) / 0.01, rel=1e-3)
+    # Every term scales as 1/chips: 8 chips · 20.3 ms / 10 ms = 16.3 -> 17 chips.
+    assert ans.chips_for_tpot == 17
+    # Largest batch in 10 ms on 8 chips: (0.01·6.56e12 - 26.03e9) / 6.71e9 = 5.9 -> 5.
+    assert ans.max_batch_for_tpot == 5 and ans.max_batch_for_memory == 16
+
+
+def test_command_examples_run_as_shown():
+    import re
+    import shlex
+
+    from roofline.cli.diff import diff_command
+    from roofline.cli.model_import import model_import
+    from roofline.cli.plan import inverse_command, plan_command
+
+    for func in (plan_command, inverse_command, diff_command, model_import):
+        match = re.search(r"Example: (roofline [^\n]+)", func.__doc__ or "")
+        assert match, func.__name__
+        proc = run_cli(*shlex.split(match.group(1))[1:])
+        assert proc.returncode == 0, (func.__name__, proc.stderr)

@@ -17,7 +17,7 @@ from .step import BATCH, CHIPS, COMPUTE, HARDWARE, KV_DTYPE, MODEL, PRICE, WEIGH
 
 #: Keys ``--b`` may override, and how each value is read.
 OVERRIDES = {"model": str, "hardware": str, "chips": int, "batch": int, "context": int, "weights": str,
-             "kv_dtype": str, "compute_dtype": str, "price": float}
+             "kv_dtype": str, "compute_dtype": str, "price": float, "tp": int}
 
 
 def parse_overrides(text: str) -> dict[str, Any]:
@@ -47,9 +47,10 @@ def diff_command(
     kv_dtype: str = KV_DTYPE,
     compute_dtype: str = COMPUTE,
     price: float = PRICE,
+    tp: int = typer.Option(None, "--tp", help="Tensor-parallel degree of A (adds its collectives)."),
     b: str = typer.Option(..., "--b", help="Configuration B as overrides of A: key=value,... "
                                            "(model, hardware, chips, batch, context, weights, kv_dtype, "
-                                           "compute_dtype, price)."),
+                                           "compute_dtype, price, tp)."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Decode step of A (the options) vs B (A with --b overrides): which terms make the difference.
@@ -57,7 +58,8 @@ def diff_command(
     Example: roofline diff --model llama-3-70b --hardware h100-sxm --chips 4 --batch 64 --b kv_dtype=int8
     """
     config_a = {"model": model, "hardware": hardware, "chips": chips, "batch": batch, "context": context,
-                "weights": weights, "kv_dtype": kv_dtype, "compute_dtype": compute_dtype, "price": price}
+                "weights": weights, "kv_dtype": kv_dtype, "compute_dtype": compute_dtype, "price": price,
+                "tp": tp}
     config_b = {**config_a, **parse_overrides(b)}
     results = []
     for label, cfg in (("A", config_a), ("B", config_b)):
@@ -65,7 +67,7 @@ def diff_command(
             raise RooflineError(f"{label}: price must be positive (got {cfg['price']})")
         prec = precision_from_options(cfg["weights"], cfg["kv_dtype"], cfg["compute_dtype"])
         results.append(decode_step(load_model(cfg["model"]), load_hardware(cfg["hardware"]), cfg["chips"],
-                                   cfg["batch"], cfg["context"], prec, cfg["price"]))
+                                   cfg["batch"], cfg["context"], prec, cfg["price"], tp=cfg["tp"]))
     res = diff_steps(*results)
     data: dict[str, Any] = {"a": config_a, "b": config_b, **res.as_dict(),
                             "sources": {"A": results[0].sources, "B": results[1].sources}}
@@ -86,6 +88,10 @@ def diff_command(
                       f"KV {format_bytes(mem['kv_bytes']['a'])} -> {format_bytes(mem['kv_bytes']['b'])}; "
                       f"HBM {format_bytes(mem['hbm_capacity_bytes']['a'])} -> "
                       f"{format_bytes(mem['hbm_capacity_bytes']['b'])}")
+        for side in ("a", "b"):
+            if mem["total_bytes"][side] > mem["hbm_capacity_bytes"][side]:
+                console.print(f"[bold red]{side.upper()} does not fit in HBM[/] "
+                              f"({format_bytes(mem['total_bytes'][side])} needed)")
 
     emit(data, as_json, render)
 

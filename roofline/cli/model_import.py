@@ -51,7 +51,7 @@ def model_import(
 ) -> None:
     """Turn a Hugging Face config.json into a model YAML; every line names its source.
 
-    Example: roofline model import config.json --name my-llama --out my-llama.yaml
+    Example: roofline model import examples/hf/Meta-Llama-3.1-8B/config.json --name llama-3.1-8b
     """
     path = Path(config)
     label = name or path.resolve().parent.name or path.stem

@@ -12,10 +12,11 @@ from ..errors import RooflineError
 from ..explain import explain_deployment
 from ..fmt import format_bytes, format_seconds
 from ..lengths import LengthDistribution, fixed_lengths, parse_lengths, read_lengths_csv
-from ..plan import KV_DTYPES, WEIGHT_DTYPES, plan
+from ..plan import KV_DTYPES, WEIGHT_DTYPES, inverse_questions, plan
 from ..specs import load_hardware, load_model
 from ..units import parse_quantity
 from ._common import JSON_OPTION, console, emit, print_explanations
+from .step import precision_from_options
 
 
 def parse_seconds(option: str, text: str | None) -> float | None:
@@ -142,9 +143,57 @@ def plan_command(
     emit(data, as_json, render)
 
 
+def inverse_command(
+    model: str = typer.Option(..., "--model", "-m", help="Built-in model name, YAML or config.json path."),
+    hardware: str = typer.Option(..., "--hardware", "-H", help="Built-in chip, YAML or calibrated profile."),
+    chips: int = typer.Option(1, "--chips", "-n", help="Chips in the slice."),
+    batch: int = typer.Option(1, "--batch", "-b", help="Concurrent sequences (decode batch)."),
+    context: int = typer.Option(2048, "--context", "-s", help="Tokens in each sequence's KV cache."),
+    tpot_slo: str = typer.Option(..., "--tpot-slo", help="Time-per-output-token target, e.g. 20ms."),
+    weights: str = typer.Option("bf16", "--weights", help="Weight dtype."),
+    kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="KV-cache dtype."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Closed-form inverse questions: longest context, KV/weights crossover batch, bandwidth, chips, batch.
+
+    Example: roofline inverse --model llama-2-13b --hardware tpu-v5e --chips 8 --batch 16 --context 8192 --tpot-slo 10ms
+    """
+    m, hw = load_model(model), load_hardware(hardware)
+    precision = precision_from_options(weights, kv_dtype, "bf16")
+    tpot = parse_seconds("--tpot-slo", tpot_slo)
+    ans = inverse_questions(m, hw, chips, batch, context, tpot, precision)
+    data: dict[str, Any] = {"model": m.name, "hardware": hw.name, "chips": chips, "batch": batch,
+                            "context": context, "weights": weights, "kv_dtype": kv_dtype, **asdict(ans)}
+
+    def render() -> None:
+        table = Table(title=f"{m.name} on {chips}x {hw.name}, batch {batch}, context {context}: step "
+                            f"{format_seconds(ans.step_time_s)}, target {format_seconds(ans.tpot_s)}")
+        for col in ("question", "answer", "formula"):
+            table.add_column(col)
+        rows = [
+            ("longest context that fits at this batch", f"{ans.longest_context_tokens:,.0f} tokens",
+             "S: P_bytes + B·KV(S) = chips·HBM"),
+            ("batch where KV reads overtake weight reads", f"{ans.kv_crossover_batch:,.2f}",
+             "B* = P_bytes / KV_seq"),
+            ("HBM bandwidth for the TPOT target", f"{format_bytes(ans.bandwidth_for_tpot_bytes_per_s)}/s "
+             f"({format_bytes(ans.bandwidth_per_chip_for_tpot_bytes_per_s)}/s per chip)",
+             "max((B·KV + P_bytes)/T, B·KV/(T - 2BP/C))"),
+            ("chips for the TPOT target", f"{ans.chips_for_tpot:,.0f} (memory needs {ans.min_chips_for_memory:,.0f})",
+             "ceil(step(1 chip) / T)"),
+            ("largest batch meeting the TPOT target", f"{ans.max_batch_for_tpot:,.0f} "
+             f"(memory allows {ans.max_batch_for_memory:,.0f})", "min((T·W - P_bytes)/KV, T/(KV/W + 2P/C))"),
+        ]
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+
+    emit(data, as_json, render)
+
+
 def _names(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
 def register(app: typer.Typer) -> None:
     app.command("plan")(plan_command)
+    app.command("inverse")(inverse_command)
