@@ -104,9 +104,13 @@ COLLECTIVE_RANGE_MAX = 16 * 2**20
 CONSTANT_PARAMS = COMMON[:3]
 
 
+#: Kernel families fitted as their own op class: ``<op>_<impl>`` (e.g. allreduce_custom).
+SEPARATE_IMPLS = ("custom", "fp8_block", "sq")
+
+
 def op_key(op: str, impl: str) -> str:
-    """Profile key of a row: the op, with ``_custom`` for custom all-reduce kernels."""
-    return f"{op}_custom" if impl == "custom" and op in COLLECTIVE_OPS else op
+    """Profile key of a row: the op, or ``<op>_<impl>`` for a separately fitted kernel family."""
+    return f"{op}_{impl}" if impl in SEPARATE_IMPLS else op
 
 
 def row_keys(table: Measurements) -> np.ndarray:
@@ -114,7 +118,10 @@ def row_keys(table: Measurements) -> np.ndarray:
 
 
 def base_op(key: str) -> str:
-    return key.removesuffix("_custom")
+    """The schema op of a profile key (``allreduce_custom`` -> ``allreduce``)."""
+    for impl in SEPARATE_IMPLS:
+        key = key.removesuffix(f"_{impl}")
+    return key
 
 
 # --------------------------------------------------------------------------- hardware
@@ -179,7 +186,7 @@ def _predict(hw: HardwareSpec, table: Measurements, calibrated: bool) -> np.ndar
     for key in sorted(set(keys)):
         mask = keys == key
         sub = table.take(mask)
-        cal = ops.get(key) or (ops.get(base_op(key)) if key.endswith("_custom") else None)
+        cal = ops.get(key) or ops.get(base_op(key))
         params = dict(cal.params) if cal else None
         out[mask] = predict_op(key, sub, hw, params)
     return out
@@ -533,10 +540,11 @@ def calibrate(
         compute = np.isin(rows["op"], list(MODELS))
         rows = rows.take(~compute | (rows["dtype"] == dtype))
     keys = row_keys(rows)
-    unknown = sorted(set(ops or ()) - set(MODELS) - set(COLLECTIVE_OPS)
-                     - {f"{o}_custom" for o in COLLECTIVE_OPS})
+    known = [*MODELS, *COLLECTIVE_OPS]
+    known += [f"{op}_{impl}" for op in known for impl in SEPARATE_IMPLS]
+    unknown = sorted(set(ops or ()) - set(known))
     if unknown:
-        allowed = ", ".join([*MODELS, *COLLECTIVE_OPS, "allreduce_custom"])
+        allowed = ", ".join([*MODELS, *COLLECTIVE_OPS, "allreduce_custom", "gemm_fp8_block"])
         raise CalibrationError(f"unknown op {unknown[0]!r}; allowed: {allowed}")
     wanted = sorted(set(keys)) if not ops else [k for k in sorted(set(keys)) if k in ops]
     if not wanted:
