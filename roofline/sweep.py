@@ -85,6 +85,14 @@ class SweepResult:
                            self.evaluated, self.dropped_out_of_memory, self.dropped_by_hardware,
                            self.sources)
 
+    def group_labels(self, group: str) -> np.ndarray:
+        """Per-point labels to split frontiers by: a block field, or 'all' (one group)."""
+        if group == "all":
+            return np.full(len(self), "all", dtype=object)
+        if group not in ("hardware", "weights", "kv_dtype", "model", "compute_dtype"):
+            raise RooflineError(f"--group: unknown {group!r}; allowed: hardware, weights, kv_dtype, all")
+        return self.column(group)
+
     def rows(self) -> list[dict[str, Any]]:
         """One dict per point (Python scalars), columns in :data:`COLUMNS` order."""
         lists = {k: self.column(k).tolist() for k in COLUMNS}
@@ -149,21 +157,21 @@ def _block_columns(
     batch: np.ndarray,
     chips: np.ndarray,
     context: np.ndarray,
+    max_batch: np.ndarray,
     tp: int,
     precision: Precision,
     price: float,
-) -> tuple[dict[str, np.ndarray], float, int]:
-    """Feasible points of one (chip, dtypes, tp) block: columns, critical batch, evaluated.
+) -> dict[str, np.ndarray]:
+    """Columns of the points of one (chip, dtypes, tp) block that fit in HBM.
 
-    decode_step's own ``max_batch`` on the (chips × context) grid screens out every batch
-    that overflows HBM; decode_step then runs once on the flat arrays of the rest.  The
-    latency is the step with tensor-parallel collectives overlapped (``step_time_lower_s``,
-    the book's general form when tp = 1); throughput and cost follow from it.
+    ``max_batch`` (chips × context, decode_step's own field) screens out every batch that
+    overflows HBM; decode_step then runs once on the flat arrays of the rest.  The latency
+    is the step with tensor-parallel collectives overlapped (``step_time_lower_s``, the
+    book's general form when tp = 1); throughput and cost follow from it.
     """
-    c_grid, s_grid = np.meshgrid(chips.astype(float), context.astype(float), indexing="ij")
-    screen = decode_step(model, hw, c_grid, 1, s_grid, precision, price, tp=tp)
-    slot, b = feasible_points(batch, np.asarray(screen.max_batch))
-    c, s = c_grid.reshape(-1)[slot], s_grid.reshape(-1)[slot]
+    slot, b = feasible_points(batch, max_batch)
+    c = np.repeat(chips.astype(float), context.size)[slot]
+    s = np.tile(context.astype(float), chips.size)[slot]
     res = decode_step(model, hw, c, b, s, precision, price, tp=tp)
     keep = np.asarray(res.fits)  # all True but for float ties at the HBM edge
     c, b = c[keep], b[keep]
@@ -173,7 +181,7 @@ def _block_columns(
 
     step_s = kept(res.step_time_lower_s)
     tps = step.tokens_per_s(b, step_s)
-    cols = {
+    return {
         "chips": c.astype(np.int64),
         "tp": np.full(b.size, tp, dtype=np.int64),
         "batch": b.astype(np.int64),
@@ -189,17 +197,17 @@ def _block_columns(
         "total_bytes": kept(res.total_bytes),
         "hbm_capacity_bytes": kept(res.hbm_capacity_bytes),
     }
-    return cols, float(res.critical_batch), batch.size * chips.size * context.size
 
 
 def tp_groups(chips: np.ndarray, tp: Sequence[int] | None) -> list[tuple[int, np.ndarray]]:
-    """(tp degree, chip counts it divides): tp = chips each when ``tp`` is None."""
+    """(tp degree, indices of the chip counts it divides): tp = chips each when ``tp`` is None."""
     if tp is None:
-        return [(int(c), np.asarray([c])) for c in chips]
-    groups = [(int(t), chips[chips % t == 0]) for t in sorted(set(tp))]
-    if any(t <= 0 for t, _ in groups):
+        return [(int(c), np.asarray([i])) for i, c in enumerate(chips)]
+    degrees = sorted(set(tp))
+    if any(t <= 0 for t in degrees):
         raise RooflineError(f"--tp: degrees must be positive integers (got {tp})")
-    groups = [(t, c) for t, c in groups if c.size]
+    groups = [(int(t), np.flatnonzero(chips % t == 0)) for t in degrees]
+    groups = [(t, idx) for t, idx in groups if idx.size]
     if not groups:
         raise RooflineError(f"--tp: no degree in {list(tp)} divides any --chips value {chips.tolist()}")
     return groups
@@ -244,16 +252,20 @@ def decode_sweep(
         for w in weights:
             for kv in kv_dtypes:
                 precision = Precision(w, kv, compute_dtype)
-                for degree, chip_counts in groups:
-                    cols, critical, n_eval = _block_columns(
-                        model, hw, batch_axis, chip_counts, context_axis, degree, precision, price
-                    )
+                # Max batch per (chips, context) does not depend on tp: one screen per dtype pair.
+                screen = decode_step(model, hw, chips_axis[:, None].astype(float), 1,
+                                     context_axis[None, :].astype(float), precision, price)
+                max_batch = np.broadcast_to(screen.max_batch, (chips_axis.size, context_axis.size))
+                for degree, rows in groups:
+                    cols = _block_columns(model, hw, batch_axis, chips_axis[rows], context_axis,
+                                          max_batch[rows], degree, precision, price)
+                    n_eval = batch_axis.size * rows.size * context_axis.size
                     n_kept = cols["step_time_s"].size
                     cols["block"] = np.full(n_kept, len(blocks), dtype=np.int32)
                     parts.append(cols)
                     blocks.append({"model": model.name, "hardware": hw.name, "weights": w,
                                    "kv_dtype": kv, "compute_dtype": compute_dtype,
-                                   "critical_batch": critical})
+                                   "critical_batch": float(screen.critical_batch)})
                     evaluated += n_eval
                     dropped += n_eval - n_kept
                     dropped_by_hw[hw.name] = dropped_by_hw.get(hw.name, 0) + n_eval - n_kept

@@ -1,7 +1,9 @@
 """The ``roofline`` command line: thin parse -> estimate -> render layers, one module per group.
 
 Each command module exposes ``register(app)``; add a module to ``COMMAND_MODULES`` to plug
-in a new command group.  Nothing else in the package imports the CLI.
+in a new command group.  Modules are registered when ``main`` runs (only the one a
+``FAST_COMMANDS`` leaf needs, else all); call ``register_commands()`` for the full ``app``.
+Nothing else in the package imports the CLI.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ COMMAND_MODULES = (
     "collective",
     "shard",
     "serve",
+    "sweep",
+    "report",
 )
 
 app = typer.Typer(
@@ -50,13 +54,36 @@ def _global_options(
     set_byte_system(units)
 
 
-for _name in COMMAND_MODULES:
-    importlib.import_module(f"{__name__}.{_name}").register(app)
+#: Top-level commands that are leaves (no sub-commands) and the module that registers each.
+#: ``main`` imports only that module for them (CLI start-up time); anything else loads all.
+FAST_COMMANDS = {
+    "step": "step", "request": "step", "textbook": "textbook", "sweep": "sweep", "pareto": "sweep",
+    "report": "report",
+}
+_registered: set[str] = set()
+
+
+def register_commands(names: tuple[str, ...] = COMMAND_MODULES) -> typer.Typer:
+    """Import the named command modules (default: all) and ``register(app)`` each once."""
+    for name in names:
+        if name not in _registered:
+            importlib.import_module(f"{__name__}.{name}").register(app)
+            _registered.add(name)
+    return app
+
+
+def modules_for(args: list[str]) -> tuple[str, ...]:
+    """The command modules a command line needs: one for a FAST_COMMANDS leaf, else all."""
+    words = [a for a in args if not a.startswith("-")]
+    if words and words[0] in FAST_COMMANDS:
+        return (FAST_COMMANDS[words[0]],)
+    return COMMAND_MODULES
 
 
 def main() -> None:
     """Console entry point: bad input becomes one line on stderr and exit status 2."""
     try:
+        register_commands(modules_for(sys.argv[1:]))
         app()
     except (RooflineError, ValueError) as exc:
         err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)

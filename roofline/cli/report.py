@@ -1,0 +1,76 @@
+"""`roofline report`: the main Pareto report as one self-contained HTML page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ..errors import RooflineError
+from ..specs import load_hardware, load_model
+from ..sweep import check_dtypes, parse_int_list
+from ._common import JSON_OPTION, console, emit
+from .sweep import parse_prices, split_names
+
+DEFAULT_OUT = Path("reports") / "index.html"
+DEFAULTS = {
+    "models": "llama-2-13b,llama-2-13b-gqa,llama-3-70b",
+    "hardware": "tpu-v5e,tpu-v6e,h100-sxm,h200",
+}
+OUT = typer.Option(DEFAULT_OUT, "--out", help="HTML file to write (folders are created).")
+MODELS = typer.Option(DEFAULTS["models"], "--models", "-m", help="Comma-separated models.")
+HARDWARE = typer.Option(DEFAULTS["hardware"], "--hardware", "-H", help="Comma-separated chips.")
+WEIGHTS = typer.Option("bf16,int8", "--weights", help="Weight dtypes, comma-separated.")
+KV_DTYPE = typer.Option("bf16,int8", "--kv-dtype", help="KV-cache dtypes, comma-separated.")
+CONTEXT = typer.Option("8192", "--context", "-s", help="Context lengths, comma-separated.")
+CHIPS = typer.Option("1..64", "--chips", "-n", help="Chips per slice: '1,2,4,8' or a doubling range '1..64'.")
+BATCH = typer.Option(None, "--batch", "-b", help="Batch sizes (default: about 120 geometric values from 1 to 4096).")
+TP = typer.Option(None, "--tp", help="Model-parallel degrees (default: the whole slice is one tp group).")
+PRICE = typer.Option(None, "--price", help="USD per chip-hour: one number or 'h100-sxm=2.5,tpu-v5e=1.2'.")
+
+
+def report_command(
+    out: Path = OUT, models: str = MODELS, hardware: str = HARDWARE, weights: str = WEIGHTS,
+    kv_dtype: str = KV_DTYPE, context: str = CONTEXT, chips: str = CHIPS, batch: str = BATCH,
+    tp: str = TP, price: str = PRICE, as_json: bool = JSON_OPTION,
+) -> None:
+    """Write the Pareto report (frontiers per model and chip, the book's figures) to reports/index.html.
+
+    Example: roofline report --models llama-3-8b --hardware tpu-v5e,h100-sxm --out reports/llama-3-8b.html
+    """
+    from ..report import Scenario, write_report
+
+    model_list = split_names(models, "--models")
+    chip_list = split_names(hardware, "--hardware")
+    for name in model_list:
+        load_model(name)  # unknown names fail here, before anything is written
+    for name in chip_list:
+        load_hardware(name)
+    if out.exists() and out.is_dir():
+        raise RooflineError(f"--out {out}: is a folder, give a file name such as {out / 'index.html'}")
+    defaults = Scenario()
+    scenario = Scenario(
+        models=tuple(model_list),
+        hardware=tuple(load_hardware(h).name for h in chip_list),
+        weights=check_dtypes(split_names(weights, "--weights"), "--weights"),
+        kv_dtypes=check_dtypes(split_names(kv_dtype, "--kv-dtype"), "--kv-dtype"),
+        context=tuple(parse_int_list(context, "--context").tolist()),
+        batch=defaults.batch if batch is None else tuple(parse_int_list(batch, "--batch").tolist()),
+        chips=tuple(parse_int_list(chips, "--chips").tolist()),
+        tp=None if tp is None else tuple(parse_int_list(tp, "--tp").tolist()),
+        prices=parse_prices(price, [load_hardware(h).name for h in chip_list]),
+    )
+    summary = write_report(out, scenario)
+
+    def render() -> None:
+        for name, counts in summary["models"].items():
+            console.print(f"{name}: {counts['evaluated']:,} configurations, {counts['fit']:,} fit, "
+                          f"{counts['dropped_out_of_memory']:,} dropped (out of memory), "
+                          f"{counts['frontier_points']} frontier points")
+        console.print(f"wrote {summary['path']} ({summary['bytes'] / 1e6:.1f} MB, {summary['figures']} figures)")
+
+    emit(summary, as_json, render)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report_command)

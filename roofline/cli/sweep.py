@@ -1,0 +1,231 @@
+"""`roofline sweep` (every configuration, --csv/--json) and `roofline pareto` (frontiers, --html)."""
+
+from __future__ import annotations
+
+import csv
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from ..errors import RooflineError
+from ..fmt import format_seconds
+from ..pareto import OBJECTIVES, frontier_by_group
+from ..specs import load_hardware, load_model
+from ..sweep import COLUMNS, SweepResult, check_dtypes, decode_sweep, parse_int_list
+from ..units import DTYPE_BYTES
+from ._common import JSON_OPTION, console, emit
+
+MODEL = typer.Option(..., "--model", "-m", help="Built-in model name, YAML or config.json path.")
+HARDWARE = typer.Option("tpu-v5e,h100-sxm", "--hardware", "-H", help="Comma-separated chips (names or YAML).")
+BATCH = typer.Option("1..4096", "--batch", "-b",
+                     help="Batch sizes: '1,8,16' or a doubling range '1..4096'.")
+CHIPS = typer.Option("1,2,4,8", "--chips", "-n", help="Chips per slice: '1,2,4,8' or '1..64'.")
+CONTEXT = typer.Option("8192", "--context", "-s", help="Context lengths (tokens in each KV cache).")
+WEIGHTS = typer.Option("bf16", "--weights", help="Weight dtypes, comma-separated (bf16, int8, int4, ...).")
+KV_DTYPE = typer.Option("bf16", "--kv-dtype", help="KV-cache dtypes, comma-separated.")
+TP = typer.Option(None, "--tp", help="Model-parallel degrees to try (each must divide --chips); "
+                                     "default: the whole slice is one tp group.")
+COMPUTE = typer.Option("bf16", "--compute-dtype", help="Matmul dtype (its FLOP/s are used).")
+PRICE = typer.Option(None, "--price", help="USD per chip-hour: one number for every chip or "
+                                           "'h100-sxm=2.5,tpu-v5e=1.2' (default: hardware files).")
+CSV = typer.Option(None, "--csv", help="Write every point that fits to this CSV file.")
+HTML = typer.Option(None, "--html", help="Write a self-contained HTML page of the frontiers.")
+OBJECTIVE = typer.Option("latency-throughput", "--objective", "-o",
+                         help=f"Comma-separated frontiers: {', '.join(OBJECTIVES)} or 'all'.")
+GROUP = typer.Option("hardware", "--group", help="One frontier per: hardware, weights, kv_dtype or all.")
+
+
+def split_names(text: str, option: str) -> list[str]:
+    """'a, b,c' -> ['a', 'b', 'c']; an empty list is an error naming the option."""
+    names = [t.strip() for t in str(text).split(",") if t.strip()]
+    if not names:
+        raise RooflineError(f"{option}: give at least one value")
+    return names
+
+
+def parse_prices(text: str | None, chips: list[str]) -> dict[str, float]:
+    """'2.5' -> that price for every chip; 'name=usd,...' -> per chip; each must be > 0."""
+    if text is None:
+        return {}
+    pairs = [("*", text.strip())] if "=" not in text else [
+        tuple(p.split("=", 1)) for p in split_names(text, "--price")]
+    prices: dict[str, float] = {}
+    for name, value in pairs:
+        name = name.strip()
+        if name != "*" and name not in chips:
+            raise RooflineError(f"--price: {name!r} is not one of --hardware ({', '.join(chips)})")
+        try:
+            usd = float(value)
+        except ValueError:
+            raise RooflineError(f"--price: cannot read {value!r} as USD per chip-hour") from None
+        if not usd > 0:
+            raise RooflineError(f"--price must be positive (got {value})")
+        prices.update({c: usd for c in chips} if name == "*" else {name: usd})
+    return prices
+
+
+def run_sweep(model: str, hardware: str, batch: str, chips: str, context: str, weights: str,
+              kv_dtype: str, tp: str | None, compute_dtype: str, price: str | None) -> SweepResult:
+    """Parse the shared sweep options and run :func:`roofline.sweep.decode_sweep`."""
+    hw = [load_hardware(h) for h in split_names(hardware, "--hardware")]
+    if compute_dtype not in DTYPE_BYTES:
+        raise RooflineError(f"--compute-dtype: unknown dtype {compute_dtype!r}; allowed: {', '.join(DTYPE_BYTES)}")
+    return decode_sweep(
+        load_model(model), hw,
+        batch=parse_int_list(batch, "--batch"),
+        chips=parse_int_list(chips, "--chips"),
+        context=parse_int_list(context, "--context"),
+        weights=check_dtypes(split_names(weights, "--weights"), "--weights"),
+        kv_dtypes=check_dtypes(split_names(kv_dtype, "--kv-dtype"), "--kv-dtype"),
+        tp=None if tp is None else parse_int_list(tp, "--tp").tolist(),
+        compute_dtype=compute_dtype,
+        prices=parse_prices(price, [h.name for h in hw]),
+    )
+
+
+def write_csv(path: Path, result: SweepResult) -> None:
+    """All points as CSV (header = sweep.COLUMNS), written to a temp file and renamed."""
+    target = Path(path)
+    if target.is_dir():
+        raise RooflineError(f"--csv {path}: is a folder, give a file name")
+    tmp: str | None = None
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".roofline-", suffix=".csv", dir=target.parent)
+        with os.fdopen(fd, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(COLUMNS)
+            cols = [result.column(k).tolist() for k in COLUMNS]
+            writer.writerows(zip(*cols, strict=True))
+        os.chmod(tmp, 0o644)  # mkstemp makes it owner-only; a report is meant to be shared
+        os.replace(tmp, target)
+    except OSError as exc:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+        raise RooflineError(f"--csv {path}: cannot write ({exc.strerror or exc})") from None
+
+
+def summary(result: SweepResult) -> dict[str, Any]:
+    """Counts and sources of a sweep for --json."""
+    return {"evaluated": result.evaluated, "fit": len(result),
+            "dropped_out_of_memory": result.dropped_out_of_memory,
+            "dropped_by_hardware": result.dropped_by_hardware, "sources": result.sources}
+
+
+def summary_table(result: SweepResult, title: str) -> Table:
+    """Per chip: evaluated, fit, dropped, best tokens/s/chip, fastest step, cheapest $/Mtok."""
+    table = Table(title=title)
+    for col in ("chip", "evaluated", "fit", "dropped (OOM)", "best tok/s/chip", "fastest step", "cheapest $/Mtok"):
+        table.add_column(col, justify="left" if col == "chip" else "right")
+    hw = result.column("hardware")
+    for chip, dropped in result.dropped_by_hardware.items():
+        mask = hw == chip
+        kept = int(mask.sum())
+        cols = result.columns
+        table.add_row(chip, f"{kept + dropped:,}", f"{kept:,}", f"{dropped:,}",
+                      f"{cols['tokens_per_s_per_chip'][mask].max():,.1f}" if kept else "-",
+                      format_seconds(cols["step_time_s"][mask].min()) if kept else "-",
+                      f"{cols['cost_per_million_tokens'][mask].min():.3f}" if kept else "-")
+    return table
+
+
+def sweep_command(
+    model: str = MODEL, hardware: str = HARDWARE, batch: str = BATCH, chips: str = CHIPS,
+    context: str = CONTEXT, weights: str = WEIGHTS, kv_dtype: str = KV_DTYPE, tp: str = TP,
+    compute_dtype: str = COMPUTE, price: str = PRICE,
+    csv_path: Path = CSV,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Every decode-step configuration of a Cartesian sweep; out-of-memory points dropped and counted.
+
+    Example: roofline sweep --model llama-2-13b --hardware tpu-v5e,h100-sxm --batch 1..1024 --csv sweep.csv
+    """
+    result = run_sweep(model, hardware, batch, chips, context, weights, kv_dtype, tp, compute_dtype, price)
+    if csv_path is not None:
+        write_csv(csv_path, result)
+    data = summary(result)
+    if csv_path is not None:
+        data["csv"] = str(csv_path)
+    else:
+        data["points"] = result.rows()
+
+    def render() -> None:
+        console.print(summary_table(result, f"sweep of {model}"))
+        if csv_path is not None:
+            console.print(f"wrote {len(result):,} points to {csv_path}")
+        else:
+            console.print("[dim]add --csv FILE or --json for the points[/]")
+
+    emit(data, as_json, render)
+
+
+def pareto_command(
+    model: str = MODEL, hardware: str = HARDWARE, batch: str = BATCH, chips: str = CHIPS,
+    context: str = CONTEXT, weights: str = WEIGHTS, kv_dtype: str = KV_DTYPE, tp: str = TP,
+    compute_dtype: str = COMPUTE, price: str = PRICE,
+    objective: str = OBJECTIVE,
+    group: str = GROUP,
+    html_path: Path = HTML,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Pareto frontiers of a sweep (one per chip), with the configuration on every point.
+
+    Example: roofline pareto --model llama-3-70b --hardware tpu-v5e,h100-sxm --chips 4,8,16 --html frontier.html
+    """
+    objectives = list(OBJECTIVES) if objective == "all" else split_names(objective, "--objective")
+    for name in objectives:
+        if name not in OBJECTIVES:
+            raise RooflineError(f"--objective: unknown {name!r}; allowed: {', '.join(OBJECTIVES)}, all")
+    result = run_sweep(model, hardware, batch, chips, context, weights, kv_dtype, tp, compute_dtype, price)
+    if len(result) == 0:
+        raise RooflineError(f"no configuration of {model} fits in HBM on {hardware} with --chips {chips}; "
+                            "try more chips or smaller dtypes")
+    labels = result.group_labels(group)
+    frontiers = {name: frontier_by_group(result.columns, labels, name) for name in objectives}
+    if html_path is not None:
+        from ..report import write_frontier_page
+
+        notes = [("model", model), ("chips", hardware), ("chips per slice", chips), ("batch", batch),
+                 ("context", context), ("weights", weights), ("KV", kv_dtype),
+                 ("tp", tp or "the whole slice"), ("evaluated", f"{result.evaluated:,}"),
+                 ("dropped (out of memory)", f"{result.dropped_out_of_memory:,}")]
+        write_frontier_page(html_path, result, objectives, f"{model}: Pareto frontiers", notes,
+                            group=group)
+    data = summary(result)
+    data["frontiers"] = {
+        name: {str(key): result.select(idx).rows() for key, idx in groups.items()}
+        for name, groups in frontiers.items()
+    }
+    if html_path is not None:
+        data["html"] = str(html_path)
+
+    def render() -> None:
+        for name, groups in frontiers.items():
+            x_col, _, y_col, _ = OBJECTIVES[name]
+            table = Table(title=f"{model}: {name} frontier")
+            for col in ("group", "chips", "tp", "batch", "weights", "KV", "step", "tok/s/chip",
+                        "tok/s/user", "$/Mtok", "bound"):
+                table.add_column(col, justify="left" if col in ("group", "weights", "KV", "bound") else "right")
+            for key, idx in groups.items():
+                for row in result.select(idx).rows():
+                    table.add_row(str(key), str(row["chips"]), str(row["tp"]), str(row["batch"]),
+                                  row["weights"], row["kv_dtype"], format_seconds(row["step_time_s"]),
+                                  f"{row['tokens_per_s_per_chip']:,.1f}", f"{row['tokens_per_s_per_user']:,.1f}",
+                                  f"{row['cost_per_million_tokens']:.3f}", row["bound"])
+            console.print(table)
+        console.print(f"[dim]{result.evaluated:,} evaluated, {result.dropped_out_of_memory:,} dropped "
+                      f"(out of memory)[/]")
+        if html_path is not None:
+            console.print(f"wrote {html_path}")
+
+    emit(data, as_json, render)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("sweep")(sweep_command)
+    app.command("pareto")(pareto_command)
+

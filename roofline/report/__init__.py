@@ -1,0 +1,11 @@
+"""HTML reports (plotly): the main Pareto report and the single-sweep frontier page.
+
+The only code besides the CLI that formats for people.  plotly is imported inside the
+functions that build figures or pages, so importing this package stays cheap.
+"""
+
+from __future__ import annotations
+
+from .pareto_report import Scenario, build_report, write_frontier_page, write_report
+
+__all__ = ["Scenario", "build_report", "write_frontier_page", "write_report"]
