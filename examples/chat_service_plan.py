@@ -27,6 +27,11 @@ print(f"plan: {best.replicas} x {best.chips_per_replica} {best.hardware}, batch 
 print(f"cost: ${best.dollars_per_hour:.2f}/h = ${best.cost_per_million_output_tokens:.3f} per million output tokens")
 print(f"TTFT {best.ttft_s * 1e3:.0f} ms (target 1000), TPOT {best.tpot_s * 1e3:.1f} ms (target 40); "
       f"binding constraint: {best.binding}")
+# The same traffic averaged over the histogram for one request alone on the chosen slice.
+alone = rl.averaged_request(model, rl.load_hardware(best.hardware), lengths, chips=best.chips_per_replica,
+                            precision=rl.Precision(best.weights, best.kv_dtype))
+print(f"one request alone on {best.chips_per_replica} {best.hardware}: mean TTFT {alone['ttft_s'] * 1e3:.0f} ms, "
+      f"mean latency {alone['latency_s']:.2f} s")
 print("runners-up:")
 for d in result.candidates[1:4]:
     print(f"  {d.replicas} x {d.chips_per_replica} {d.hardware} b={d.batch} {d.weights}/{d.kv_dtype}: "

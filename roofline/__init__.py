@@ -68,6 +68,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "fixed_lengths": ("lengths", "fixed_lengths"),
     "from_points": ("lengths", "from_points"),
     "read_lengths_csv": ("lengths", "read_lengths_csv"),
+    "averaged_request": ("lengths", "averaged_request"),
     # explanations and differences
     "explain_step": ("explain", "explain_step"),
     "explain_request": ("explain", "explain_request"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -113,3 +114,21 @@ def read_lengths_csv(path: str | Path) -> LengthDistribution:
         raise RooflineError(f"{p}: no rows")
     arr = np.array(rows)
     return from_points(arr[:, 0], arr[:, 1], arr[:, 2], source=str(p))
+
+
+def averaged_request(model: Any, hw: Any, lengths: LengthDistribution, **options: Any) -> dict[str, float]:
+    """Every numeric field of :func:`roofline.analysis.request`, weighted over the distribution.
+
+    One vectorised call evaluates all the points; ``options`` (chips, batch, precision, mfu)
+    pass through.  Means of latencies are per request; ``tokens_per_s_per_chip`` is the
+    weighted mean of the per-point values, not a ratio of means.
+    """
+    from .analysis import request
+
+    res = request(model, hw, lengths.input_len, lengths.output_len, **options)
+    out: dict[str, float] = {}
+    for key, value in res.as_dict().items():
+        arr = np.asarray(value)
+        if arr.dtype.kind in "fiub":
+            out[key] = float(weighted_mean(np.broadcast_to(arr, lengths.weight.shape).astype(float), lengths.weight))
+    return out

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from roofline import memory, plan, step
 from roofline.errors import RooflineError
-from roofline.lengths import fixed_lengths, from_points, parse_lengths, read_lengths_csv
+from roofline.lengths import averaged_request, fixed_lengths, from_points, parse_lengths, read_lengths_csv
 from roofline.specs import load_hardware, load_model
 from tests.conftest import run_cli, run_json
 
@@ -152,6 +152,10 @@ def test_request_averaged_over_a_distribution():
     together = float(weighted_mean(request(m, hw, d.input_len, d.output_len).ttft_s, d.weight))
     apart = 0.7 * float(request(m, hw, 512, 128).ttft_s) + 0.3 * float(request(m, hw, 4096, 512).ttft_s)
     assert together == pytest.approx(apart, rel=1e-12)
+    means = averaged_request(m, hw, d, chips=2)
+    assert means["ttft_s"] == pytest.approx(0.7 * float(request(m, hw, 512, 128, chips=2).ttft_s)
+                                            + 0.3 * float(request(m, hw, 4096, 512, chips=2).ttft_s))
+    assert means["input_len"] == pytest.approx(0.7 * 512 + 0.3 * 4096)
 
 
 def test_plan_cli_json_and_errors(tmp_path):
