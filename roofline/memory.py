@@ -52,7 +52,11 @@ class ModelShape(Protocol):
 
 @dataclass(frozen=True)
 class ParamCounts:
-    """Parameter counts by component; ``active`` counts k of E experts per MoE layer."""
+    """Parameter counts by component; ``active`` counts k of E experts per MoE layer.
+
+    ``active`` keeps both embedding tables (Mistral's 12.9 B for Mixtral counts them);
+    DeepSeek's "37 B activated" leaves out the input table, a row lookup: ``active - V·D``.
+    """
 
     embedding: float
     attention: float
