@@ -347,6 +347,8 @@ def plan(
         bigger = step_of.get((int(cols["block"][i]), int(chips[i]), int(batch[i]) * 2))
         binding = binding_constraint({k: float(v[i]) for k, v in limits.items()}, bigger is not None,
                                      bigger if bigger is not None else np.inf, tpot_slo_s)
+        if replicas[i] == 1 and longest[i] > cols["hbm_capacity_bytes"][i] / 2:
+            binding = "memory"  # one replica carries the traffic; holding the weights sets its size
         chosen.append(Deployment(
             hardware=str(hw_col[i]), chips_per_replica=int(chips[i]), tp=int(cols["tp"][i]),
             sharding=f"tensor-parallel over {int(cols['tp'][i])} chips within a replica, "

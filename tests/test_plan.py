@@ -204,3 +204,11 @@ def test_command_examples_run_as_shown():
         assert match, func.__name__
         proc = run_cli(*shlex.split(match.group(1))[1:])
         assert proc.returncode == 0, (func.__name__, proc.stderr)
+
+
+def test_memory_binds_when_the_weights_set_the_slice():
+    # DeepSeek-V3 in int8: 671.03e9 bytes of weights; a B200 holds 180 GB, so 3 chips (540 GB) are
+    # too few and the smallest power-of-two slice is 4 (720 GB): memory sets the deployment.
+    res = plan.plan(load_model("deepseek-v3"), [load_hardware("b200")], qps=1, lengths=fixed_lengths(1024, 128),
+                    weights=["int8"], kv_dtypes=["bf16"], top=1)
+    assert (res.best.chips_per_replica, res.best.replicas, res.best.binding) == (4, 1, "memory")
