@@ -32,6 +32,7 @@ from .cost import cost_per_hour
 from .errors import RooflineError
 from .lengths import LengthDistribution, weighted_mean
 from .memory import Number
+from .serving import littles_law_concurrency
 from .specs import HardwareSpec, ModelSpec
 from .sweep import decode_sweep
 from .units import HOUR_S, dtype_bytes
@@ -78,7 +79,7 @@ def max_batch_for_tpot(
 
 
 def mg1_wait_s(arrival_rate: ArrayLike, mean_service_s: ArrayLike, mean_service_sq_s2: ArrayLike) -> Number:
-    """Pollaczek-Khinchine M/G/1 queueing delay: λ·E[S²] / (2·(1 - λ·E[S])), inf when ρ ≥ 1."""
+    """Pollaczek-Khinchine M/G/1 delay λ·E[S²]/(2(1 - λE[S])), inf at ρ ≥ 1 (serving.md1_wait_s: E[S²] = E[S]²)."""
     lam = np.asarray(arrival_rate, dtype=float)
     rho = lam * np.asarray(mean_service_s, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -102,13 +103,13 @@ def sequences_in_flight(
     rate: ArrayLike, mean_prefill_s: ArrayLike, mean_prefill_sq_s2: ArrayLike, step_time_s: ArrayLike,
     decode_steps: ArrayLike,
 ) -> Number:
-    """Little's law: λ·(TTFT(λ) + n·step/(1 - λE[S])), TTFT(λ) = E[S] + M/G/1 wait."""
+    """Little's law L = λ·W with W = TTFT(λ) + n·step/(1 - λE[S]), TTFT(λ) = E[S] + M/G/1 wait."""
     lam = np.asarray(rate, dtype=float)
     rho = lam * np.asarray(mean_prefill_s, dtype=float)
     ttft = np.add(mean_prefill_s, mg1_wait_s(lam, mean_prefill_s, mean_prefill_sq_s2))
     with np.errstate(divide="ignore", invalid="ignore"):
         decode = np.multiply(decode_steps, step_time_s) / (1.0 - rho)
-    return np.where(rho < 1.0, lam * (ttft + decode), np.inf)
+    return np.where(rho < 1.0, littles_law_concurrency(lam, ttft + decode), np.inf)
 
 
 def rate_for_concurrency(

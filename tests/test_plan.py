@@ -60,6 +60,10 @@ def test_mg1_wait_matches_md1():
     # M/D/1 with S = 1 s, λ = 0.5/s: Wq = ρ/(2μ(1-ρ)) = 0.5/(2·1·0.5) = 0.5 s.
     assert plan.mg1_wait_s(0.5, 1.0, 1.0) == pytest.approx(0.5)
     assert math.isinf(float(plan.mg1_wait_s(1.0, 1.0, 1.0)))
+    # Fixed-length requests (E[S²] = E[S]²) reduce to the serving module's M/D/1 wait.
+    from roofline.serving import md1_wait_s
+
+    assert plan.mg1_wait_s(3.0, 0.2, 0.04) == pytest.approx(md1_wait_s(3.0, 0.2))
 
 
 @settings(max_examples=60, deadline=None)
