@@ -210,3 +210,55 @@ def explain_deployment(d: Any, qps: float, mean_output: float) -> list[Explanati
                      Term("E[O]", mean_output, "tokens")),
                     S_LATENCY),
     ]
+
+
+S_SHARD = f"{BOOK}, 'Distributing inference over multiple accelerators: Generation'"
+
+
+def explain_shard(model: ModelSpec, res: Any) -> list[Explanation]:
+    """The sharding limits of a :class:`~roofline.multichip.ShardResult`, formula by formula."""
+    lower, upper = _f(res.step_time_lower_s), _f(res.step_time_upper_s)
+    comms, step_s = _f(res.comms_time_s), _f(res.step_time_s)
+    return [
+        Explanation("β", res.beta, "", "β = W_hbm / W_ici (per chip of the tp group)",
+                    (Term("W_ici", res.ici_bandwidth_bytes_per_s, "B/s"),), S_SHARD),
+        Explanation("largest tp in decode", res.max_tp_decode, "chips", "Y < F / (B·β): ICI time 2BD/W_ici "
+                    "stays under weight time 2DF/(Y·W_hbm)",
+                    (Term("F", model.d_ff, ""), Term("B", res.batch, "tokens"), Term("β", res.beta, "")), S_SHARD,
+                    binding=res.tp > res.max_tp_decode,
+                    note="tp exceeds it: ICI binds" if res.tp > res.max_tp_decode else "tp within it"),
+        Explanation("largest tp in prefill", res.max_tp_prefill, "chips", "Y < F / α_ici, α_ici = C / W_ici",
+                    (Term("F", model.d_ff, ""), Term("α_ici", res.alpha_ici, "FLOP/B")), S_PREFILL),
+        Explanation("step time (no comms)", step_s, "s", "T_kv + max(T_flops, T_weights) on the slice",
+                    (Term("chips", res.chips, ""), Term("tp", res.tp, "")), S_LATENCY),
+        Explanation("collectives per step", comms, "s", "L · (2 AllReduce [B, D] + AllToAlls when tp > K)",
+                    (Term("L", model.num_layers, "layers"), Term("AllToAlls/layer", res.attention_alltoalls_per_layer,
+                                                             "")), S_SHARD, binding=comms > step_s),
+        Explanation("step lower bound", lower, "s", "max(step, comms): collectives overlapped",
+                    (Term("step", step_s, "s"), Term("comms", comms, "s")), S_SHARD),
+        Explanation("step upper bound", upper, "s", "step + comms (upper): nothing overlapped",
+                    (Term("step", step_s, "s"), Term("comms upper", upper - step_s, "s")), S_SHARD,
+                    note=f"bound: {np.asarray(res.bound).reshape(-1)[0]}"),
+    ]
+
+
+def explain_serve(res: Any, batch: int, output_len: int) -> list[Explanation]:
+    """TTFT, TPOT and throughput of a :class:`~roofline.multichip.ServeResult`, by engine mode."""
+    ttft_formula = {"static": "prefill of the whole batch", "interleaved": "batch-1 prefill + step/2 wait",
+                    "disaggregated": "batch-1 prefill + KV transfer"}[res.mode]
+    tpot_formula = {"static": "decode step", "interleaved": "step + (B/O)·batch-1 prefill stall",
+                    "disaggregated": "decode step (prefill on its own servers)"}[res.mode]
+    return [
+        Explanation("TTFT", res.ttft_s, "s", ttft_formula,
+                    (Term("batch-1 prefill", res.prefill_s, "s"), Term("batch prefill", res.batch_prefill_s, "s"),
+                     Term("decode step", res.step_time_s, "s"), Term("KV transfer", res.kv_transfer_s, "s")),
+                    S_DISAGG, binding=res.ttft_s > res.tpot_s * output_len),
+        Explanation("TPOT", res.tpot_s, "s", tpot_formula,
+                    (Term("decode step", res.step_time_s, "s"), Term("B", batch, ""), Term("O", output_len, ""),
+                     Term("stall per prefill", res.decode_stall_s, "s")), S_DISAGG),
+        Explanation("prefill : decode servers", res.prefill_to_decode_ratio, "", "B·t_prefill / (O·t_step)",
+                    (Term("B", batch, ""), Term("t_prefill", res.prefill_s, "s"), Term("O", output_len, ""),
+                     Term("t_step", res.step_time_s, "s")), S_DISAGG),
+        Explanation("tokens/s per chip", res.tokens_per_s_per_chip, "tokens/s",
+                    "B / TPOT over the chips the design occupies", (Term("chips", res.chips, ""),), S_DISAGG),
+    ]

@@ -105,3 +105,22 @@ def test_cli_explain_diff_and_units():
     assert "15 GiB" in iec.stdout and "16.1 GB" in si.stdout
     bad = run_cli("--units", "metric", "step", "--model", "llama-3-8b", "--hardware", "h100-sxm")
     assert bad.returncode == 2 and "--units" in bad.stderr
+
+
+def test_shard_and_serve_explanations_match_their_formulas():
+    from roofline.explain import explain_serve, explain_shard
+    from roofline.multichip import serve, shard_limits
+
+    m = load_model("book-exercise")
+    res = shard_limits(m, V5E, 16, 32, 2048, topology_text="4x4")
+    ex = by_name(explain_shard(m, res))
+    terms = {t.symbol: t.value for t in ex["largest tp in decode"].terms}
+    # The book's generation limit: Y < F / (B·β).
+    assert terms["F"] / (terms["B"] * terms["β"]) == pytest.approx(ex["largest tp in decode"].value)
+    assert ex["step lower bound"].value <= ex["step upper bound"].value
+    s = serve(load_model("llama-3-8b"), load_hardware("h100-sxm"), "disaggregated", 2048, 512, 1, 32)
+    sx = by_name(explain_serve(s, 32, 512))
+    t = {term.symbol: term.value for term in sx["prefill : decode servers"].terms}
+    # B·t_prefill / (O·t_step), part 8's disaggregation ratio.
+    assert t["B"] * t["t_prefill"] / (t["O"] * t["t_step"]) == pytest.approx(s.prefill_to_decode_ratio)
+    assert sx["TTFT"].value == pytest.approx(s.prefill_s + s.kv_transfer_s)
