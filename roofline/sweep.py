@@ -1,10 +1,11 @@
 """Cartesian sweeps of decode-step configurations, evaluated as numpy arrays.
 
-A sweep is one model on one or more chips over batch × chips × context (numpy axes) and
-weight × KV dtypes (a short loop over dtype pairs, never over configurations).  Each block
-is one call of :func:`roofline.analysis.decode_step` on broadcast arrays, so the formulas
-live in one place; this module only lays out the grid, drops the points that do not fit in
-HBM (counting them) and flattens the rest into columns.
+A sweep is one model on one or more chips over batch × chips × context × tp degree ×
+weight and KV dtypes.  Python loops run over chips, dtype pairs and tp degrees only; every
+(batch, chips, context) point of a block is one element of the arrays given to
+:func:`roofline.analysis.decode_step`, so the formulas live in one place.  decode_step's own
+``max_batch`` (fit in HBM is monotone in batch) screens out the points that overflow HBM,
+which are counted, and the rest are evaluated and flattened into columns.
 """
 
 from __future__ import annotations
@@ -45,9 +46,9 @@ POINT_COLUMNS = (
 BLOCK_FIELDS = ("model", "hardware", "weights", "kv_dtype", "compute_dtype", "critical_batch")
 #: Columns of a row in ``--json`` / ``--csv`` output, in order.
 COLUMNS = ("model", "hardware", "chips", "tp", "batch", "context", "weights", "kv_dtype",
-           "compute_dtype", "step_time_s", "step_time_upper_s", "comms_time_s", "tokens_per_s", "tokens_per_s_per_chip",
-           "tokens_per_s_per_user", "cost_per_million_tokens", "bound", "total_bytes",
-           "hbm_capacity_bytes", "critical_batch")
+           "compute_dtype", "step_time_s", "step_time_upper_s", "comms_time_s", "tokens_per_s",
+           "tokens_per_s_per_chip", "tokens_per_s_per_user", "cost_per_million_tokens", "bound",
+           "total_bytes", "hbm_capacity_bytes", "critical_batch")
 
 
 @dataclass(frozen=True)

@@ -7,24 +7,30 @@ from pathlib import Path
 import typer
 
 from ..errors import RooflineError
+from ..report import Scenario, write_report
 from ..specs import load_hardware, load_model
 from ..sweep import check_dtypes, parse_int_list
 from ._common import JSON_OPTION, console, emit
 from .sweep import parse_prices, split_names
 
 DEFAULT_OUT = Path("reports") / "index.html"
-DEFAULTS = {
-    "models": "llama-2-13b,llama-2-13b-gqa,llama-3-70b",
-    "hardware": "tpu-v5e,tpu-v6e,h100-sxm,h200",
-}
+DEFAULTS = Scenario()
+
+
+def joined(values: tuple[object, ...]) -> str:
+    """(1, 2) -> '1,2' for an option's default."""
+    return ",".join(str(v) for v in values)
+
+
 OUT = typer.Option(DEFAULT_OUT, "--out", help="HTML file to write (folders are created).")
-MODELS = typer.Option(DEFAULTS["models"], "--models", "-m", help="Comma-separated models.")
-HARDWARE = typer.Option(DEFAULTS["hardware"], "--hardware", "-H", help="Comma-separated chips.")
-WEIGHTS = typer.Option("bf16,int8", "--weights", help="Weight dtypes, comma-separated.")
-KV_DTYPE = typer.Option("bf16,int8", "--kv-dtype", help="KV-cache dtypes, comma-separated.")
-CONTEXT = typer.Option("8192", "--context", "-s", help="Context lengths, comma-separated.")
-CHIPS = typer.Option("1..64", "--chips", "-n", help="Chips per slice: '1,2,4,8' or a doubling range '1..64'.")
-BATCH = typer.Option(None, "--batch", "-b", help="Batch sizes (default: about 120 geometric values from 1 to 4096).")
+MODELS = typer.Option(joined(DEFAULTS.models), "--models", "-m", help="Comma-separated models.")
+HARDWARE = typer.Option(joined(DEFAULTS.hardware), "--hardware", "-H", help="Comma-separated chips.")
+WEIGHTS = typer.Option(joined(DEFAULTS.weights), "--weights", help="Weight dtypes, comma-separated.")
+KV_DTYPE = typer.Option(joined(DEFAULTS.kv_dtypes), "--kv-dtype", help="KV-cache dtypes, comma-separated.")
+CONTEXT = typer.Option(joined(DEFAULTS.context), "--context", "-s", help="Context lengths, comma-separated.")
+CHIPS = typer.Option(joined(DEFAULTS.chips), "--chips", "-n", help="Chips per slice: '1,2,4,8' or '1..64'.")
+BATCH = typer.Option(None, "--batch", "-b", help=f"Batch sizes (default: {len(DEFAULTS.batch)} geometric "
+                                                 f"values from 1 to {max(DEFAULTS.batch)}).")
 TP = typer.Option(None, "--tp", help="Model-parallel degrees (default: the whole slice is one tp group).")
 PRICE = typer.Option(None, "--price", help="USD per chip-hour: one number or 'h100-sxm=2.5,tpu-v5e=1.2'.")
 
@@ -38,8 +44,6 @@ def report_command(
 
     Example: roofline report --models llama-3-8b --hardware tpu-v5e,h100-sxm --out reports/llama-3-8b.html
     """
-    from ..report import Scenario, write_report
-
     model_list = split_names(models, "--models")
     chip_list = split_names(hardware, "--hardware")
     for name in model_list:
@@ -48,14 +52,13 @@ def report_command(
         load_hardware(name)
     if out.exists() and out.is_dir():
         raise RooflineError(f"--out {out}: is a folder, give a file name such as {out / 'index.html'}")
-    defaults = Scenario()
     scenario = Scenario(
         models=tuple(model_list),
         hardware=tuple(load_hardware(h).name for h in chip_list),
         weights=check_dtypes(split_names(weights, "--weights"), "--weights"),
         kv_dtypes=check_dtypes(split_names(kv_dtype, "--kv-dtype"), "--kv-dtype"),
         context=tuple(parse_int_list(context, "--context").tolist()),
-        batch=defaults.batch if batch is None else tuple(parse_int_list(batch, "--batch").tolist()),
+        batch=DEFAULTS.batch if batch is None else tuple(parse_int_list(batch, "--batch").tolist()),
         chips=tuple(parse_int_list(chips, "--chips").tolist()),
         tp=None if tp is None else tuple(parse_int_list(tp, "--tp").tolist()),
         prices=parse_prices(price, [load_hardware(h).name for h in chip_list]),

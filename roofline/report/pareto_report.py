@@ -54,7 +54,7 @@ class Scenario:
 
     def describe(self) -> list[tuple[str, str]]:
         """(parameter, value) rows for the report's scenario table."""
-        batch = f"{len(self.batch)} values, {min(self.batch)} to {max(self.batch)} (geometric)"
+        batch = f"{len(self.batch)} values from {min(self.batch)} to {max(self.batch)}"
         return [
             ("models", ", ".join(self.models)),
             ("chips", ", ".join(self.hardware)),
