@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich import box
 from rich.table import Table
 
 from ._common import JSON_OPTION, console, emit
@@ -43,6 +44,14 @@ FULL = typer.Option(False, "--full", help="The larger sweep (minutes) instead of
 
 def _pct(value: float | None) -> str:
     return "-" if value is None or value != value else f"{100 * value:.1f}%"
+
+
+def _arrow(split: dict[str, float]) -> str:
+    """'46→5.7%': held-out spec MAPE -> calibrated MAPE."""
+    before, after = split.get("before_mape"), split.get("after_mape")
+    if before is None or after is None:
+        return "-"
+    return f"{100 * before:.0f}→{_pct(after)}"
 
 
 def _base_hardware(hardware: str | None, table: Any) -> Any:
@@ -122,19 +131,19 @@ def fit_command(
             else None, "ops": rows}
 
     def render() -> None:
-        table_ = Table(title=f"calibrated {profile.name} -> {out}")
-        for col in ("op", "rows", "spec", "constant", "calibrated", "random split spec/cal",
-                    "shape-range spec/cal"):
-            table_.add_column(col, justify="right")
+        table_ = Table(title=f"calibrated {profile.name} -> {out}", box=box.SIMPLE)
+        table_.add_column("op", no_wrap=True, min_width=17)
+        for col in ("rows", "spec", "const", "model", "random", "range"):
+            table_.add_column(col, justify="right", no_wrap=True)
         for key, r in rows.items():
             rs, gs = r["random_split"], r["range_split"]
             table_.add_row(
                 key, str(r["n"]), _pct(r["before"].get("mape")),
                 _pct(r["constant"].get("mape")), _pct(r["after"].get("mape")),
-                f"{_pct(rs.get('before_mape'))} / {_pct(rs.get('after_mape'))}",
-                f"{_pct(gs.get('before_mape'))} / {_pct(gs.get('after_mape'))}")
+                _arrow(rs), _arrow(gs))
         console.print(table_)
-        console.print("MAPE of predicted kernel time; splits are held-out rows.")
+        console.print("MAPE of predicted kernel time: spec roofline, constant efficiencies + "
+                      "overhead, calibrated model; random / shape range: held-out spec→model.")
         if report:
             console.print(f"report: {report}")
 
