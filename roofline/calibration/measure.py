@@ -120,6 +120,8 @@ def measure_gpu(quick: bool = True) -> Measurements:
     torch = _torch()
     if torch is None:
         return from_records([])
+    if "LOCAL_RANK" in os.environ:  # under torchrun: one GPU per rank, before any work
+        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
     name = gpu_hardware_name(torch.cuda.get_device_name())
     parts = [_gpu_gemm(torch, name, quick), _gpu_attention(torch, name, quick),
              _gpu_allreduce(torch, name, quick)]
@@ -161,18 +163,26 @@ def _gpu_attention(torch: Any, name: str, quick: bool) -> Measurements:
         for q_len in (1, length):
             q = torch.randn(batch, heads, q_len, dim, device="cuda", dtype=torch.bfloat16)
             kv = torch.randn(batch, kv_heads, length, dim, device="cuda", dtype=torch.bfloat16)
-            k_full = kv.repeat_interleave(heads // kv_heads, dim=1)
-
-            def call(q: Any = q, k: Any = k_full, causal: bool = q_len > 1) -> Any:
-                return sdpa(q, k, k, is_causal=causal)
-
+            call, read_heads = _sdpa_call(sdpa, q, kv, heads // kv_heads, q_len > 1)
             op = "attention_decode" if q_len == 1 else "attention_prefill"
             records.append({"hardware": name, "op": op, "dtype": "bf16", "batch": batch,
                             "q_len": q_len, "kv_len": length, "num_heads": heads,
-                            "num_kv_heads": kv_heads, "head_dim": dim,
+                            "num_kv_heads": read_heads, "head_dim": dim,
                             "time_s": _cuda_time(torch, call), "impl": "torch-sdpa",
                             "source": "roofline measure (torch)"})
     return from_records(records)
+
+
+def _sdpa_call(sdpa: Any, q: Any, kv: Any, group: int, causal: bool) -> tuple[
+        Callable[[], Any], int]:
+    """SDPA with native GQA when torch has it (KV heads as given), else with K/V repeated
+    to every query head (then the kernel reads num_heads KV heads: recorded as such)."""
+    try:
+        sdpa(q, kv, kv, is_causal=causal, enable_gqa=True)
+        return (lambda: sdpa(q, kv, kv, is_causal=causal, enable_gqa=True)), kv.shape[1]
+    except TypeError:
+        full = kv.repeat_interleave(group, dim=1)
+        return (lambda: sdpa(q, full, full, is_causal=causal)), full.shape[1]
 
 
 def _gpu_allreduce(torch: Any, name: str, quick: bool) -> Measurements:
@@ -182,7 +192,6 @@ def _gpu_allreduce(torch: Any, name: str, quick: bool) -> Measurements:
     if not dist.is_initialized():
         dist.init_process_group("nccl")
     world = dist.get_world_size()
-    torch.cuda.set_device(dist.get_rank() % torch.cuda.device_count())
     records = []
     for power in range(10, 28 if quick else 30, 2):
         buf = torch.ones(2**power // 2, device="cuda", dtype=torch.bfloat16)
