@@ -188,7 +188,7 @@ def test_cli_import_writes_schema(tmp_path):
 
 
 def test_help_shows_examples():
-    for args in (("calibrate", "fit"), ("calibrate", "evaluate"), ("measure",)):
+    for args in (("calibrate", "fit"), ("measure",)):
         proc = run_cli(*args, "--help")
         assert proc.returncode == 0 and "Example" in proc.stdout
 
@@ -199,3 +199,49 @@ def test_json_is_parseable_even_with_nan(tmp_path):
     assert out.returncode == 0
     assert json.loads(out.stdout)["ops"]["gemm"]["n"] == 3
     assert Path(tmp_path).exists()
+
+
+class _FakeTorch:
+    """Just enough of torch (numpy-backed, 'CUDA' events on the wall clock) to run
+    :func:`roofline.calibration.measure.measure_gpu` without a GPU."""
+
+    bfloat16 = np.float32
+
+    def __init__(self):
+        import time
+        from types import SimpleNamespace
+
+        class Event:
+            def __init__(self, enable_timing: bool = True):
+                self.t = 0.0
+
+            def record(self):
+                self.t = time.perf_counter()
+
+            def elapsed_time(self, end):
+                return (end.t - self.t) * 1e3
+
+        def sdpa(q, k, v, is_causal=False, enable_gqa=False):
+            return q
+
+        self.cuda = SimpleNamespace(get_device_name=lambda: "NVIDIA H100 80GB HBM3",
+                                    Event=Event, synchronize=lambda: None,
+                                    set_device=lambda i: None, is_available=lambda: True)
+        self.nn = SimpleNamespace(functional=SimpleNamespace(scaled_dot_product_attention=sdpa))
+        self.distributed = SimpleNamespace(is_available=lambda: False)
+
+    @staticmethod
+    def randn(*shape, device=None, dtype=None):
+        return np.zeros([min(s, 64) for s in shape], np.float32)
+
+
+def test_gpu_measure_plumbing_with_a_fake_torch(monkeypatch):
+    from roofline.calibration import measure
+
+    monkeypatch.setattr(measure, "_torch", lambda: _FakeTorch())
+    table = measure.measure_gpu(quick=True)
+    assert table.unique("hardware") == ["h100-sxm"]
+    assert set(table.unique("op")) == {"gemm", "attention_decode", "attention_prefill"}
+    decode = table.where(op="attention_decode")
+    assert set(decode["q_len"]) == {1.0} and set(decode["num_kv_heads"]) == {8.0}
+    assert np.all(table["time_s"] > 0)
