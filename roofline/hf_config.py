@@ -446,11 +446,21 @@ def _text_config(cfg: dict[str, Any], origin: str) -> tuple[dict[str, Any], str]
     text = dict(cfg["text_config"])
     text.setdefault("architectures", cfg.get("architectures"))
     text.setdefault("tie_word_embeddings", cfg.get("tie_word_embeddings", True))
-    return text, "; language model only (text_config): the vision tower is not counted"
+    return text, "; language model only: the vision tower is not counted"
 
 
-def map_hf_config(config: dict[str, Any], origin: str = "config.json") -> tuple[str, Mapped]:
-    """Map a config.json into ModelSpec fields with a note per field; unknown input is an error."""
+#: Defaults a family's transformers config class fills in when a (nested) config omits a key;
+#: Gemma 3's multimodal checkpoints write only the text_config keys that differ from these.
+CLASS_DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "gemma3_text": ("transformers Gemma3TextConfig default", {
+        "vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+        "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "sliding_window": 4096,
+        "sliding_window_pattern": 6, "max_position_embeddings": 131072}),
+}
+
+
+def map_hf_config(config: dict[str, Any], origin: str = "config.json") -> tuple[str, Mapped, str]:
+    """(architecture, ModelSpec fields with a note each, remark); unknown input is an error."""
     cfg, nested_note = _text_config(config, origin)
     family_name, arch = _family_of(cfg, origin)
     family = FAMILIES[family_name]
@@ -459,15 +469,22 @@ def map_hf_config(config: dict[str, Any], origin: str = "config.json") -> tuple[
         raise SpecError(
             f"{origin}: unmapped config fields for {arch}: {', '.join(unknown)} "
             "(roofline cannot tell whether they change the parameter count or KV cache)")
-    return arch + nested_note, family.mapper(cfg, origin)
+    label, defaults = CLASS_DEFAULTS.get(family_name, ("", {}))
+    filled = {k: v for k, v in defaults.items() if cfg.get(k) is None}
+    fields = family.mapper({**cfg, **filled}, origin)
+    for key, value in fields.items():
+        used = value.note.removeprefix("config.json: ").split(" ")[0]
+        if used in filled:
+            fields[key] = Value(value.value, f"{label}: {used} = {filled[used]}")
+    return arch, fields, nested_note
 
 
 def model_dict_with_notes(
     config: dict[str, Any], name: str, origin: str = "config.json"
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """The ModelSpec mapping of a config.json and, per key, the note naming its source."""
-    arch, fields = map_hf_config(config, origin)
-    data: dict[str, Any] = {"name": name, "source": f"HF config.json at {origin} ({arch})"}
+    arch, fields, remark = map_hf_config(config, origin)
+    data: dict[str, Any] = {"name": name, "source": f"HF config.json at {origin} ({arch}{remark})"}
     notes = {"name": "--name or the config's folder", "source": "sources summary"}
     for key, field in fields.items():
         data[key] = field.value

@@ -123,6 +123,18 @@ GEMMA3_1B = {
     "sliding_window": 512, "sliding_window_pattern": 6, "torch_dtype": "bfloat16",
     "transformers_version": "4.50.0.dev0", "use_cache": True, "vocab_size": 262144,
 }
+GEMMA3_4B_IT = {
+    "architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 255999,
+    "eoi_token_index": 256000, "eos_token_id": [1, 106], "image_token_index": 262144,
+    "initializer_range": 0.02, "mm_tokens_per_image": 256, "model_type": "gemma3",
+    "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                    "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                    "sliding_window": 1024},
+    "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0",
+    "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+                      "model_type": "siglip_vision_model", "num_attention_heads": 16,
+                      "num_hidden_layers": 27, "patch_size": 14, "vision_use_head": False},
+}
 GPT2 = {
     "activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "attn_pdrop": 0.1,
     "bos_token_id": 50256, "embd_pdrop": 0.1, "eos_token_id": 50256, "initializer_range": 0.02,
@@ -316,3 +328,20 @@ def test_model_import_cli_writes_commented_yaml(tmp_path):
     proc = run_cli("model", "import", str(bad), "--out", str(target))
     assert proc.returncode == 2 and "num_experts" in proc.stderr and "Traceback" not in proc.stderr
     assert not target.exists() and list(tmp_path.glob(".never.yaml*")) == []
+
+
+def test_gemma3_multimodal_uses_text_config_and_class_defaults():
+    # Gemma 3 4B's text_config lists only what differs from Gemma3TextConfig; the rest (8 heads,
+    # 4 KV heads, head_dim 256, vocab 262208, every 6th layer global) are the class defaults.
+    data, notes = model_dict_with_notes(GEMMA3_4B_IT, name="gemma-3-4b", origin="config.json")
+    m = model_from_dict(data)
+    assert (m.num_heads, m.num_kv_heads, m.head_dim, m.vocab_size) == (8, 4, 256, 262208)
+    assert notes["num_heads"].startswith("Gemma3ForConditionalGeneration")
+    assert "Gemma3TextConfig default" in notes["num_heads"]
+    assert notes["d_model"] == "config.json: hidden_size"
+    # 34 layers, global at 6, 12, 18, 24, 30: 29 local with a 1024-token window.
+    assert (m.num_local_layers, m.sliding_window) == (29, 1024)
+    # The Gemma 3 report: 675 M embedding + 3,209 M non-embedding parameters (vision tower apart).
+    c = memory.param_counts(m)
+    assert c.embedding == pytest.approx(675e6, rel=0.01)
+    assert c.total - c.embedding == pytest.approx(3209e6, rel=0.01)
