@@ -58,7 +58,7 @@ def _global_options(
 #: ``main`` imports only that module for them (CLI start-up time); anything else loads all.
 FAST_COMMANDS = {
     "step": "step", "request": "step", "textbook": "textbook", "sweep": "sweep", "pareto": "sweep",
-    "report": "report",
+    "report": "report", "plan": "plan", "inverse": "plan", "diff": "diff",
 }
 _registered: set[str] = set()
 
