@@ -3,7 +3,8 @@
 A distribution is a small set of (input_len, output_len, weight) points: a histogram, a CSV of
 observed requests, or a single fixed length.  Estimators accept arrays, so averaging an
 estimate is one vectorised call followed by :func:`weighted_mean`.  :func:`read_lengths_csv`
-and :func:`parse_lengths` are the only readers (input boundary); the rest are pure.
+and :func:`parse_lengths` are the only readers (input boundary); :func:`averaged_request` applies
+:func:`roofline.analysis.request` to every point; the rest are pure functions of numbers.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .analysis import request
 from .errors import RooflineError
+from .specs import HardwareSpec, ModelSpec
 
 
 @dataclass(frozen=True)
@@ -116,15 +119,15 @@ def read_lengths_csv(path: str | Path) -> LengthDistribution:
     return from_points(arr[:, 0], arr[:, 1], arr[:, 2], source=str(p))
 
 
-def averaged_request(model: Any, hw: Any, lengths: LengthDistribution, **options: Any) -> dict[str, float]:
+def averaged_request(
+    model: ModelSpec, hw: HardwareSpec, lengths: LengthDistribution, **options: Any
+) -> dict[str, float]:
     """Every numeric field of :func:`roofline.analysis.request`, weighted over the distribution.
 
     One vectorised call evaluates all the points; ``options`` (chips, batch, precision, mfu)
     pass through.  Means of latencies are per request; ``tokens_per_s_per_chip`` is the
     weighted mean of the per-point values, not a ratio of means.
     """
-    from .analysis import request
-
     res = request(model, hw, lengths.input_len, lengths.output_len, **options)
     out: dict[str, float] = {}
     for key, value in res.as_dict().items():
