@@ -135,6 +135,23 @@ GEMMA3_4B_IT = {
                       "model_type": "siglip_vision_model", "num_attention_heads": 16,
                       "num_hidden_layers": 27, "patch_size": 14, "vision_use_head": False},
 }
+MISTRAL_7B_V01 = {
+    "architectures": ["MistralForCausalLM"], "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
+    "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336,
+    "max_position_embeddings": 32768, "model_type": "mistral", "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
+    "sliding_window": 4096, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "transformers_version": "4.34.0.dev0", "use_cache": True, "vocab_size": 32000,
+}
+QWEN25_05B = {
+    "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+    "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": 896, "initializer_range": 0.02,
+    "intermediate_size": 4864, "max_position_embeddings": 32768, "max_window_layers": 24,
+    "model_type": "qwen2", "num_attention_heads": 14, "num_hidden_layers": 24, "num_key_value_heads": 2,
+    "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 32768, "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16", "transformers_version": "4.40.1", "use_cache": True,
+    "use_sliding_window": False, "vocab_size": 151936,
+}
 GPT2 = {
     "activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "attn_pdrop": 0.1,
     "bos_token_id": 50256, "embd_pdrop": 0.1, "eos_token_id": 50256, "initializer_range": 0.02,
@@ -174,11 +191,13 @@ def counts(config: dict) -> memory.ParamCounts:
         (QWEN3_30B_A3B, 30.5e9, None),
         (QWEN15_MOE_A27B, 14.3e9, 2.7e9),
         (GEMMA2_9B, 9.24e9, None),
+        (MISTRAL_7B_V01, 7.24e9, None),
+        (QWEN25_05B, 0.49e9, None),
         (GPT2, 124e6, None),
         (OPT_125M, 125e6, None),
     ],
     ids=["llama-3.1-8b", "mixtral-8x7b", "qwen3-8b", "qwen3-30b-a3b", "qwen1.5-moe-a2.7b",
-         "gemma-2-9b", "gpt2", "opt-125m"],
+         "gemma-2-9b", "mistral-7b-v0.1", "qwen2.5-0.5b", "gpt2", "opt-125m"],
 )
 def test_published_parameter_counts_within_one_percent(config, published_total, published_active):
     c = counts(config)
@@ -262,11 +281,16 @@ def test_plain_mlp_families():
 
 
 def test_catalog_models_reproduced():
-    for config, name in ((MIXTRAL_8X7B, "mixtral-8x7b"), (GEMMA2_9B, "gemma-2-9b"), (OPT_125M, "opt-125m")):
+    for config, name in ((MIXTRAL_8X7B, "mixtral-8x7b"), (GEMMA2_9B, "gemma-2-9b"), (OPT_125M, "opt-125m"),
+                         (MISTRAL_7B_V01, "mistral-7b-v0.1"), (QWEN25_05B, "qwen2.5-0.5b")):
         a, b = counts(config), memory.param_counts(load_model(name))
         # Gemma 2's post-norms (2·3584·42 = 301,056) are the only difference from the catalog.
         assert a.total - b.total == a.norms - b.norms
         assert a.total == pytest.approx(b.total, rel=1e-4)
+        # Same KV cache too: Mistral's window on every layer, Qwen's window switched off.
+        m, cat = spec(config), load_model(name)
+        assert float(memory.kv_cache_bytes_per_sequence(m, 32768, 2.0)) == float(
+            memory.kv_cache_bytes_per_sequence(cat, 32768, 2.0))
 
 
 def test_unknown_architecture_is_named():
