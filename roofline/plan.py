@@ -246,6 +246,7 @@ class PlanResult:
     feasible: int
     reasons: dict[str, int] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
+    best_per_hardware: dict[str, Deployment] = field(default_factory=dict)
 
 
 def binding_constraint(limits: dict[str, float], larger_batch_fits: bool, larger_batch_step_s: float,
@@ -341,16 +342,16 @@ def plan(
     price = np.array([prices.get(h, by_name[h].price_per_chip_hour) for h in hw_col], dtype=float)
     replicas = replicas_needed(qps, rate)
     dollars = np.where(ok, cost_per_hour(price, chips * replicas), np.inf)
-    order = [i for i in np.lexsort((step_s, dollars)) if ok[i]][:top]
+    ranked = [int(i) for i in np.lexsort((step_s, dollars)) if ok[i]]
     step_of = {(int(cols["block"][i]), int(chips[i]), int(batch[i])): float(step_s[i]) for i in range(step_s.size)}
-    chosen = []
-    for i in order:
+
+    def deployment(i: int) -> Deployment:
         bigger = step_of.get((int(cols["block"][i]), int(chips[i]), int(batch[i]) * 2))
         binding = binding_constraint({k: float(v[i]) for k, v in limits.items()}, bigger is not None,
                                      bigger if bigger is not None else np.inf, tpot_slo_s)
         if replicas[i] == 1 and longest[i] > cols["hbm_capacity_bytes"][i] / 2:
             binding = "memory"  # one replica carries the traffic; holding the weights sets its size
-        chosen.append(Deployment(
+        return Deployment(
             hardware=str(hw_col[i]), chips_per_replica=int(chips[i]), tp=int(cols["tp"][i]),
             sharding=f"tensor-parallel over {int(cols['tp'][i])} chips within a replica, "
                      f"{int(replicas[i])} data-parallel replica(s)",
@@ -359,11 +360,17 @@ def plan(
             cost_per_million_output_tokens=float(cost_per_million_output_tokens(dollars[i], qps, lengths.mean_output)),
             **_latencies(qps / replicas[i], p_mean[i], p_sq[i], step_s[i], decode_steps),
             memory_bytes=float(cols["total_bytes"][i]), hbm_bytes=float(cols["hbm_capacity_bytes"][i]),
-            binding=binding, price_per_chip_hour=float(price[i])))
+            binding=binding, price_per_chip_hour=float(price[i]))
+
+    chosen = [deployment(i) for i in ranked[:top]]
+    per_hardware: dict[str, Deployment] = {}
+    for i in ranked:
+        if str(hw_col[i]) not in per_hardware:
+            per_hardware[str(hw_col[i])] = deployment(i)
     sources = {**sw.sources, "queueing": "M/G/1 prefill wait, TPOT / (1 - ρ), Little's law (roofline.plan)",
                "lengths": lengths.source, "prefill": f"{BOOK}: analysis.request, batch 1, MFU {mfu:g}"}
     return PlanResult(chosen[0] if chosen else None, chosen, qps, ttft_slo_s, tpot_slo_s, lengths.source,
-                      sw.evaluated, int(np.sum(ok)), reasons, sources)
+                      sw.evaluated, int(np.sum(ok)), reasons, sources, per_hardware)
 
 
 def _latencies(rate: float, p_mean: float, p_sq: float, step_s: float, decode_steps: float) -> dict[str, float]:

@@ -216,3 +216,13 @@ def test_memory_binds_when_the_weights_set_the_slice():
     res = plan.plan(load_model("deepseek-v3"), [load_hardware("b200")], qps=1, lengths=fixed_lengths(1024, 128),
                     weights=["int8"], kv_dtypes=["bf16"], top=1)
     assert (res.best.chips_per_replica, res.best.replicas, res.best.binding) == (4, 1, "memory")
+
+
+def test_best_per_hardware_matches_single_chip_plans():
+    m, lengths = load_model("llama-3-8b"), fixed_lengths(2048, 256)
+    chips = [load_hardware("h100-sxm"), load_hardware("tpu-v5e")]
+    both = plan.plan(m, chips, qps=20, lengths=lengths, tpot_slo_s=0.03, top=1)
+    for hw in chips:
+        alone = plan.plan(m, [hw], qps=20, lengths=lengths, tpot_slo_s=0.03, top=1).best
+        assert both.best_per_hardware[hw.name].dollars_per_hour == alone.dollars_per_hour
+    assert both.best.dollars_per_hour == min(d.dollars_per_hour for d in both.best_per_hardware.values())

@@ -110,7 +110,8 @@ def plan_command(
         "mean_input_len": dist.mean_input, "mean_output_len": dist.mean_output,
         "decode_context": dist.decode_context, "ttft_slo_s": res.ttft_slo_s, "tpot_slo_s": res.tpot_slo_s,
         "best": asdict(res.best) if res.best else None,
-        "candidates": [asdict(d) for d in res.candidates], "evaluated": res.evaluated,
+        "candidates": [asdict(d) for d in res.candidates],
+        "best_per_hardware": {k: asdict(d) for k, d in res.best_per_hardware.items()}, "evaluated": res.evaluated,
         "feasible": res.feasible, "infeasible_by": res.reasons, "sources": res.sources,
     }
     if explain:
@@ -137,6 +138,14 @@ def plan_command(
                       f"({b.sharding}), batch {b.batch}, {b.weights} weights / {b.kv_dtype} KV: "
                       f"${b.dollars_per_hour:,.2f}/h, ${b.cost_per_million_output_tokens:.3f} per million output "
                       f"tokens; binding constraint: [bold yellow]{b.binding}[/]")
+        if len(hws) > 1:
+            for name, d in res.best_per_hardware.items():
+                console.print(f"  cheapest on {name}: {d.replicas} x {d.chips_per_replica} chips, batch {d.batch}, "
+                              f"{d.weights}/{d.kv_dtype}: ${d.dollars_per_hour:,.2f}/h, "
+                              f"${d.cost_per_million_output_tokens:.3f}/M output tokens ({d.binding})")
+            missing = [h.name for h in hws if h.name not in res.best_per_hardware]
+            if missing:
+                console.print(f"  no deployment meets the targets on: {', '.join(missing)}")
         if explain:
             print_explanations(explanations, "where the plan's numbers come from")
 
