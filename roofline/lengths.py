@@ -96,6 +96,24 @@ def parse_lengths(text: str) -> LengthDistribution:
     return from_points(arr[:, 0], arr[:, 1], arr[:, 2], source="--lengths")
 
 
+def lengths_from_options(input_len: int | None, output_len: int | None, lengths: str | None,
+                         lengths_csv: str | None) -> LengthDistribution:
+    """Exactly one of --input-len/--output-len, --lengths or --lengths-csv."""
+    given = sum(x is not None for x in (lengths, lengths_csv)) + (input_len is not None or output_len is not None)
+    if given != 1:
+        raise RooflineError("give request lengths once: --input-len and --output-len, or --lengths, "
+                            "or --lengths-csv")
+    if lengths is not None:
+        return parse_lengths(lengths)
+    if lengths_csv is not None:
+        return read_lengths_csv(lengths_csv)
+    if input_len is None or output_len is None:
+        raise RooflineError("--input-len and --output-len go together")
+    if input_len < 1 or output_len < 1:
+        raise RooflineError("--input-len and --output-len must be at least 1")
+    return fixed_lengths(input_len, output_len)
+
+
 def read_lengths_csv(path: str | Path) -> LengthDistribution:
     """A CSV with header input_len,output_len[,count]: one row per request or per histogram bin."""
     p = Path(path)

@@ -226,3 +226,15 @@ def test_best_per_hardware_matches_single_chip_plans():
         alone = plan.plan(m, [hw], qps=20, lengths=lengths, tpot_slo_s=0.03, top=1).best
         assert both.best_per_hardware[hw.name].dollars_per_hour == alone.dollars_per_hour
     assert both.best.dollars_per_hour == min(d.dollars_per_hour for d in both.best_per_hardware.values())
+
+
+def test_request_cli_averages_over_lengths(tmp_path):
+    fixed = [run_json("request", "--model", "llama-3-8b", "--hardware", "h100-sxm", "-i", str(i), "-o", str(o))
+             for i, o in ((512, 128), (4096, 512))]
+    mixed = run_json("request", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--lengths", "512:128:3,4096:512:1")
+    # Weights 3:1 -> 0.75 and 0.25 of each per-request estimate.
+    for key in ("ttft_s", "latency_s", "input_len"):
+        assert mixed[key] == pytest.approx(0.75 * fixed[0][key] + 0.25 * fixed[1][key])
+    proc = run_cli("request", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--lengths", "512:128,4096:512",
+                   "--explain")
+    assert proc.returncode == 2 and "--explain" in proc.stderr

@@ -11,7 +11,7 @@ from rich.table import Table
 from ..errors import RooflineError
 from ..explain import explain_deployment
 from ..fmt import format_bytes, format_seconds
-from ..lengths import LengthDistribution, fixed_lengths, parse_lengths, read_lengths_csv
+from ..lengths import lengths_from_options
 from ..plan import KV_DTYPES, WEIGHT_DTYPES, inverse_questions, plan
 from ..specs import load_hardware, load_model
 from ..units import parse_quantity
@@ -51,24 +51,6 @@ def parse_prices(text: str | None, names: list[str]) -> dict[str, float]:
                 raise RooflineError(f"--price: {target!r} is not among --hardware ({', '.join(names)})")
             out[target] = price
     return out
-
-
-def lengths_from_options(input_len: int | None, output_len: int | None, lengths: str | None,
-                         lengths_csv: str | None) -> LengthDistribution:
-    """Exactly one of --input-len/--output-len, --lengths or --lengths-csv."""
-    given = sum(x is not None for x in (lengths, lengths_csv)) + (input_len is not None or output_len is not None)
-    if given != 1:
-        raise RooflineError("give request lengths once: --input-len and --output-len, or --lengths, "
-                            "or --lengths-csv")
-    if lengths is not None:
-        return parse_lengths(lengths)
-    if lengths_csv is not None:
-        return read_lengths_csv(lengths_csv)
-    if input_len is None or output_len is None:
-        raise RooflineError("--input-len and --output-len go together")
-    if input_len < 1 or output_len < 1:
-        raise RooflineError("--input-len and --output-len must be at least 1")
-    return fixed_lengths(input_len, output_len)
 
 
 def plan_command(

@@ -11,6 +11,7 @@ from ..analysis import Precision, decode_step, request
 from ..errors import RooflineError
 from ..explain import explain_request, explain_step
 from ..fmt import format_bytes, format_seconds
+from ..lengths import averaged_request, lengths_from_options
 from ..specs import load_hardware, load_model
 from ..units import DTYPE_BYTES
 from ._common import JSON_OPTION, console, emit, print_explanations
@@ -132,8 +133,10 @@ def step_command(
 def request_command(
     model: str = MODEL,
     hardware: str = HARDWARE,
-    input_len: int = typer.Option(..., "--input-len", "-i", help="Prompt tokens."),
-    output_len: int = typer.Option(..., "--output-len", "-o", help="Generated tokens."),
+    input_len: int = typer.Option(None, "--input-len", "-i", help="Prompt tokens."),
+    output_len: int = typer.Option(None, "--output-len", "-o", help="Generated tokens."),
+    lengths: str = typer.Option(None, "--lengths", help="Average over input:output:weight, e.g. 512:128:3,4096:512:1"),
+    lengths_csv: str = typer.Option(None, "--lengths-csv", help="Average over a CSV of input_len,output_len[,count]."),
     chips: int = CHIPS,
     batch: int = BATCH,
     weights: str = WEIGHTS,
@@ -149,18 +152,26 @@ def request_command(
     """
     m, hw = load_model(model), load_hardware(hardware)
     prec = precision_from_options(weights, kv_dtype, compute_dtype)
-    res = request(m, hw, input_len, output_len, chips, batch, prec, mfu)
-    data: dict[str, Any] = {
-        "model": m.name, "hardware": hw.name, "chips": chips, "batch": batch,
-        **{k: _scalar(v) for k, v in res.as_dict().items()},
-    }
+    dist = lengths_from_options(input_len, output_len, lengths, lengths_csv)
+    data: dict[str, Any]
+    if dist.input_len.size > 1:
+        if explain:
+            raise RooflineError("--explain needs one fixed length (--input-len and --output-len)")
+        means = averaged_request(m, hw, dist, chips=chips, batch=batch, precision=prec, mfu=mfu)
+        data = {"model": m.name, "hardware": hw.name, "chips": chips, "batch": batch, "lengths": dist.source,
+                "points": int(dist.input_len.size), **means}
+    else:
+        res = request(m, hw, dist.input_len[0], dist.output_len[0], chips, batch, prec, mfu)
+        data = {"model": m.name, "hardware": hw.name, "chips": chips, "batch": batch,
+                **{k: _scalar(v) for k, v in res.as_dict().items()}}
+    shape = (f"{input_len} in, {output_len} out" if input_len is not None
+             else f"mean over {dist.source}: {dist.mean_input:.0f} in, {dist.mean_output:.0f} out")
     explanations = explain_request(m, hw, chips, batch, prec, mfu, res) if explain else []
     if explain:
         data["explain"] = [e.as_dict() for e in explanations]
 
     def render() -> None:
-        table = Table(title=f"{m.name} on {chips}x {hw.name}: {input_len} in, {output_len} out, "
-                            f"batch {batch}")
+        table = Table(title=f"{m.name} on {chips}x {hw.name}: {shape}, batch {batch}")
         table.add_column("quantity")
         table.add_column("value", justify="right")
         for label, key in (("TTFT (prefill)", "ttft_s"), ("TPOT (mean)", "tpot_s"),
@@ -174,7 +185,7 @@ def request_command(
                 table.add_row(label, format_seconds(data[key]))
         table.add_row("no-cache slowdown", f"{data['no_cache_slowdown']:.1f}x")
         table.add_row("output tokens/s per chip", f"{data['tokens_per_s_per_chip']:,.1f}")
-        table.add_row("fits at the final context", "yes" if data["fits"] else "[bold red]NO[/]")
+        table.add_row("fits at the final context", "yes" if data["fits"] == 1 else "[bold red]NO[/]")
         console.print(table)
         if explain:
             print_explanations(explanations, "where each number comes from")
