@@ -15,6 +15,12 @@ from typing import Any
 
 from .errors import SpecError
 
+#: Keys the shared mapping code reads for every family (positions, windows, activations, tying).
+SHARED_KEYS = frozenset({
+    "vocab_size", "head_dim", "tie_word_embeddings", "max_position_embeddings", "sliding_window",
+    "sliding_window_pattern", "layer_types", "use_sliding_window", "max_window_layers", "hidden_act",
+    "hidden_activation", "activation_function",
+})
 #: Keys of any config that do not change the parameter count or the KV-cache size.
 IGNORED_KEYS = frozenset({
     "architectures", "model_type", "transformers_version", "torch_dtype", "dtype", "use_cache",
@@ -32,12 +38,10 @@ IGNORED_KEYS = frozenset({
     "attn_implementation", "_attn_implementation", "tokenizer_class", "prefix", "task_specific_params",
     "scale_attn_weights", "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn",
     "summary_type", "summary_use_proj", "summary_activation", "summary_proj_to_labels",
-    "init_range", "cache_implementation", "use_bidirectional_attention", "max_window_layers",
-    "use_sliding_window", "sliding_window", "sliding_window_pattern", "layer_types",
-    "hidden_act", "hidden_activation", "activation_function", "max_position_embeddings",
-    "n_positions", "n_ctx", "tie_word_embeddings", "do_layer_norm_before", "use_mrope",
-    "attention_chunk_size", "num_nextn_predict_layers", "head_dim", "vocab_size",
-    "layer_norm_elementwise_affine",
+    "init_range", "cache_implementation", "use_bidirectional_attention",
+    "n_ctx",  # GPT-2: a duplicate of n_positions
+    "use_mrope",  # rotary layout only
+    "num_nextn_predict_layers",  # DeepSeek's MTP module: not counted, as in its 671 B
     "_remove_final_layer_norm", "use_return_dict", "mup_width_multiplier", "finetuning_task",
     "id2label", "label2id", "problem_type", "chunk_size_feed_forward", "tf_legacy_loss",
     "pruned_heads", "torchscript", "use_bfloat16", "tie_encoder_decoder", "add_cross_attention",
@@ -48,7 +52,8 @@ IGNORED_KEYS = frozenset({
     "exponential_decay_length_penalty", "suppress_tokens", "begin_suppress_tokens",
     "typical_p", "encoder_no_repeat_ngram_size", "return_dict_in_generate", "output_scores",
     "chunk_size", "image_token_index", "boi_token_index", "eoi_token_index", "mm_tokens_per_image",
-    "auto_map", "qk_layernorm", "sliding_window_size",
+    "auto_map",
+    "sliding_window_size",  # Gemma 2: a duplicate of sliding_window
 })
 #: Key prefixes that never change the shape (private keys, token ids, dropouts).
 IGNORED_SUFFIXES = ("_token_id", "_dropout", "_pdrop")
@@ -294,8 +299,9 @@ def _opt_family(cfg: dict[str, Any], origin: str) -> Mapped:
     if proj is not None and int(proj) != d:
         raise SpecError(f"{origin}: word_embed_proj_dim {proj} != hidden_size {d} "
                         "(OPT-350m-style embedding projections are not mapped)")
-    if cfg.get("do_layer_norm_before") is False or cfg.get("enable_bias") is False:
-        raise SpecError(f"{origin}: do_layer_norm_before false / enable_bias false is not mapped")
+    if False in (cfg.get("do_layer_norm_before"), cfg.get("enable_bias"), cfg.get("layer_norm_elementwise_affine")):
+        raise SpecError(f"{origin}: do_layer_norm_before / enable_bias / layer_norm_elementwise_affine false "
+                        "is not mapped")
     out = _core(cfg, origin, tie_default=True)
     out["d_ff"] = _f(int(_get(cfg, "ffn_dim", origin)), "ffn_dim")
     out.update(_plain_mlp_fields(str(cfg.get("activation_function", "relu"))))
@@ -396,8 +402,9 @@ FAMILIES: dict[str, Family] = {
     "gemma2": Family(_gemma2, _LLAMA_KEYS),
     "gemma3_text": Family(_gemma3, _LLAMA_KEYS),
     "opt": Family(_opt_family, frozenset({"hidden_size", "ffn_dim", "num_hidden_layers",
-                                          "num_attention_heads", "word_embed_proj_dim", "enable_bias"})),
-    "gpt2": Family(_gpt2, frozenset({"n_embd", "n_layer", "n_head", "n_inner"})),
+                                          "num_attention_heads", "word_embed_proj_dim", "enable_bias",
+                                          "do_layer_norm_before", "layer_norm_elementwise_affine"})),
+    "gpt2": Family(_gpt2, frozenset({"n_embd", "n_layer", "n_head", "n_inner", "n_positions"})),
     "deepseek_v2": Family(_deepseek, _DEEPSEEK_KEYS),
     "deepseek_v3": Family(_deepseek, _DEEPSEEK_KEYS),
 }
@@ -429,7 +436,7 @@ def _family_of(cfg: dict[str, Any], origin: str) -> tuple[str, str]:
 def _unmapped(cfg: dict[str, Any], family: Family) -> list[str]:
     return sorted(
         k for k in cfg
-        if k not in family.keys and k not in IGNORED_KEYS and not k.startswith("_")
+        if k not in family.keys and k not in SHARED_KEYS and k not in IGNORED_KEYS and not k.startswith("_")
         and not k.endswith(IGNORED_SUFFIXES)
     )
 
@@ -440,7 +447,7 @@ def _text_config(cfg: dict[str, Any], origin: str) -> tuple[dict[str, Any], str]
         return cfg, ""
     extra = sorted(set(cfg) - {"text_config", "vision_config", "architectures", "model_type",
                                "transformers_version", "torch_dtype", "dtype", "initializer_range"}
-                   - IGNORED_KEYS)
+                   - IGNORED_KEYS - SHARED_KEYS)
     if extra:
         raise SpecError(f"{origin}: unmapped fields next to text_config: {', '.join(extra)}")
     text = dict(cfg["text_config"])
