@@ -369,3 +369,15 @@ def test_gemma3_multimodal_uses_text_config_and_class_defaults():
     c = memory.param_counts(m)
     assert c.embedding == pytest.approx(675e6, rel=0.01)
     assert c.total - c.embedding == pytest.approx(3209e6, rel=0.01)
+
+
+@pytest.mark.parametrize("name", ["LLAMA_31_8B", "MIXTRAL_8X7B", "DEEPSEEK_V3", "QWEN3_8B", "QWEN3_30B_A3B",
+                                  "QWEN15_MOE_A27B", "GEMMA2_9B", "GEMMA3_1B", "GEMMA3_4B_IT", "GPT2", "OPT_125M"])
+def test_imported_yaml_round_trips(name):
+    import yaml
+
+    from roofline.cli.model_import import yaml_with_comments
+
+    data, notes = model_dict_with_notes(globals()[name], name=name.lower(), origin="hf/config.json")
+    text = yaml_with_comments(data, notes, f"{name} import")
+    assert model_from_dict(yaml.safe_load(text)) == model_from_dict(data)
