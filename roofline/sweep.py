@@ -10,6 +10,8 @@ which are counted, and the rest are evaluated and flattened into columns.
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import cost, step
+from . import cost, step, topology
 from .analysis import BOOK, Precision, decode_step
 from .chip import chip_rates
 from .errors import RooflineError
@@ -43,9 +45,9 @@ POINT_COLUMNS = (
     "block",
 )
 #: Per-block labels: one (model, chip, dtypes) block shares them.
-BLOCK_FIELDS = ("model", "hardware", "weights", "kv_dtype", "compute_dtype", "critical_batch")
+BLOCK_FIELDS = ("model", "hardware", "weights", "kv_dtype", "compute_dtype", "topology", "critical_batch")
 #: Columns of a row in ``--json`` / ``--csv`` output, in order.
-COLUMNS = ("model", "hardware", "chips", "tp", "batch", "context", "weights", "kv_dtype",
+COLUMNS = ("model", "hardware", "chips", "topology", "tp", "batch", "context", "weights", "kv_dtype",
            "compute_dtype", "step_time_s", "step_time_upper_s", "comms_time_s", "tokens_per_s",
            "tokens_per_s_per_chip", "tokens_per_s_per_user", "cost_per_million_tokens", "bound",
            "total_bytes", "hbm_capacity_bytes", "critical_batch")
@@ -160,6 +162,7 @@ def _block_columns(
     context: np.ndarray,
     max_batch: np.ndarray,
     tp: int,
+    topology_text: str | None,
     precision: Precision,
     price: float,
 ) -> dict[str, np.ndarray]:
@@ -173,7 +176,7 @@ def _block_columns(
     slot, b = feasible_points(batch, max_batch)
     c = np.repeat(chips.astype(float), context.size)[slot]
     s = np.tile(context.astype(float), chips.size)[slot]
-    res = decode_step(model, hw, c, b, s, precision, price, tp=tp)
+    res = decode_step(model, hw, c, b, s, precision, price, tp=tp, topology_text=topology_text)
     keep = np.asarray(res.fits)  # all True but for float ties at the HBM edge
     c, b = c[keep], b[keep]
 
@@ -200,17 +203,34 @@ def _block_columns(
     }
 
 
-def tp_groups(chips: np.ndarray, tp: Sequence[int] | None) -> list[tuple[int, np.ndarray]]:
-    """(tp degree, indices of the chip counts it divides): tp = chips each when ``tp`` is None."""
-    if tp is None:
-        return [(int(c), np.asarray([i])) for i, c in enumerate(chips)]
-    degrees = sorted(set(tp))
-    if any(t <= 0 for t in degrees):
+def tp_groups(
+    chips: np.ndarray, tp: Sequence[int] | None, topologies: Sequence[str] | None = None
+) -> list[tuple[int, np.ndarray, str | None]]:
+    """(tp degree, indices into ``chips``, slice shape) of each decode_step call.
+
+    tp = the whole slice when ``tp`` is None; otherwise each degree with the chip counts it
+    divides, or the slice shapes (``4x4``, each its own group) whose leading axes it spans.
+    """
+    degrees = None if tp is None else sorted(set(tp))
+    if degrees is not None and any(t <= 0 for t in degrees):
         raise RooflineError(f"--tp: degrees must be positive integers (got {tp})")
-    groups = [(int(t), np.flatnonzero(chips % t == 0)) for t in degrees]
-    groups = [(t, idx) for t, idx in groups if idx.size]
+    groups: list[tuple[int, np.ndarray, str | None]] = []
+    if topologies:
+        for text in dict.fromkeys(topologies):
+            sizes = topology.parse_topology(text)
+            n = topology.topology_chips(sizes)
+            row = np.flatnonzero(chips == n)
+            # A tp group spans leading ICI axes: degree 1 or a product of the first k axis sizes.
+            allowed = {1, *itertools.accumulate(sizes, operator.mul)}
+            groups += [(d, row, text) for d in (degrees or [n]) if d in allowed]
+    elif degrees is None:
+        groups = [(int(c), np.asarray([i]), None) for i, c in enumerate(chips)]
+    else:
+        groups = [(int(t), np.flatnonzero(chips % t == 0), None) for t in degrees]
+        groups = [g for g in groups if g[1].size]
     if not groups:
-        raise RooflineError(f"--tp: no degree in {list(tp)} divides any --chips value {chips.tolist()}")
+        where = f"--topology {list(topologies)}" if topologies else f"--chips {chips.tolist()}"
+        raise RooflineError(f"--tp: no degree in {list(tp or [])} fits {where}")
     return groups
 
 
@@ -225,10 +245,12 @@ def decode_sweep(
     tp: Sequence[int] | None = None,
     compute_dtype: str = "bf16",
     prices: Mapping[str, float] | None = None,
+    topologies: Sequence[str] | None = None,
 ) -> SweepResult:
     """Every (chip, weights, KV dtype, tp, chips, batch, context) decode step that fits in HBM.
 
-    ``chips`` is the slice that serves the batch; ``tp`` the model-parallel degrees to try
+    ``chips`` is the slice that serves the batch, or ``topologies`` its shapes (``4x4``:
+    16 chips whose ICI axes carry the collectives); ``tp`` the model-parallel degrees to try
     (each must divide the chip count; None: the whole slice is one tp group, the book's
     figure).  The loops run over chips × dtypes × tp degrees, never over configurations.
     """
@@ -236,10 +258,12 @@ def decode_sweep(
         raise RooflineError("--hardware: give at least one chip")
     weights = check_dtypes(weights, "--weights")
     kv_dtypes = check_dtypes(kv_dtypes, "--kv-dtype")
+    if topologies:
+        chips = [topology.topology_chips(topology.parse_topology(t)) for t in topologies]
     batch_axis, chips_axis, context_axis = (
         np.unique(np.asarray(v, dtype=np.int64).reshape(-1)) for v in (batch, chips, context)
     )
-    groups = tp_groups(chips_axis, tp)
+    groups = tp_groups(chips_axis, tp, topologies)
     prices = dict(prices or {})
     parts: list[dict[str, np.ndarray]] = []
     blocks: list[dict[str, Any]] = []
@@ -257,16 +281,16 @@ def decode_sweep(
                 screen = decode_step(model, hw, chips_axis[:, None].astype(float), 1,
                                      context_axis[None, :].astype(float), precision, price)
                 max_batch = np.broadcast_to(screen.max_batch, (chips_axis.size, context_axis.size))
-                for degree, rows in groups:
+                for degree, rows, shape in groups:
                     cols = _block_columns(model, hw, batch_axis, chips_axis[rows], context_axis,
-                                          max_batch[rows], degree, precision, price)
+                                          max_batch[rows], degree, shape, precision, price)
                     n_eval = batch_axis.size * rows.size * context_axis.size
                     n_kept = cols["step_time_s"].size
                     cols["block"] = np.full(n_kept, len(blocks), dtype=np.int32)
                     parts.append(cols)
                     blocks.append({"model": model.name, "hardware": hw.name, "weights": w,
                                    "kv_dtype": kv, "compute_dtype": compute_dtype,
-                                   "critical_batch": float(screen.critical_batch)})
+                                   "topology": shape or "", "critical_batch": float(screen.critical_batch)})
                     evaluated += n_eval
                     dropped += n_eval - n_kept
                     dropped_by_hw[hw.name] = dropped_by_hw.get(hw.name, 0) + n_eval - n_kept

@@ -126,6 +126,7 @@ def test_pareto_cli_json_frontier_is_non_dominated(tmp_path: Path) -> None:
     (("sweep", "--model", "llama-2-13b", "--price", "-1"), "--price must be positive"),
     (("sweep", "--model", "llama-2-13b", "--price", "h200=2"), "--price: 'h200' is not one of --hardware"),
     (("sweep", "--model", "llama-2-13b", "--chips", "3", "--tp", "2"), "--tp"),
+    (("sweep", "--model", "llama-2-13b", "--topology", "4y4"), "--topology: cannot read '4y4'"),
     (("pareto", "--model", "llama-2-13b", "--objective", "speed"), "--objective: unknown 'speed'"),
     (("pareto", "--model", "llama-3-70b", "--hardware", "tpu-v5e", "--chips", "1"), "no configuration"),
 ])

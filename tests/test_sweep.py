@@ -125,3 +125,18 @@ def test_invariants(model: str, hw: str, chips: int, context: int, weights: str)
     assert np.all(np.diff(c["step_time_s"]) >= 0)
     assert np.all(np.diff(c["tokens_per_s_per_chip"]) >= -1e-9 * c["tokens_per_s_per_chip"][1:])
     assert np.allclose(c["tokens_per_s_per_user"] * c["step_time_s"], 1.0)
+
+
+def test_slice_shapes_and_the_tp_degrees_they_allow() -> None:
+    # A tp group spans leading ICI axes: 4x4 allows tp 1, 4, 16 and 2x8 allows 1, 2, 16, so
+    # of tp {4, 16}: (4x4, 4), (4x4, 16), (2x8, 16).  Both shapes are 16 chips; LLaMA-2-13B
+    # bf16 at context 1024 fits at batch 1 and 8 on 16 x 16 GiB, so 3 blocks × 2 batches.
+    r = decode_sweep(LLAMA, [V5E], batch=[1, 8], context=[1024], tp=[4, 16], topologies=["4x4", "2x8"])
+    got = sorted(set(zip(r.column("topology").tolist(), r.columns["tp"].tolist(), strict=True)))
+    assert got == [("2x8", 16), ("4x4", 4), ("4x4", 16)]
+    assert r.evaluated == 6 and len(r) == 6 and set(r.columns["chips"].tolist()) == {16}
+    assert np.all(r.columns["comms_time_s"] > 0)
+    with pytest.raises(RooflineError, match="--tp"):
+        decode_sweep(LLAMA, [V5E], batch=[1], tp=[3], topologies=["4x4"])
+    with pytest.raises(ValueError, match="--topology"):
+        decode_sweep(LLAMA, [V5E], batch=[1], topologies=["4y4"])

@@ -24,6 +24,8 @@ HARDWARE = typer.Option("tpu-v5e,h100-sxm", "--hardware", "-H", help="Comma-sepa
 BATCH = typer.Option("1..4096", "--batch", "-b",
                      help="Batch sizes: '1,8,16' or a doubling range '1..4096'.")
 CHIPS = typer.Option("1,2,4,8", "--chips", "-n", help="Chips per slice: '1,2,4,8' or '1..64'.")
+TOPOLOGY = typer.Option(None, "--topology", help="Slice shapes instead of --chips, e.g. '2x2,2x4,4x4' "
+                                                 "(the collectives run on those ICI axes).")
 CONTEXT = typer.Option("8192", "--context", "-s", help="Context lengths (tokens in each KV cache).")
 WEIGHTS = typer.Option("bf16", "--weights", help="Weight dtypes, comma-separated (bf16, int8, int4, ...).")
 KV_DTYPE = typer.Option("bf16", "--kv-dtype", help="KV-cache dtypes, comma-separated.")
@@ -69,7 +71,8 @@ def parse_prices(text: str | None, chips: list[str]) -> dict[str, float]:
 
 
 def run_sweep(model: str, hardware: str, batch: str, chips: str, context: str, weights: str,
-              kv_dtype: str, tp: str | None, compute_dtype: str, price: str | None) -> SweepResult:
+              kv_dtype: str, tp: str | None, compute_dtype: str, price: str | None,
+              topology: str | None = None) -> SweepResult:
     """Parse the shared sweep options and run :func:`roofline.sweep.decode_sweep`."""
     hw = [load_hardware(h) for h in split_names(hardware, "--hardware")]
     if compute_dtype not in DTYPE_BYTES:
@@ -84,6 +87,7 @@ def run_sweep(model: str, hardware: str, batch: str, chips: str, context: str, w
         tp=None if tp is None else parse_int_list(tp, "--tp").tolist(),
         compute_dtype=compute_dtype,
         prices=parse_prices(price, [h.name for h in hw]),
+        topologies=None if topology is None else split_names(topology, "--topology"),
     )
 
 
@@ -136,7 +140,7 @@ def summary_table(result: SweepResult, title: str) -> Table:
 def sweep_command(
     model: str = MODEL, hardware: str = HARDWARE, batch: str = BATCH, chips: str = CHIPS,
     context: str = CONTEXT, weights: str = WEIGHTS, kv_dtype: str = KV_DTYPE, tp: str = TP,
-    compute_dtype: str = COMPUTE, price: str = PRICE,
+    compute_dtype: str = COMPUTE, price: str = PRICE, topology: str = TOPOLOGY,
     csv_path: Path = CSV,
     as_json: bool = JSON_OPTION,
 ) -> None:
@@ -144,7 +148,8 @@ def sweep_command(
 
     Example: roofline sweep --model llama-2-13b --hardware tpu-v5e,h100-sxm --batch 1..1024 --csv sweep.csv
     """
-    result = run_sweep(model, hardware, batch, chips, context, weights, kv_dtype, tp, compute_dtype, price)
+    result = run_sweep(model, hardware, batch, chips, context, weights, kv_dtype, tp, compute_dtype, price,
+                       topology)
     if csv_path is not None:
         write_csv(csv_path, result)
     data = summary(result)
@@ -166,7 +171,7 @@ def sweep_command(
 def pareto_command(
     model: str = MODEL, hardware: str = HARDWARE, batch: str = BATCH, chips: str = CHIPS,
     context: str = CONTEXT, weights: str = WEIGHTS, kv_dtype: str = KV_DTYPE, tp: str = TP,
-    compute_dtype: str = COMPUTE, price: str = PRICE,
+    compute_dtype: str = COMPUTE, price: str = PRICE, topology: str = TOPOLOGY,
     objective: str = OBJECTIVE,
     group: str = GROUP,
     html_path: Path = HTML,
@@ -180,16 +185,18 @@ def pareto_command(
     for name in objectives:
         if name not in OBJECTIVES:
             raise RooflineError(f"--objective: unknown {name!r}; allowed: {', '.join(OBJECTIVES)}, all")
-    result = run_sweep(model, hardware, batch, chips, context, weights, kv_dtype, tp, compute_dtype, price)
+    result = run_sweep(model, hardware, batch, chips, context, weights, kv_dtype, tp, compute_dtype, price,
+                       topology)
     if len(result) == 0:
-        raise RooflineError(f"no configuration of {model} fits in HBM on {hardware} with --chips {chips}; "
+        slices = f"--topology {topology}" if topology else f"--chips {chips}"
+        raise RooflineError(f"no configuration of {model} fits in HBM on {hardware} with {slices}; "
                             "try more chips or smaller dtypes")
     labels = result.group_labels(group)
     frontiers = {name: frontier_by_group(result.columns, labels, name) for name in objectives}
     if html_path is not None:
         from ..report import write_frontier_page
 
-        notes = [("model", model), ("chips", hardware), ("chips per slice", chips), ("batch", batch),
+        notes = [("model", model), ("chips", hardware), ("slices", topology or f"{chips} chips"), ("batch", batch),
                  ("context", context), ("weights", weights), ("KV", kv_dtype),
                  ("tp", tp or "the whole slice"), ("evaluated", f"{result.evaluated:,}"),
                  ("dropped (out of memory)", f"{result.dropped_out_of_memory:,}")]

@@ -24,9 +24,9 @@ AXES: dict[str, tuple[str, float]] = {
     "cost_per_million_tokens": ("cost ($ per million tokens)", 1.0),
 }
 HOVER_FIELDS = ("hardware", "chips", "tp", "batch", "weights", "kv_dtype", "context", "step_time_s",
-                "tokens_per_s_per_chip", "tokens_per_s_per_user", "cost_per_million_tokens", "bound")
+                "tokens_per_s_per_chip", "tokens_per_s_per_user", "cost_per_million_tokens", "bound", "topology")
 HOVER = (
-    "<b>%{customdata[0]}</b> × %{customdata[1]} chips (tp=%{customdata[2]})<br>"
+    "<b>%{customdata[0]}</b> × %{customdata[1]} chips %{customdata[12]} (tp=%{customdata[2]})<br>"
     "batch %{customdata[3]}, context %{customdata[6]}<br>"
     "weights %{customdata[4]}, KV %{customdata[5]}<br>"
     "step %{customdata[7]:.3f} ms · %{customdata[8]:,.1f} tok/s/chip<br>"

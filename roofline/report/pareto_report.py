@@ -88,14 +88,15 @@ def frontier_rows(
     for idx in frontier_by_group(result.columns, result.group_labels(group), objective).values():
         for i in idx:
             c = {k: result.column(k)[i] for k in figures.HOVER_FIELDS}
-            rows.append([c["hardware"], c["chips"], c["tp"], c["batch"], c["weights"], c["kv_dtype"],
+            rows.append([c["hardware"], c["chips"], c["topology"] or "-", c["tp"], c["batch"], c["weights"],
+                         c["kv_dtype"],
                          c["context"], f"{c['step_time_s'] * 1e3:.3f}", f"{c['tokens_per_s_per_chip']:,.1f}",
                          f"{c['tokens_per_s_per_user']:,.1f}", f"{c['cost_per_million_tokens']:.3f}",
                          c["bound"]])
     return rows
 
 
-FRONTIER_HEADERS = ("chip", "chips", "tp", "batch", "weights", "KV", "context", "step (ms)",
+FRONTIER_HEADERS = ("chip", "chips", "slice", "tp", "batch", "weights", "KV", "context", "step (ms)",
                     "tokens/s/chip", "tokens/s/user", "$/Mtok", "bound")
 
 
