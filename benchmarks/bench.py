@@ -61,11 +61,17 @@ def bench_sweep(repeats: int) -> None:
         # tp as its own axis: tp 1, 2, 4, 8 on every chip count it divides.
         "tp in {1,2,4,8}, chips 8..128": dict(chips=[8, 16, 32, 64, 128], tp=[1, 2, 4, 8]),
     }
-    for label, kw in cases.items():
-        result = decode_sweep(model, hardware, batch, context=context, weights=("bf16", "int8"),
-                              kv_dtypes=("bf16", "int8"), **kw)
-        seconds = best_of(repeats, lambda kw=kw: decode_sweep(model, hardware, batch, context=context,
-                                                              weights=("bf16", "int8"),
+    # Every point fits (LLaMA-3-8B, short contexts, H200/B200): no point is screened out as OOM,
+    # so this is the rate of full decode-step evaluations.
+    small = load_model("llama-3-8b")
+    big_hbm = [load_hardware(h) for h in ("h200", "b200")]
+    all_fit = dict(model=small, hardware=big_hbm, batch=np.arange(1, 1025), context=np.arange(64, 513, 64))
+    runs = {label: dict(model=model, hardware=hardware, batch=batch, context=context, **kw)
+            for label, kw in cases.items()}
+    runs["every point fits, llama-3-8b, chips 1..8"] = dict(all_fit, chips=[1, 2, 4, 8], tp=None)
+    for label, kw in runs.items():
+        result = decode_sweep(weights=("bf16", "int8"), kv_dtypes=("bf16", "int8"), **kw)
+        seconds = best_of(repeats, lambda kw=kw: decode_sweep(weights=("bf16", "int8"),
                                                               kv_dtypes=("bf16", "int8"), **kw))
         fit = len(result)
         print(f"sweep [{label}]: {result.evaluated:,} configurations ({fit:,} fit in HBM) in "

@@ -177,11 +177,12 @@ def _block_columns(
     c = np.repeat(chips.astype(float), context.size)[slot]
     s = np.tile(context.astype(float), chips.size)[slot]
     res = decode_step(model, hw, c, b, s, precision, price, tp=tp, topology_text=topology_text)
-    keep = np.asarray(res.fits)  # all True but for float ties at the HBM edge
+    fits = np.asarray(res.fits)  # all True but for float ties at the HBM edge
+    keep = slice(None) if fits.all() else fits
     c, b = c[keep], b[keep]
 
     def kept(values: ArrayLike) -> np.ndarray:
-        return np.broadcast_to(np.asarray(values, dtype=float), keep.shape)[keep]
+        return np.broadcast_to(np.asarray(values, dtype=float), fits.shape)[keep]
 
     step_s = kept(res.step_time_lower_s)
     tps = step.tokens_per_s(b, step_s)
