@@ -165,8 +165,8 @@ def _block_columns(
     topology_text: str | None,
     precision: Precision,
     price: float,
-) -> dict[str, np.ndarray]:
-    """Columns of the points of one (chip, dtypes, tp) block that fit in HBM.
+) -> tuple[dict[str, np.ndarray], str]:
+    """Columns of the points of one (chip, dtypes, tp) block that fit in HBM, and the comms source.
 
     ``max_batch`` (chips × context, decode_step's own field) screens out every batch that
     overflows HBM; decode_step then runs once on the flat arrays of the rest.  The latency
@@ -186,7 +186,7 @@ def _block_columns(
 
     step_s = kept(res.step_time_lower_s)
     tps = step.tokens_per_s(b, step_s)
-    return {
+    columns = {
         "chips": c.astype(np.int64),
         "tp": np.full(b.size, tp, dtype=np.int64),
         "batch": b.astype(np.int64),
@@ -202,6 +202,7 @@ def _block_columns(
         "total_bytes": kept(res.total_bytes),
         "hbm_capacity_bytes": kept(res.hbm_capacity_bytes),
     }
+    return columns, res.sources.get("comms", "")
 
 
 def tp_groups(
@@ -271,6 +272,7 @@ def decode_sweep(
     evaluated = dropped = 0
     dropped_by_hw: dict[str, int] = {}
     sources: dict[str, str] = {}
+    comms_sources: dict[str, dict[str, None]] = {}
     for hw in hardware:
         sources[f"hardware:{hw.name}"] = chip_rates(hw, compute_dtype).source
         price = prices.get(hw.name, hw.price_per_chip_hour)
@@ -283,8 +285,9 @@ def decode_sweep(
                                      context_axis[None, :].astype(float), precision, price)
                 max_batch = np.broadcast_to(screen.max_batch, (chips_axis.size, context_axis.size))
                 for degree, rows, shape in groups:
-                    cols = _block_columns(model, hw, batch_axis, chips_axis[rows], context_axis,
-                                          max_batch[rows], degree, shape, precision, price)
+                    cols, comms = _block_columns(model, hw, batch_axis, chips_axis[rows], context_axis,
+                                                 max_batch[rows], degree, shape, precision, price)
+                    comms_sources.setdefault(hw.name, {})[comms] = None
                     n_eval = batch_axis.size * rows.size * context_axis.size
                     n_kept = cols["step_time_s"].size
                     cols["block"] = np.full(n_kept, len(blocks), dtype=np.int32)
@@ -296,6 +299,8 @@ def decode_sweep(
                     dropped += n_eval - n_kept
                     dropped_by_hw[hw.name] = dropped_by_hw.get(hw.name, 0) + n_eval - n_kept
     columns = {k: np.concatenate([part[k] for part in parts]) for k in POINT_COLUMNS}
+    for name, found in comms_sources.items():
+        sources[f"comms:{name}"] = " | ".join(found)
     sources["model"] = model.source or model.name
     sources["formulas"] = f"{BOOK}, 'Theoretical estimates for LLM latency and throughput'"
     return SweepResult(columns, tuple(blocks), evaluated, dropped, dropped_by_hw, sources)

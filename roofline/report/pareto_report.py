@@ -176,7 +176,7 @@ def build_report(scenario: Scenario) -> tuple[str, dict[str, Any]]:
         "</details>",
     ]
     n_fig = 0
-    summary: dict[str, Any] = {"version": version, "models": {}}
+    summary: dict[str, Any] = {"version": version, "models": {}, "sources": dict(sorted(sources.items()))}
     for name, result in sweeps.items():
         sections.append(f"<h2>{html.escape(name)}: frontiers</h2>")
         if len(result) == 0:
@@ -236,7 +236,9 @@ def write_frontier_page(
     """A smaller page for ``roofline pareto --html``: the chosen frontiers and their points."""
     sections = [f"<h1>{html.escape(title)}</h1>",
                 f"<p class=\"note\">roofline {html.escape(tool_version())}</p>",
-                html_table(("parameter", "value"), list(notes), text_columns=2)]
+                html_table(("parameter", "value"), list(notes), text_columns=2),
+                "<details><summary>Where the numbers come from</summary>",
+                html_table(("input", "source"), sorted(result.sources.items()), text_columns=2), "</details>"]
     for i, objective in enumerate(objectives):
         fig = figures.frontier_figure(result, objective, OBJECTIVE_TITLES[objective], group)
         sections.append(f"<div class=\"figure\">{figure_html(fig, f'fig-{i}')}</div>")
