@@ -56,7 +56,9 @@ class StepResult:
     min_chips: Any
     critical_batch: float
     step_time_s: Any
+    max_context: Any
     min_step_time_s: Any
+    local_step_time_s: Any
     tokens_per_s: Any
     tokens_per_s_per_chip: Any
     bound: Any
@@ -117,14 +119,16 @@ def decode_step(
     w_bw = chips_f * rates.weight_bandwidth_bytes_per_s
     kv_bw = chips_f * rates.kv_bandwidth_bytes_per_s
     overhead = rates.step_overhead_s(model.num_layers)
-    step_s = step.decode_step_time_s(
+    local_s = step.decode_step_time_s(
         batch, kv_seq, weights_read, counts.active, flops, w_bw, kv_bw, overhead
     )
-    tps = step.tokens_per_s(batch, step_s)
-    price = hw.price_per_chip_hour if price_per_chip_hour is None else price_per_chip_hour
     tp_degree, comms, comms_upper, comms_source = tensor_parallel_comms(
         model, hw, chips, batch, tp, topology_text, dtype_bytes(precision.compute)
     )
+    # With tp > 1 the step is the overlapped bound max(local, comms); tp = 1 leaves the book's form.
+    step_s = sharding.overlapped_step_time_s(local_s, comms)
+    tps = step.tokens_per_s(batch, step_s)
+    price = hw.price_per_chip_hour if price_per_chip_hour is None else price_per_chip_hour
     local_bound = step.decode_bound(batch, kv_seq, weights_read, counts.active, flops, w_bw, kv_bw)
     return StepResult(
         param_count=counts.total,
@@ -148,10 +152,14 @@ def decode_step(
             )
         ),
         step_time_s=step_s,
-        min_step_time_s=step.min_decode_step_time_s(kv_total, weights_read, w_bw),
+        max_context=memory.max_context_length(model, batch, capacity, weights, precision.kv_bytes),
+        min_step_time_s=sharding.overlapped_step_time_s(
+            step.min_decode_step_time_s(kv_total, weights_read, w_bw), comms
+        ),
+        local_step_time_s=local_s,
         tokens_per_s=tps,
         tokens_per_s_per_chip=tps / chips_f,
-        bound=sharding.sharded_bound(local_bound, step_s, comms),
+        bound=sharding.sharded_bound(local_bound, local_s, comms),
         kv_time_s=step.kv_read_time_s(kv_total, kv_bw),
         weight_time_s=step.weight_load_time_s(weights_read, w_bw),
         compute_time_s=step.matmul_time_s(batch, counts.active, flops),
@@ -167,8 +175,8 @@ def decode_step(
         tp=tp_degree,
         comms_time_s=comms,
         comms_time_upper_s=comms_upper,
-        step_time_lower_s=sharding.overlapped_step_time_s(step_s, comms),
-        step_time_upper_s=sharding.serialized_step_time_s(step_s, comms_upper),
+        step_time_lower_s=step_s,
+        step_time_upper_s=sharding.serialized_step_time_s(local_s, comms_upper),
     )
 
 
