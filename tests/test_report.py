@@ -168,3 +168,15 @@ def test_fast_commands_are_leaves_of_their_module() -> None:
         importlib.import_module(f"roofline.cli.{module}").register(fresh)
         names = {c.name for c in fresh.registered_commands}
         assert command in names, (command, module, names)
+
+
+def test_plotly_is_imported_only_when_a_page_is_written() -> None:
+    # CLI start-up time: the command modules and the report package must not import plotly.
+    import subprocess
+    import sys
+
+    code = ("import sys, roofline.cli as c, roofline.report, roofline.sweep; c.register_commands(); "
+            "print(sorted(m for m in sys.modules if m.startswith('plotly')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
