@@ -70,6 +70,7 @@ class StepResult:
     sources: dict[str, str] = field(default_factory=dict)
     # Tensor parallelism (tp > 1): per-step activation collectives and the step-time bounds.
     tp: int = 1
+    replicas: Any = 1.0
     comms_time_s: Any = 0.0
     comms_time_upper_s: Any = 0.0
     step_time_lower_s: Any = 0.0
@@ -107,41 +108,43 @@ def decode_step(
     rates = rates or chip_rates(hw, precision.compute)
     counts = memory.param_counts(model)
     chips_f = np.asarray(chips, dtype=float)
-    weights = memory.param_bytes(counts.total, precision.weight_bytes)
-    weights_read = memory.weight_bytes_read_per_step(
-        model, counts.total, precision.weight_bytes, batch
-    )
-    kv_seq = memory.kv_cache_bytes_per_sequence(model, context, precision.kv_bytes)
-    kv_total = np.multiply(batch, kv_seq)
-    total = memory.total_memory_bytes(weights, kv_total)
-    capacity = memory.hbm_capacity_bytes(chips_f, hw.hbm_bytes)
-    flops = chips_f * rates.flops_per_s
-    w_bw = chips_f * rates.weight_bandwidth_bytes_per_s
-    kv_bw = chips_f * rates.kv_bandwidth_bytes_per_s
-    overhead = rates.step_overhead_s(model.num_layers)
-    local_s = step.decode_step_time_s(
-        batch, kv_seq, weights_read, counts.active, flops, w_bw, kv_bw, overhead
-    )
     tp_degree, comms, comms_upper, comms_source = tensor_parallel_comms(
         model, hw, chips, batch, tp, topology_text, dtype_bytes(precision.compute)
     )
+    # An explicit --tp k splits the slice into chips/k model replicas, each with its own weights
+    # and 1/replicas of the batch; without it the whole slice is one (idealised) model group.
+    explicit = tp is not None or topology_text is not None
+    replicas = chips_f / tp_degree if explicit else np.ones_like(chips_f)
+    g_chips = chips_f / replicas
+    g_batch = np.divide(batch, replicas)
+    weights = memory.param_bytes(counts.total, precision.weight_bytes)
+    weights_read = memory.weight_bytes_read_per_step(model, counts.total, precision.weight_bytes, g_batch)
+    kv_seq = memory.kv_cache_bytes_per_sequence(model, context, precision.kv_bytes)
+    g_kv = np.multiply(g_batch, kv_seq)
+    g_total = memory.total_memory_bytes(weights, g_kv)
+    g_capacity = memory.hbm_capacity_bytes(g_chips, hw.hbm_bytes)
+    flops = g_chips * rates.flops_per_s
+    w_bw = g_chips * rates.weight_bandwidth_bytes_per_s
+    kv_bw = g_chips * rates.kv_bandwidth_bytes_per_s
+    overhead = rates.step_overhead_s(model.num_layers)
+    local_s = step.decode_step_time_s(g_batch, kv_seq, weights_read, counts.active, flops, w_bw, kv_bw, overhead)
     # With tp > 1 the step is the overlapped bound max(local, comms); tp = 1 leaves the book's form.
     step_s = sharding.overlapped_step_time_s(local_s, comms)
     tps = step.tokens_per_s(batch, step_s)
     price = hw.price_per_chip_hour if price_per_chip_hour is None else price_per_chip_hour
-    local_bound = step.decode_bound(batch, kv_seq, weights_read, counts.active, flops, w_bw, kv_bw)
+    local_bound = step.decode_bound(g_batch, kv_seq, weights_read, counts.active, flops, w_bw, kv_bw)
     return StepResult(
         param_count=counts.total,
         active_param_count=counts.active,
         param_bytes=weights,
         kv_bytes_per_token=memory.kv_cache_bytes_per_token(model, precision.kv_bytes),
-        kv_bytes=kv_total,
-        total_bytes=total,
-        hbm_capacity_bytes=capacity,
-        fits=memory.fits_in_memory(total, capacity),
-        overflow_bytes=np.maximum(total - capacity, 0.0),
-        max_batch=memory.max_batch_size(capacity, weights, kv_seq),
-        min_chips=memory.min_chips(total, hw.hbm_bytes),
+        kv_bytes=np.multiply(batch, kv_seq),
+        total_bytes=replicas * g_total,
+        hbm_capacity_bytes=memory.hbm_capacity_bytes(chips_f, hw.hbm_bytes),
+        fits=memory.fits_in_memory(g_total, g_capacity),
+        overflow_bytes=replicas * np.maximum(g_total - g_capacity, 0.0),
+        max_batch=replicas * memory.max_batch_size(g_capacity, weights, kv_seq),
+        min_chips=memory.min_chips(memory.total_memory_bytes(weights, np.multiply(batch, kv_seq)), hw.hbm_bytes),
         critical_batch=float(
             compute.critical_batch_size(
                 rates.flops_per_s,
@@ -152,17 +155,15 @@ def decode_step(
             )
         ),
         step_time_s=step_s,
-        max_context=memory.max_context_length(model, batch, capacity, weights, precision.kv_bytes),
-        min_step_time_s=sharding.overlapped_step_time_s(
-            step.min_decode_step_time_s(kv_total, weights_read, w_bw), comms
-        ),
+        max_context=memory.max_context_length(model, g_batch, g_capacity, weights, precision.kv_bytes),
+        min_step_time_s=sharding.overlapped_step_time_s(step.min_decode_step_time_s(g_kv, weights_read, w_bw), comms),
         local_step_time_s=local_s,
         tokens_per_s=tps,
         tokens_per_s_per_chip=tps / chips_f,
         bound=sharding.sharded_bound(local_bound, local_s, comms),
-        kv_time_s=step.kv_read_time_s(kv_total, kv_bw),
+        kv_time_s=step.kv_read_time_s(g_kv, kv_bw),
         weight_time_s=step.weight_load_time_s(weights_read, w_bw),
-        compute_time_s=step.matmul_time_s(batch, counts.active, flops),
+        compute_time_s=step.matmul_time_s(g_batch, counts.active, flops),
         overhead_time_s=overhead,
         cost_per_million_tokens=cost.cost_per_million_tokens(price, chips_f, tps),
         sources={
@@ -173,6 +174,7 @@ def decode_step(
             "comms": comms_source,
         },
         tp=tp_degree,
+        replicas=replicas,
         comms_time_s=comms,
         comms_time_upper_s=comms_upper,
         step_time_lower_s=step_s,

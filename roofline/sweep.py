@@ -280,7 +280,8 @@ def decode_sweep(
         for w in weights:
             for kv in kv_dtypes:
                 precision = Precision(w, kv, compute_dtype)
-                # Max batch per (chips, context) does not depend on tp: one screen per dtype pair.
+                # The whole-slice max batch bounds every tp's (replicas each hold the weights):
+                # one screen per dtype pair; decode_step's own `fits` drops what it lets through.
                 screen = decode_step(model, hw, chips_axis[:, None].astype(float), 1,
                                      context_axis[None, :].astype(float), precision, price)
                 max_batch = np.broadcast_to(screen.max_batch, (chips_axis.size, context_axis.size))

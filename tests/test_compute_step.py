@@ -134,3 +134,16 @@ def test_request_by_hand():
     assert r2.first_step_time_s <= r2.tpot_s <= r2.last_step_time_s
     assert r2.latency_s == pytest.approx(r2.ttft_s + r2.decode_time_s)
     assert r2.no_cache_latency_s > r2.latency_s
+
+
+def test_explicit_tp_splits_slice_into_replicas():
+    # 16 v5e with --tp 8 are two 8-chip replicas, each holding the 26 GB of weights and serving
+    # 16 of the 32 sequences: the local step is the book's 8-chip batch-16 step (20.3 ms) and
+    # the slice makes twice its tokens/s.
+    one = decode_step(LLAMA, V5E, chips=8, batch=16, context=8192)
+    two = decode_step(LLAMA, V5E, chips=16, batch=32, context=8192, tp=8)
+    assert two.replicas == 2
+    assert two.local_step_time_s == pytest.approx(one.step_time_s)
+    assert two.total_bytes == pytest.approx(2 * one.total_bytes)
+    assert two.max_batch == 2 * one.max_batch
+    assert two.step_time_s >= two.local_step_time_s  # collectives overlapped at best
