@@ -26,6 +26,7 @@ S_LINEAR = f"{BOOK}, 'Linear operations: what bottlenecks us?'"
 S_ATTENTION = f"{BOOK}, 'What about attention?'"
 S_PREFILL = f"{BOOK}, 'Distributing inference over multiple accelerators: Prefill'"
 S_DISAGG = f"{BOOK}, 'Designing an effective inference engine'"
+S_SHARD = f"{BOOK}, 'Distributing inference over multiple accelerators: Generation'"
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ def explain_step(model: ModelSpec, hw: HardwareSpec, chips: int, batch: int, con
     kv_seq = _f(memory.kv_cache_bytes_per_sequence(model, context, precision.kv_bytes))
     kv_t, w_t, c_t = _f(res.kv_time_s), _f(res.weight_time_s), _f(res.compute_time_s)
     compute_binds = c_t > w_t
+    comms_t = _f(res.comms_time_s)
     lower, upper = step_bounds(res)
     kv_formula = ("(kv_lora_rank + qk_rope_head_dim)·L·bytes·S" if model.is_mla else "2·K·H·L·bytes·S")
     out = [
@@ -117,10 +119,15 @@ def explain_step(model: ModelSpec, hw: HardwareSpec, chips: int, batch: int, con
         Explanation("matmul time", c_t, "s", "T_flops = 2·B·P_active / C",
                     (Term("B", batch, "tokens"), Term("P_active", res.active_param_count, "params"),
                      Term("C", flops, "FLOP/s")), S_LINEAR, binding=compute_binds),
-        Explanation("step time", _f(res.step_time_s), "s", "T_kv + max(T_flops, T_weights) + overhead",
+        Explanation("step time" if res.tp == 1 else "step time on one tp group (no comms)",
+                    _f(res.local_step_time_s), "s", "T_kv + max(T_flops, T_weights) + overhead",
                     (Term("T_kv", kv_t, "s"), Term("T_flops", c_t, "s"), Term("T_weights", w_t, "s"),
                      Term("overhead", _f(res.overhead_time_s), "s")), S_LATENCY,
                     note=f"bound: {np.asarray(res.bound).reshape(-1)[0]}"),
+        *([Explanation("step time", _f(res.step_time_s), "s", "max(local step, T_comms): collectives overlapped",
+                       (Term("local step", _f(res.local_step_time_s), "s"), Term("T_comms", comms_t, "s")),
+                       S_SHARD, binding=comms_t > _f(res.local_step_time_s),
+                       note=f"tp {res.tp}; {res.sources.get('comms', '')}")] if res.tp > 1 else []),
         Explanation("step time lower bound", lower, "s", "max(T_kv + T_weights, T_flops, T_comms) + overhead",
                     (Term("T_kv + T_weights", kv_t + w_t, "s"), Term("T_flops", c_t, "s"),
                      Term("T_comms", _f(res.comms_time_s), "s")), S_LATENCY),
@@ -210,9 +217,6 @@ def explain_deployment(d: Any, qps: float, mean_output: float) -> list[Explanati
                      Term("E[O]", mean_output, "tokens")),
                     S_LATENCY),
     ]
-
-
-S_SHARD = f"{BOOK}, 'Distributing inference over multiple accelerators: Generation'"
 
 
 def explain_shard(model: ModelSpec, res: Any) -> list[Explanation]:
