@@ -124,3 +124,13 @@ def test_shard_and_serve_explanations_match_their_formulas():
     # B·t_prefill / (O·t_step), part 8's disaggregation ratio.
     assert t["B"] * t["t_prefill"] / (t["O"] * t["t_step"]) == pytest.approx(s.prefill_to_decode_ratio)
     assert sx["TTFT"].value == pytest.approx(s.prefill_s + s.kv_transfer_s)
+
+
+def test_tensor_parallel_step_explanation_matches_decode_step():
+    m = load_model("llama-3-70b")
+    res = decode_step(m, V5E, 16, 64, 2048, tp=16)
+    ex = by_name(explain_step(m, V5E, 16, 64, 2048, Precision(), res))
+    terms = {t.symbol: t.value for t in ex["step time"].terms}
+    # Collectives overlapped with the local step: max(local, comms) is the step decode_step reports.
+    assert max(terms["local step"], terms["T_comms"]) == pytest.approx(float(res.step_time_s))
+    assert ex["step time lower bound"].value <= float(res.step_time_s) <= ex["step time upper bound"].value
