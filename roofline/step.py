@@ -38,6 +38,20 @@ def matmul_time_s(batch: ArrayLike, active_params: ArrayLike, flops_per_s: Array
     return 2.0 * np.multiply(batch, active_params) / np.asarray(flops_per_s, dtype=float)
 
 
+def mlp_time_s(
+    batch: ArrayLike,
+    weight_bytes: ArrayLike,
+    active_params: ArrayLike,
+    flops_per_s: ArrayLike,
+    bandwidth_bytes_per_s: ArrayLike,
+) -> Number:
+    """Weight matmuls of a decode step, compute or bandwidth bound: max(2·B·P/C, P_bytes/W)."""
+    return np.maximum(
+        matmul_time_s(batch, active_params, flops_per_s),
+        weight_load_time_s(weight_bytes, bandwidth_bytes_per_s),
+    )
+
+
 def decode_step_time_s(
     batch: ArrayLike,
     kv_bytes_per_seq: ArrayLike,
@@ -51,10 +65,7 @@ def decode_step_time_s(
     """General form: B·KV/W + max(2·B·P/C, P_bytes/W) (+ fixed kernel overhead when calibrated)."""
     kv_bw = bandwidth_bytes_per_s if kv_bandwidth_bytes_per_s is None else kv_bandwidth_bytes_per_s
     attention = kv_read_time_s(np.multiply(batch, kv_bytes_per_seq), kv_bw)
-    mlp = np.maximum(
-        matmul_time_s(batch, active_params, flops_per_s),
-        weight_load_time_s(weight_bytes, bandwidth_bytes_per_s),
-    )
+    mlp = mlp_time_s(batch, weight_bytes, active_params, flops_per_s, bandwidth_bytes_per_s)
     return attention + mlp + overhead_s
 
 
@@ -117,10 +128,7 @@ def decode_time_total_s(
     """Σ over O steps: B·Σ_t KV(I+t)/W + O·(max(2·B·P/C, P_bytes/W) + overhead)."""
     kv_bw = bandwidth_bytes_per_s if kv_bandwidth_bytes_per_s is None else kv_bandwidth_bytes_per_s
     attention = kv_read_time_s(np.multiply(batch, kv_bytes_summed), kv_bw)
-    mlp = np.maximum(
-        matmul_time_s(batch, active_params, flops_per_s),
-        weight_load_time_s(weight_bytes, bandwidth_bytes_per_s),
-    )
+    mlp = mlp_time_s(batch, weight_bytes, active_params, flops_per_s, bandwidth_bytes_per_s)
     return attention + np.multiply(output_len, np.add(mlp, overhead_s))
 
 
