@@ -86,11 +86,15 @@ def explain_step(model: ModelSpec, hw: HardwareSpec, chips: int, batch: int, con
                  precision: Precision, res: StepResult) -> list[Explanation]:
     """Every number of one decode step (scalar inputs), formula by formula."""
     rates = chip_rates(hw, precision.compute)
-    w_bw = chips * rates.weight_bandwidth_bytes_per_s
-    kv_bw = chips * rates.kv_bandwidth_bytes_per_s
-    flops = chips * rates.flops_per_s
+    # An explicit tp < chips makes chips/tp replicas; each step runs on one replica's chips and batch.
+    replicas = _f(res.replicas)
+    g_chips, g_batch = chips / replicas, batch / replicas
+    w_bw = g_chips * rates.weight_bandwidth_bytes_per_s
+    kv_bw = g_chips * rates.kv_bandwidth_bytes_per_s
+    flops = g_chips * rates.flops_per_s
     kv_seq = _f(memory.kv_cache_bytes_per_sequence(model, context, precision.kv_bytes))
     kv_t, w_t, c_t = _f(res.kv_time_s), _f(res.weight_time_s), _f(res.compute_time_s)
+    group = "" if replicas == 1 else f" (one of {replicas:g} replicas: {g_chips:g} chips, batch {g_batch:g})"
     compute_binds = c_t > w_t
     comms_t = _f(res.comms_time_s)
     lower, upper = step_bounds(res)
@@ -106,18 +110,19 @@ def explain_step(model: ModelSpec, hw: HardwareSpec, chips: int, batch: int, con
                     S_MEMORY),
         Explanation("KV cache (batch)", _f(res.kv_bytes), "B", "B · KV_seq",
                     (Term("B", batch, "sequences"), Term("KV_seq", kv_seq, "B")), S_MEMORY),
-        Explanation("total memory", _f(res.total_bytes), "B", "P_bytes + B·KV_seq ≤ chips · HBM",
-                    (Term("P_bytes", _f(res.param_bytes), "B"), Term("B·KV_seq", _f(res.kv_bytes), "B"),
+        Explanation("total memory", _f(res.total_bytes), "B", "replicas·P_bytes + B·KV_seq ≤ chips · HBM",
+                    (Term("replicas", replicas, ""), Term("P_bytes", _f(res.param_bytes), "B"),
+                     Term("B·KV_seq", _f(res.kv_bytes), "B"),
                      Term("chips · HBM", _f(res.hbm_capacity_bytes), "B")), S_MEMORY,
                     binding=not bool(np.all(res.fits)), note="fits" if np.all(res.fits) else "does NOT fit"),
-        Explanation("KV read time", kv_t, "s", "T_kv = B·KV_seq / W_hbm (attention: always bandwidth-bound)",
-                    (Term("B·KV_seq", _f(res.kv_bytes), "B"), Term("W_hbm", kv_bw, "B/s")), S_LATENCY,
+        Explanation("KV read time", kv_t, "s", "T_kv = B·KV_seq / W_hbm (attention: always bandwidth-bound)" + group,
+                    (Term("B·KV_seq", g_batch * kv_seq, "B"), Term("W_hbm", kv_bw, "B/s")), S_LATENCY,
                     binding=kv_t > max(c_t, w_t), note="the largest term" if kv_t > max(c_t, w_t) else ""),
-        Explanation("weight load time", w_t, "s", "T_weights = P_bytes(read) / W_hbm",
-                    (Term("P_bytes", _f(res.param_bytes), "B"), Term("W_hbm", w_bw, "B/s")), S_LATENCY,
+        Explanation("weight load time", w_t, "s", "T_weights = P_bytes read / W_hbm (MoE: the experts touched)"
+                    + group, (Term("P_bytes read", w_t * w_bw, "B"), Term("W_hbm", w_bw, "B/s")), S_LATENCY,
                     binding=not compute_binds),
-        Explanation("matmul time", c_t, "s", "T_flops = 2·B·P_active / C",
-                    (Term("B", batch, "tokens"), Term("P_active", res.active_param_count, "params"),
+        Explanation("matmul time", c_t, "s", "T_flops = 2·B·P_active / C" + group,
+                    (Term("B", g_batch, "tokens"), Term("P_active", res.active_param_count, "params"),
                      Term("C", flops, "FLOP/s")), S_LINEAR, binding=compute_binds),
         Explanation("step time" if res.tp == 1 else "step time on one tp group (no comms)",
                     _f(res.local_step_time_s), "s", "T_kv + max(T_flops, T_weights) + overhead",

@@ -134,3 +134,18 @@ def test_tensor_parallel_step_explanation_matches_decode_step():
     # Collectives overlapped with the local step: max(local, comms) is the step decode_step reports.
     assert max(terms["local step"], terms["T_comms"]) == pytest.approx(float(res.step_time_s))
     assert ex["step time lower bound"].value <= float(res.step_time_s) <= ex["step time upper bound"].value
+
+
+@pytest.mark.parametrize("tp", [None, 4])
+def test_substituted_values_reproduce_each_time(tp):
+    # T_kv = B·KV/W, T_weights = P_read/W and T_flops = 2·B·P/C from the terms shown, also when an
+    # explicit tp = 4 on 8 chips makes 2 replicas (each with its own weights and half the batch).
+    m, hw = load_model("llama-3-70b"), load_hardware("h100-sxm")
+    res = decode_step(m, hw, 8, 64, 4096, tp=tp)
+    ex = by_name(explain_step(m, hw, 8, 64, 4096, Precision(), res))
+    kv = [t.value for t in ex["KV read time"].terms]
+    w = [t.value for t in ex["weight load time"].terms]
+    c = [t.value for t in ex["matmul time"].terms]
+    assert kv[0] / kv[1] == pytest.approx(ex["KV read time"].value)
+    assert w[0] / w[1] == pytest.approx(ex["weight load time"].value)
+    assert 2 * c[0] * c[1] / c[2] == pytest.approx(ex["matmul time"].value)
