@@ -227,7 +227,7 @@ def explain_deployment(d: Any, qps: float, mean_output: float) -> list[Explanati
 def explain_shard(model: ModelSpec, res: Any) -> list[Explanation]:
     """The sharding limits of a :class:`~roofline.multichip.ShardResult`, formula by formula."""
     lower, upper = _f(res.step_time_lower_s), _f(res.step_time_upper_s)
-    comms, step_s = _f(res.comms_time_s), _f(res.step_time_s)
+    comms = _f(res.comms_time_s)
     return [
         Explanation("β", res.beta, "", "β = W_hbm / W_ici (per chip of the tp group)",
                     (Term("W_ici", res.ici_bandwidth_bytes_per_s, "B/s"),), S_SHARD),
@@ -238,16 +238,14 @@ def explain_shard(model: ModelSpec, res: Any) -> list[Explanation]:
                     note="tp exceeds it: ICI binds" if res.tp > res.max_tp_decode else "tp within it"),
         Explanation("largest tp in prefill", res.max_tp_prefill, "chips", "Y < F / α_ici, α_ici = C / W_ici",
                     (Term("F", model.d_ff, ""), Term("α_ici", res.alpha_ici, "FLOP/B")), S_PREFILL),
-        Explanation("step time (no comms)", step_s, "s", "T_kv + max(T_flops, T_weights) on the slice",
-                    (Term("chips", res.chips, ""), Term("tp", res.tp, "")), S_LATENCY),
         Explanation("collectives per step", comms, "s", "L · (2 AllReduce [B, D] + AllToAlls when tp > K)",
                     (Term("L", model.num_layers, "layers"), Term("AllToAlls/layer", res.attention_alltoalls_per_layer,
-                                                             "")), S_SHARD, binding=comms > step_s),
-        Explanation("step lower bound", lower, "s", "max(step, comms): collectives overlapped",
-                    (Term("step", step_s, "s"), Term("comms", comms, "s")), S_SHARD),
-        Explanation("step upper bound", upper, "s", "step + comms (upper): nothing overlapped",
-                    (Term("step", step_s, "s"), Term("comms upper", upper - step_s, "s")), S_SHARD,
-                    note=f"bound: {np.asarray(res.bound).reshape(-1)[0]}"),
+                                                             "")), S_SHARD),
+        Explanation("step lower bound", lower, "s", "max(T_kv + max(T_flops, T_weights), T_comms): collectives "
+                    "overlapped (the step decode_step reports)", (Term("T_comms", comms, "s"),), S_SHARD,
+                    binding=comms >= lower, note=f"bound: {np.asarray(res.bound).reshape(-1)[0]}"),
+        Explanation("step upper bound", upper, "s", "T_kv + max(T_flops, T_weights) + T_comms(upper): nothing "
+                    "overlapped", (Term("T_comms lower", comms, "s"),), S_SHARD),
     ]
 
 

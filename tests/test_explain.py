@@ -149,3 +149,14 @@ def test_substituted_values_reproduce_each_time(tp):
     assert kv[0] / kv[1] == pytest.approx(ex["KV read time"].value)
     assert w[0] / w[1] == pytest.approx(ex["weight load time"].value)
     assert 2 * c[0] * c[1] / c[2] == pytest.approx(ex["matmul time"].value)
+
+
+def test_shard_and_serve_cli_explain():
+    out = run_json("shard", "--model", "book-exercise", "--hardware", "tpu-v5e", "--chips", "16", "--topology", "4x4",
+                   "--batch", "32", "--explain")
+    ex = {e["name"]: e for e in out["explain"]}
+    assert ex["step lower bound"]["value"] == pytest.approx(out["step_time_lower_s"])
+    assert ex["step upper bound"]["value"] == pytest.approx(out["step_time_upper_s"])
+    out = run_json("serve", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--mode", "interleaved", "-i", "2048",
+                   "-o", "512", "-b", "32", "--explain")
+    assert {e["name"] for e in out["explain"]} == {"TTFT", "TPOT", "prefill : decode servers", "tokens/s per chip"}

@@ -7,11 +7,12 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from ..explain import explain_serve
 from ..fmt import format_bytes, format_seconds
 from ..multichip import serve
 from ..serving import MODES
 from ..specs import load_hardware, load_model
-from ._common import JSON_OPTION, console, emit
+from ._common import JSON_OPTION, console, emit, print_explanations
 from .step import BATCH, CHIPS, COMPUTE, HARDWARE, KV_DTYPE, MODEL, WEIGHTS, precision_from_options
 
 
@@ -35,6 +36,7 @@ def serve_command(
     weights: str = WEIGHTS,
     kv_dtype: str = KV_DTYPE,
     compute_dtype: str = COMPUTE,
+    explain: bool = typer.Option(False, "--explain", help="Show each number's formula, values and book section."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Serving-engine design: TTFT, TPOT, tokens/s per chip; optional continuous batching, prefix cache, speculation.
@@ -48,6 +50,9 @@ def serve_command(
                 prefix_hit_rate, num_prefixes, prefix_store, draft, draft_len, acceptance)
     data: dict[str, Any] = {"model": m.name, "hardware": hw.name, "input_len": input_len,
                             "output_len": output_len, "batch": batch, **res.as_dict()}
+    explanations = explain_serve(res, batch, output_len) if explain else []
+    if explain:
+        data["explain"] = [e.as_dict() for e in explanations]
 
     def render() -> None:
         table = Table(title=f"{m.name} on {chips}x {hw.name} per server, {mode}: {input_len} in, "
@@ -96,6 +101,8 @@ def serve_command(
         console.print(table)
         if res.continuous:
             console.print(f"[dim]queueing: {res.continuous['queueing_model']}[/]")
+        if explain:
+            print_explanations(explanations, "where each number comes from")
 
     emit(data, as_json, render)
 

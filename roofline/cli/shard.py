@@ -7,10 +7,11 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from ..explain import explain_shard
 from ..fmt import format_bytes, format_seconds
 from ..multichip import shard_limits
 from ..specs import load_hardware, load_model
-from ._common import JSON_OPTION, console, emit
+from ._common import JSON_OPTION, console, emit, print_explanations
 from .step import BATCH, COMPUTE, HARDWARE, KV_DTYPE, MODEL, WEIGHTS, precision_from_options
 
 
@@ -26,6 +27,7 @@ def shard_command(
     weights: str = WEIGHTS,
     kv_dtype: str = KV_DTYPE,
     compute_dtype: str = COMPUTE,
+    explain: bool = typer.Option(False, "--explain", help="Show each number's formula, values and book section."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Sharding limits: model-parallel Y in decode and prefill, latency-bound Y, KV sharding, 1D vs 2D, experts.
@@ -36,6 +38,9 @@ def shard_command(
     prec = precision_from_options(weights, kv_dtype, compute_dtype)
     res = shard_limits(m, hw, chips, batch, context, prec, tp, topology, expert_ways)
     data: dict[str, Any] = {"model": m.name, "hardware": hw.name, "context": context, **res.as_dict()}
+    explanations = explain_shard(m, res) if explain else []
+    if explain:
+        data["explain"] = [e.as_dict() for e in explanations]
 
     def render() -> None:
         table = Table(title=f"{m.name} on {chips}x {hw.name}, tp {res.tp}, batch {batch}, context {context}")
@@ -75,6 +80,8 @@ def shard_command(
             table.add_row(*row)
         console.print(table)
         console.print(f"[dim]comms: {res.sources['comms']}[/]")
+        if explain:
+            print_explanations(explanations, "where each number comes from")
 
     emit(data, as_json, render)
 
