@@ -62,11 +62,14 @@ def decode_step_time_s(
     kv_bandwidth_bytes_per_s: ArrayLike | None = None,
     overhead_s: ArrayLike = 0.0,
 ) -> Number:
-    """General form: B·KV/W + max(2·B·P/C, P_bytes/W) (+ fixed kernel overhead when calibrated)."""
-    kv_bw = bandwidth_bytes_per_s if kv_bandwidth_bytes_per_s is None else kv_bandwidth_bytes_per_s
-    attention = kv_read_time_s(np.multiply(batch, kv_bytes_per_seq), kv_bw)
-    mlp = mlp_time_s(batch, weight_bytes, active_params, flops_per_s, bandwidth_bytes_per_s)
-    return attention + mlp + overhead_s
+    """General form: B·KV/W + max(2·B·P/C, P_bytes/W) (+ fixed kernel overhead when calibrated).
+
+    One step is :func:`decode_time_total_s` over a single step.
+    """
+    return decode_time_total_s(
+        batch, 1.0, kv_bytes_per_seq, weight_bytes, active_params, flops_per_s,
+        bandwidth_bytes_per_s, kv_bandwidth_bytes_per_s, overhead_s,
+    )
 
 
 def decode_bound(

@@ -57,3 +57,8 @@ def print_explanations(explanations: list[Any], title: str) -> None:
         name = f"[bold yellow]{e.name} (binds)[/]" if e.binding else e.name
         table.add_row(name, e.formula, values, result, e.section.split(", ", 1)[-1])
     console.print(table)
+
+CONTEXT_OPTION = typer.Option(2048, "--context", "-s", help="Tokens in each sequence's KV cache.")
+EXPLAIN_OPTION = typer.Option(
+    False, "--explain", help="Show each number's formula, values, binding term and book section."
+)

@@ -12,7 +12,7 @@ from ..diff import diff_steps
 from ..errors import RooflineError
 from ..fmt import format_bytes, format_seconds
 from ..specs import load_hardware, load_model
-from ._common import JSON_OPTION, console, emit
+from ._common import CONTEXT_OPTION, JSON_OPTION, console, emit
 from .step import BATCH, CHIPS, COMPUTE, HARDWARE, KV_DTYPE, MODEL, PRICE, WEIGHTS, precision_from_options
 
 #: Keys ``--b`` may override, and how each value is read.
@@ -42,7 +42,7 @@ def diff_command(
     hardware: str = HARDWARE,
     chips: int = CHIPS,
     batch: int = BATCH,
-    context: int = typer.Option(2048, "--context", "-s", help="Tokens in each sequence's KV cache."),
+    context: int = CONTEXT_OPTION,
     weights: str = WEIGHTS,
     kv_dtype: str = KV_DTYPE,
     compute_dtype: str = COMPUTE,

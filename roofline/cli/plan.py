@@ -15,7 +15,7 @@ from ..lengths import lengths_from_options
 from ..plan import KV_DTYPES, WEIGHT_DTYPES, inverse_questions, plan
 from ..specs import load_hardware, load_model
 from ..units import parse_quantity
-from ._common import JSON_OPTION, console, emit, print_explanations
+from ._common import CONTEXT_OPTION, JSON_OPTION, console, emit, print_explanations
 from .step import precision_from_options
 
 
@@ -139,7 +139,7 @@ def inverse_command(
     hardware: str = typer.Option(..., "--hardware", "-H", help="Built-in chip, YAML or calibrated profile."),
     chips: int = typer.Option(1, "--chips", "-n", help="Chips in the slice."),
     batch: int = typer.Option(1, "--batch", "-b", help="Concurrent sequences (decode batch)."),
-    context: int = typer.Option(2048, "--context", "-s", help="Tokens in each sequence's KV cache."),
+    context: int = CONTEXT_OPTION,
     tpot_slo: str = typer.Option(..., "--tpot-slo", help="Time-per-output-token target, e.g. 20ms."),
     weights: str = typer.Option("bf16", "--weights", help="Weight dtype."),
     kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="KV-cache dtype."),

@@ -12,7 +12,7 @@ from ..fmt import format_bytes, format_seconds
 from ..multichip import serve
 from ..serving import MODES
 from ..specs import load_hardware, load_model
-from ._common import JSON_OPTION, console, emit, print_explanations
+from ._common import EXPLAIN_OPTION, JSON_OPTION, console, emit, print_explanations
 from .step import BATCH, CHIPS, COMPUTE, HARDWARE, KV_DTYPE, MODEL, WEIGHTS, precision_from_options
 
 
@@ -36,7 +36,7 @@ def serve_command(
     weights: str = WEIGHTS,
     kv_dtype: str = KV_DTYPE,
     compute_dtype: str = COMPUTE,
-    explain: bool = typer.Option(False, "--explain", help="Show each number's formula, values and book section."),
+    explain: bool = EXPLAIN_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Serving-engine design: TTFT, TPOT, tokens/s per chip; optional continuous batching, prefix cache, speculation.

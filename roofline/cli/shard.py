@@ -11,7 +11,7 @@ from ..explain import explain_shard
 from ..fmt import format_bytes, format_seconds
 from ..multichip import shard_limits
 from ..specs import load_hardware, load_model
-from ._common import JSON_OPTION, console, emit, print_explanations
+from ._common import CONTEXT_OPTION, EXPLAIN_OPTION, JSON_OPTION, console, emit, print_explanations
 from .step import BATCH, COMPUTE, HARDWARE, KV_DTYPE, MODEL, WEIGHTS, precision_from_options
 
 
@@ -20,14 +20,14 @@ def shard_command(
     hardware: str = HARDWARE,
     chips: int = typer.Option(8, "--chips", "-n", help="Chips in the slice."),
     batch: int = BATCH,
-    context: int = typer.Option(2048, "--context", "-s", help="Tokens in each sequence's KV cache."),
+    context: int = CONTEXT_OPTION,
     tp: int = typer.Option(None, "--tp", help="Tensor-parallel degree (default: all chips / the topology)."),
     topology: str = typer.Option(None, "--topology", help="TPU slice axes, e.g. 4x4; the tp group takes leading axes."),
     expert_ways: int = typer.Option(None, "--expert-ways", help="MoE: chips the experts split over (Z)."),
     weights: str = WEIGHTS,
     kv_dtype: str = KV_DTYPE,
     compute_dtype: str = COMPUTE,
-    explain: bool = typer.Option(False, "--explain", help="Show each number's formula, values and book section."),
+    explain: bool = EXPLAIN_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Sharding limits: model-parallel Y in decode and prefill, latency-bound Y, KV sharding, 1D vs 2D, experts.

@@ -9,12 +9,11 @@ from rich.table import Table
 
 from ..analysis import Precision, decode_step, request
 from ..errors import RooflineError
-from ..explain import explain_request, explain_step
 from ..fmt import format_bytes, format_seconds
 from ..lengths import averaged_request, lengths_from_options
 from ..specs import load_hardware, load_model
 from ..units import DTYPE_BYTES
-from ._common import JSON_OPTION, console, emit, print_explanations
+from ._common import CONTEXT_OPTION, EXPLAIN_OPTION, JSON_OPTION, console, emit, print_explanations
 
 MODEL = typer.Option(..., "--model", "-m", help="Built-in model name, YAML or config.json path.")
 HARDWARE = typer.Option(..., "--hardware", "-H", help="Built-in chip, YAML or calibrated profile.")
@@ -24,7 +23,6 @@ WEIGHTS = typer.Option("bf16", "--weights", help="Weight dtype: bf16, fp8, int8,
 KV_DTYPE = typer.Option("bf16", "--kv-dtype", help="KV-cache dtype.")
 COMPUTE = typer.Option("bf16", "--compute-dtype", help="Matmul dtype (its FLOP/s are used).")
 PRICE = typer.Option(None, "--price", help="USD per chip-hour (default: the hardware file's).")
-EXPLAIN = typer.Option(False, "--explain", help="Show each number's formula, values, binding term and book section.")
 
 
 def precision_from_options(weights: str, kv_dtype: str, compute_dtype: str) -> Precision:
@@ -54,14 +52,14 @@ def step_command(
     hardware: str = HARDWARE,
     chips: int = CHIPS,
     batch: int = BATCH,
-    context: int = typer.Option(2048, "--context", "-s", help="Tokens in each sequence's KV cache."),
+    context: int = CONTEXT_OPTION,
     weights: str = WEIGHTS,
     kv_dtype: str = KV_DTYPE,
     compute_dtype: str = COMPUTE,
     price: float = PRICE,
     tp: int = typer.Option(None, "--tp", help="Tensor-parallel degree: adds its activation collectives."),
     topology: str = typer.Option(None, "--topology", help="TPU slice axes, e.g. 4x4 (the tp group spans it)."),
-    explain: bool = EXPLAIN,
+    explain: bool = EXPLAIN_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """One decode step: memory, fit, step time, throughput, cost and the binding term.
@@ -81,6 +79,8 @@ def step_command(
     data["max_batch"], data["min_chips"] = int(data["max_batch"]), int(data["min_chips"])
     bw_total = chips * hw.hbm_bandwidth_bytes_per_s
     data["why"] = why_line(data, bw_total)
+    if explain:
+        from ..explain import explain_step  # only when asked: keeps start-up lean
     explanations = explain_step(m, hw, chips, batch, context, prec, res) if explain else []
     if explain:
         data["explain"] = [e.as_dict() for e in explanations]
@@ -143,7 +143,7 @@ def request_command(
     kv_dtype: str = KV_DTYPE,
     compute_dtype: str = COMPUTE,
     mfu: float = typer.Option(1.0, "--mfu", help="Achieved fraction of peak FLOP/s in prefill."),
-    explain: bool = EXPLAIN,
+    explain: bool = EXPLAIN_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """A whole request: TTFT, TPOT and end-to-end latency, with and without a KV cache.
@@ -166,6 +166,8 @@ def request_command(
                 **{k: _scalar(v) for k, v in res.as_dict().items()}}
     shape = (f"{input_len} in, {output_len} out" if input_len is not None
              else f"mean over {dist.source}: {dist.mean_input:.0f} in, {dist.mean_output:.0f} out")
+    if explain:
+        from ..explain import explain_request  # only when asked: keeps start-up lean
     explanations = explain_request(m, hw, chips, batch, prec, mfu, res) if explain else []
     if explain:
         data["explain"] = [e.as_dict() for e in explanations]
