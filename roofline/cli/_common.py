@@ -62,3 +62,20 @@ CONTEXT_OPTION = typer.Option(2048, "--context", "-s", help="Tokens in each sequ
 EXPLAIN_OPTION = typer.Option(
     False, "--explain", help="Show each number's formula, values, binding term and book section."
 )
+
+
+def explanations_into(data: dict[str, Any], explanations: list[Any]) -> list[Any]:
+    """Add ``--explain`` rows to the JSON object (under ``explain``) and return them for rendering."""
+    if explanations:
+        data["explain"] = [e.as_dict() for e in explanations]
+    return explanations
+
+
+def quantity_table(title: str) -> Any:
+    """A two-column rich table (quantity, right-aligned value) used by the single-result commands."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    return table

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import typer
-from rich.table import Table
 
 from ..collectives import OPS
 from ..errors import RooflineError
@@ -11,7 +10,7 @@ from ..fmt import format_bytes, format_seconds
 from ..multichip import collective
 from ..specs import load_hardware
 from ..units import parse_quantity
-from ._common import JSON_OPTION, console, emit
+from ._common import JSON_OPTION, console, emit, quantity_table
 
 
 def parse_axes(text: str | None) -> tuple[int, ...] | None:
@@ -57,9 +56,7 @@ def collective_command(
     data = {"hardware": hw.name, **res.as_dict()}
 
     def render() -> None:
-        table = Table(title=f"{op} of {format_bytes(total)} over {res.devices}x {hw.name}: {res.network}")
-        table.add_column("quantity")
-        table.add_column("value", justify="right")
+        table = quantity_table(f"{op} of {format_bytes(total)} over {res.devices}x {hw.name}: {res.network}")
         for label, key in (("time (lower bound, max)", "time_s"), ("time (upper bound, sum)", "time_upper_s"),
                            ("bandwidth term", "bandwidth_time_s"), ("latency term", "latency_time_s")):
             table.add_row(label, format_seconds(float(data[key])))

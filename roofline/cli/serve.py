@@ -5,14 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import typer
-from rich.table import Table
 
 from ..explain import explain_serve
 from ..fmt import format_bytes, format_seconds
 from ..multichip import serve
 from ..serving import MODES
 from ..specs import load_hardware, load_model
-from ._common import EXPLAIN_OPTION, JSON_OPTION, console, emit, print_explanations
+from ._common import EXPLAIN_OPTION, JSON_OPTION, console, emit, explanations_into, print_explanations, quantity_table
 from .step import BATCH, CHIPS, COMPUTE, HARDWARE, KV_DTYPE, MODEL, WEIGHTS, precision_from_options
 
 
@@ -50,15 +49,11 @@ def serve_command(
                 prefix_hit_rate, num_prefixes, prefix_store, draft, draft_len, acceptance)
     data: dict[str, Any] = {"model": m.name, "hardware": hw.name, "input_len": input_len,
                             "output_len": output_len, "batch": batch, **res.as_dict()}
-    explanations = explain_serve(res, batch, output_len) if explain else []
-    if explain:
-        data["explain"] = [e.as_dict() for e in explanations]
+    explanations = explanations_into(data, explain_serve(res, batch, output_len) if explain else [])
 
     def render() -> None:
-        table = Table(title=f"{m.name} on {chips}x {hw.name} per server, {mode}: {input_len} in, "
+        table = quantity_table(f"{m.name} on {chips}x {hw.name} per server, {mode}: {input_len} in, "
                             f"{output_len} out, batch {batch}")
-        table.add_column("quantity")
-        table.add_column("value", justify="right")
         rows = [
             ("TTFT", f"[bold]{format_seconds(res.ttft_s)}[/]"),
             ("TPOT", f"[bold]{format_seconds(res.tpot_s)}[/]"),

@@ -5,13 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 import typer
-from rich.table import Table
 
 from ..explain import explain_shard
 from ..fmt import format_bytes, format_seconds
 from ..multichip import shard_limits
 from ..specs import load_hardware, load_model
-from ._common import CONTEXT_OPTION, EXPLAIN_OPTION, JSON_OPTION, console, emit, print_explanations
+from ._common import (
+    CONTEXT_OPTION,
+    EXPLAIN_OPTION,
+    JSON_OPTION,
+    console,
+    emit,
+    explanations_into,
+    print_explanations,
+    quantity_table,
+)
 from .step import BATCH, COMPUTE, HARDWARE, KV_DTYPE, MODEL, WEIGHTS, precision_from_options
 
 
@@ -38,14 +46,10 @@ def shard_command(
     prec = precision_from_options(weights, kv_dtype, compute_dtype)
     res = shard_limits(m, hw, chips, batch, context, prec, tp, topology, expert_ways)
     data: dict[str, Any] = {"model": m.name, "hardware": hw.name, "context": context, **res.as_dict()}
-    explanations = explain_shard(m, res) if explain else []
-    if explain:
-        data["explain"] = [e.as_dict() for e in explanations]
+    explanations = explanations_into(data, explain_shard(m, res) if explain else [])
 
     def render() -> None:
-        table = Table(title=f"{m.name} on {chips}x {hw.name}, tp {res.tp}, batch {batch}, context {context}")
-        table.add_column("quantity")
-        table.add_column("value", justify="right")
+        table = quantity_table(f"{m.name} on {chips}x {hw.name}, tp {res.tp}, batch {batch}, context {context}")
         rows = [
             ("β = W_hbm / W_ici (per-chip ICI of the tp group)",
              f"{res.beta:.1f} ({format_bytes(res.ici_bandwidth_bytes_per_s)}/s)"),

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import typer
-from rich.table import Table
 
 from ..analysis import Precision, decode_step, request
 from ..errors import RooflineError
@@ -13,7 +12,16 @@ from ..fmt import format_bytes, format_seconds
 from ..lengths import averaged_request, lengths_from_options
 from ..specs import load_hardware, load_model
 from ..units import DTYPE_BYTES
-from ._common import CONTEXT_OPTION, EXPLAIN_OPTION, JSON_OPTION, console, emit, print_explanations
+from ._common import (
+    CONTEXT_OPTION,
+    EXPLAIN_OPTION,
+    JSON_OPTION,
+    console,
+    emit,
+    explanations_into,
+    print_explanations,
+    quantity_table,
+)
 
 MODEL = typer.Option(..., "--model", "-m", help="Built-in model name, YAML or config.json path.")
 HARDWARE = typer.Option(..., "--hardware", "-H", help="Built-in chip, YAML or calibrated profile.")
@@ -81,15 +89,11 @@ def step_command(
     data["why"] = why_line(data, bw_total)
     if explain:
         from ..explain import explain_step  # only when asked: keeps start-up lean
-    explanations = explain_step(m, hw, chips, batch, context, prec, res) if explain else []
-    if explain:
-        data["explain"] = [e.as_dict() for e in explanations]
+    explanations = explanations_into(data, explain_step(m, hw, chips, batch, context, prec, res) if explain else [])
 
     def render() -> None:
-        table = Table(title=f"{m.name} on {chips}x {hw.name}, batch {batch}, context {context}, "
+        table = quantity_table(f"{m.name} on {chips}x {hw.name}, batch {batch}, context {context}, "
                             f"{prec.weights} weights / {prec.kv} KV / {prec.compute} FLOPs")
-        table.add_column("quantity")
-        table.add_column("value", justify="right")
         fits = "yes" if data["fits"] else f"[bold red]NO[/] (over by {format_bytes(data['overflow_bytes'])})"
         rows = [
             ("parameters (total / active)",
@@ -168,14 +172,10 @@ def request_command(
              else f"mean over {dist.source}: {dist.mean_input:.0f} in, {dist.mean_output:.0f} out")
     if explain:
         from ..explain import explain_request  # only when asked: keeps start-up lean
-    explanations = explain_request(m, hw, chips, batch, prec, mfu, res) if explain else []
-    if explain:
-        data["explain"] = [e.as_dict() for e in explanations]
+    explanations = explanations_into(data, explain_request(m, hw, chips, batch, prec, mfu, res) if explain else [])
 
     def render() -> None:
-        table = Table(title=f"{m.name} on {chips}x {hw.name}: {shape}, batch {batch}")
-        table.add_column("quantity")
-        table.add_column("value", justify="right")
+        table = quantity_table(f"{m.name} on {chips}x {hw.name}: {shape}, batch {batch}")
         for label, key in (("TTFT (prefill)", "ttft_s"), ("TPOT (mean)", "tpot_s"),
                            ("first / last decode step", None),
                            ("end-to-end latency", "latency_s"),
