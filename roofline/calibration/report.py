@@ -12,10 +12,11 @@ from typing import Any
 
 import numpy as np
 
+from ..files import write_bytes_atomic
 from ..specs import HardwareSpec
 from .fit import base_op, predict_op, row_keys, shapes
 from .models import attention_flops, bus_bytes, gemm_flops
-from .schema import COLLECTIVE_OPS, Measurements, write_bytes_atomic
+from .schema import COLLECTIVE_OPS, Measurements
 
 MAX_POINTS = 3000
 

@@ -21,8 +21,6 @@ import csv
 import gzip
 import io
 import math
-import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import RooflineError
+from ..files import write_bytes_atomic
 from ..units import DTYPE_BYTES
 
 OPS = (
@@ -238,22 +237,3 @@ def write_measurements(table: Measurements, path: str | Path) -> Path:
         data = gzip.compress(data, mtime=0)
     write_bytes_atomic(path, data)
     return path
-
-
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write via a temporary file in the same folder, then rename; a one-line error."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise CalibrationError(f"{path}: cannot write file ({exc.strerror})") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise CalibrationError(f"{path}: cannot write file ({exc.strerror})") from None

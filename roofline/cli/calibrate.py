@@ -113,7 +113,7 @@ def fit_command(
     from ..calibration.data import load_all
     from ..calibration.fit import calibrate
     from ..calibration.report import render_calibration_report
-    from ..calibration.schema import write_bytes_atomic
+    from ..files import write_bytes_atomic
     from ..specs import dump_yaml
 
     table = load_all(measurements)

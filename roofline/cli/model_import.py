@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import typer
 
 from .. import memory
-from ..errors import RooflineError
+from ..files import write_text_atomic
 from ..fmt import format_bytes
 from ..hf_config import model_dict_with_notes
 from ..specs import model_from_dict, read_json
@@ -26,21 +24,6 @@ def yaml_with_comments(data: dict[str, object], notes: dict[str, str], header: s
             if isinstance(value, bool) else str(value)
         lines.append(f"{key}: {text}  # {notes.get(key, 'config.json')}")
     return "\n".join(lines) + "\n"
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write to a temporary file beside ``path`` and rename it, so no partial file is left."""
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise RooflineError(f"--out: folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def model_import(
@@ -62,7 +45,7 @@ def model_import(
               f"{counts.total / 1e9:.3f} B parameters, {counts.active / 1e9:.3f} B active")
     text = yaml_with_comments(data, notes, header)
     if out is not None:
-        write_atomically(Path(out), text)
+        write_text_atomic(out, text)
     summary = {
         "name": spec.name, "out": str(out) if out else None, "model": spec.model_dump(exclude_none=True),
         "param_count": counts.total, "active_param_count": counts.active,

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import csv
-import os
-import tempfile
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import typer
 from rich.table import Table
 
 from ..errors import RooflineError
+from ..files import write_atomic
 from ..fmt import format_seconds
 from ..pareto import OBJECTIVES, frontier_by_group
 from ..specs import load_hardware, load_model
@@ -93,24 +92,13 @@ def run_sweep(model: str, hardware: str, batch: str, chips: str, context: str, w
 
 def write_csv(path: Path, result: SweepResult) -> None:
     """All points as CSV (header = sweep.COLUMNS), written to a temp file and renamed."""
-    target = Path(path)
-    if target.is_dir():
-        raise RooflineError(f"--csv {path}: is a folder, give a file name")
-    tmp: str | None = None
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".roofline-", suffix=".csv", dir=target.parent)
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(COLUMNS)
-            cols = [result.column(k).tolist() for k in COLUMNS]
-            writer.writerows(zip(*cols, strict=True))
-        os.chmod(tmp, 0o644)  # mkstemp makes it owner-only; a report is meant to be shared
-        os.replace(tmp, target)
-    except OSError as exc:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
-        raise RooflineError(f"--csv {path}: cannot write ({exc.strerror or exc})") from None
+
+    def rows(handle: IO[Any]) -> None:
+        writer = csv.writer(handle)
+        writer.writerow(COLUMNS)
+        writer.writerows(zip(*[result.column(k).tolist() for k in COLUMNS], strict=True))
+
+    write_atomic(path, rows)
 
 
 def summary(result: SweepResult) -> dict[str, Any]:

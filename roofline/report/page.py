@@ -5,14 +5,12 @@ from __future__ import annotations
 import html
 import json
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..errors import RooflineError
+from ..files import write_text_atomic
 
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
 STYLE = """
@@ -83,17 +81,4 @@ def page_html(title: str, sections: Sequence[str]) -> str:
 
 def write_page(path: str | Path, text: str) -> Path:
     """Write ``text`` to ``path`` atomically (temp file + rename), creating parent folders."""
-    target = Path(path)
-    tmp: str | None = None
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".roofline-", suffix=".html", dir=target.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp makes it owner-only; a report is meant to be shared
-        os.replace(tmp, target)
-    except OSError as exc:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
-        raise RooflineError(f"{path}: cannot write the report ({exc.strerror or exc})") from None
-    return target
+    return write_text_atomic(path, text)
