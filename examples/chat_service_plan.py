@@ -28,8 +28,9 @@ print(f"cost: ${best.dollars_per_hour:.2f}/h = ${best.cost_per_million_output_to
 print(f"TTFT {best.ttft_s * 1e3:.0f} ms (target 1000), TPOT {best.tpot_s * 1e3:.1f} ms (target 40); "
       f"binding constraint: {best.binding}")
 # The same traffic averaged over the histogram for one request alone on the chosen slice.
-alone = rl.averaged_request(model, rl.load_hardware(best.hardware), lengths, chips=best.chips_per_replica,
-                            precision=rl.Precision(best.weights, best.kv_dtype))
+replica = rl.deployment(model, rl.load_hardware(best.hardware), best.chips_per_replica,
+                        rl.Precision(best.weights, best.kv_dtype), tp=best.tp)
+alone = rl.averaged_request(replica, lengths)
 print(f"one request alone on {best.chips_per_replica} {best.hardware}: mean TTFT {alone['ttft_s'] * 1e3:.0f} ms, "
       f"mean latency {alone['latency_s']:.2f} s")
 print("runners-up:")

@@ -1,9 +1,11 @@
 """Which terms account for the difference in decode step time and cost between two configurations.
 
-The book's step time splits exactly into additive terms (Theoretical estimates for LLM latency
-and throughput): T = T_kv + T_weights + max(T_flops - T_weights, 0) + overhead (+ T_comms when
-tensor parallelism adds collectives, serialized).  Cost per token is T · k with
-k = chips · $/chip-hour / (3600 · B), so Δcost = Δk · T_a + k_b · ΔT splits exactly as well.
+The step model's prediction splits exactly into additive terms (book: Theoretical estimates for
+LLM latency and throughput): T = attention (KV reads) + weight reads + the GEMM time beyond them
+(FLOPs) + exposed communication + overhead, all read from the same
+:class:`~roofline.analysis.StepResult` that ``roofline step`` prints, so diff's A side equals step.
+Cost per token is T · k with k = chips · $/chip-hour / (3600 · B), so Δcost = Δk · T_a + k_b · ΔT
+splits exactly as well.
 """
 
 from __future__ import annotations
@@ -21,16 +23,17 @@ from .memory import Number
 TERMS = ("KV reads", "weight reads", "FLOPs beyond weight reads", "communication", "kernel overhead")
 
 
-def flops_excess_s(compute_time_s: ArrayLike, weight_time_s: ArrayLike) -> Number:
-    """The part of max(T_flops, T_weights) above T_weights: max(T_flops - T_weights, 0)."""
-    return np.maximum(np.subtract(compute_time_s, weight_time_s), 0.0)
+def flops_excess_s(gemm_time_s: ArrayLike, weight_time_s: ArrayLike) -> Number:
+    """The part of the GEMM time above the weight reads: GEMM − min(T_weights, GEMM)."""
+    return np.subtract(gemm_time_s, np.minimum(weight_time_s, gemm_time_s))
 
 
-def step_terms_s(kv_time_s: float, weight_time_s: float, compute_time_s: float, comms_time_s: float,
+def step_terms_s(attention_s: float, weight_time_s: float, gemm_time_s: float, comms_exposed_s: float,
                  overhead_s: float) -> dict[str, float]:
-    """The additive terms of T = T_kv + T_weights + max(T_flops - T_weights, 0) + T_comms + overhead."""
-    return dict(zip(TERMS, (kv_time_s, weight_time_s, float(flops_excess_s(compute_time_s, weight_time_s)),
-                            comms_time_s, overhead_s), strict=True))
+    """The additive terms of T = attention + min(T_weights, GEMM) + (GEMM − that) + exposed comms + overhead."""
+    weights = min(weight_time_s, gemm_time_s)
+    return dict(zip(TERMS, (attention_s, weights, float(flops_excess_s(gemm_time_s, weight_time_s)),
+                            comms_exposed_s, overhead_s), strict=True))
 
 
 def cost_rate(cost_per_million_tokens: float, step_time_s: float) -> float:
@@ -71,8 +74,8 @@ def _scalar(value: Any) -> float:
 
 
 def _terms_of(r: StepResult) -> dict[str, float]:
-    return step_terms_s(_scalar(r.kv_time_s), _scalar(r.weight_time_s), _scalar(r.compute_time_s),
-                        _scalar(r.comms_time_s), _scalar(r.overhead_time_s))
+    return step_terms_s(_scalar(r.attention_time_s), _scalar(r.weight_time_s), _scalar(r.gemm_time_s),
+                        _scalar(r.comms_exposed_s), _scalar(r.overhead_time_s))
 
 
 def diff_steps(a: StepResult, b: StepResult) -> DiffResult:
@@ -87,5 +90,5 @@ def diff_steps(a: StepResult, b: StepResult) -> DiffResult:
                       (tb[name] - ta[name]) / delta if delta else 0.0, kb * (tb[name] - ta[name]))
              for name in TERMS]
     memory = {key: {"a": _scalar(getattr(a, key)), "b": _scalar(getattr(b, key))}
-              for key in ("param_bytes", "kv_bytes", "total_bytes", "hbm_capacity_bytes")}
+              for key in ("param_bytes", "kv_bytes", "total_bytes", "hbm_capacity_bytes", "usable_hbm_bytes")}
     return DiffResult(step_a, step_b, cost_a, cost_b, terms, (kb - ka) * step_a, memory)

@@ -12,13 +12,12 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from . import memory
-from .analysis import BOOK, Precision, RequestResult, StepResult
-from .chip import chip_rates
-from .memory import Number
-from .specs import HardwareSpec, ModelSpec
+from .analysis import BOOK, RequestResult, StepResult
+from .deploy import Deployment
+from .specs import ModelSpec
+from .terms import decode_work, prefill_work, step_terms
 
 S_MEMORY = f"{BOOK}, 'What about memory?'"
 S_LATENCY = f"{BOOK}, 'Theoretical estimates for LLM latency and throughput'"
@@ -55,50 +54,32 @@ class Explanation:
         return asdict(self)
 
 
-def overlapped_step_time_s(kv_time_s: ArrayLike, weight_time_s: ArrayLike, compute_time_s: ArrayLike,
-                           comms_time_s: ArrayLike = 0.0, overhead_s: ArrayLike = 0.0) -> Number:
-    """Lower bound, everything overlapped: max(T_kv + T_weights, T_flops, T_comms) + overhead."""
-    return np.maximum.reduce([np.add(kv_time_s, weight_time_s), np.asarray(compute_time_s, dtype=float),
-                              np.asarray(comms_time_s, dtype=float)]) + overhead_s
-
-
-def serialized_step_time_s(kv_time_s: ArrayLike, weight_time_s: ArrayLike, compute_time_s: ArrayLike,
-                           comms_time_s: ArrayLike = 0.0, overhead_s: ArrayLike = 0.0) -> Number:
-    """Upper bound, nothing overlapped: T_kv + T_weights + T_flops + T_comms + overhead."""
-    return np.add(kv_time_s, weight_time_s) + np.add(compute_time_s, comms_time_s) + overhead_s
-
-
-def _f(value: Any) -> float:
+def _f(value: object) -> float:
     return float(np.asarray(value, dtype=float).reshape(-1)[0])
 
 
-def step_bounds(res: StepResult) -> tuple[float, float]:
-    """(lower, upper) step time of a scalar result: overlapped vs serialized compute, memory, network."""
-    comms_lo = _f(res.comms_time_s)
-    comms_hi = _f(res.comms_time_upper_s)
-    parts = (_f(res.kv_time_s), _f(res.weight_time_s), _f(res.compute_time_s))
-    lower = _f(overlapped_step_time_s(*parts, comms_lo, _f(res.overhead_time_s)))
-    upper = _f(serialized_step_time_s(*parts, comms_hi, _f(res.overhead_time_s)))
-    return lower, upper
+def _group_note(dep: Deployment) -> str:
+    replicas = _f(dep.replicas)
+    if replicas == 1:
+        return ""
+    return f" (per replica: {replicas:g} replicas of {_f(dep.group_chips):g} chips)"
 
 
-def explain_step(model: ModelSpec, hw: HardwareSpec, chips: int, batch: int, context: int,
-                 precision: Precision, res: StepResult) -> list[Explanation]:
-    """Every number of one decode step (scalar inputs), formula by formula."""
-    rates = chip_rates(hw, precision.compute)
-    # An explicit tp < chips makes chips/tp replicas; each step runs on one replica's chips and batch.
-    replicas = _f(res.replicas)
-    g_chips, g_batch = chips / replicas, batch / replicas
-    w_bw = g_chips * rates.weight_bandwidth_bytes_per_s
-    kv_bw = g_chips * rates.kv_bandwidth_bytes_per_s
-    flops = g_chips * rates.flops_per_s
+def explain_step(dep: Deployment, batch: float, context: float, res: StepResult) -> list[Explanation]:
+    """Every number of one decode step (scalar inputs), read from the step model's terms."""
+    model, precision = dep.model, dep.precision
+    t = step_terms(dep, decode_work(batch, context))
+    pp = dep.par.pp
+    stage_bw = _f(dep.stage_chips) * dep.rates.hbm_bandwidth_bytes_per_s
+    stage_flops = _f(dep.stage_chips) * dep.rates.flops_per_s
     kv_seq = _f(memory.kv_cache_bytes_per_sequence(model, context, precision.kv_bytes))
     kv_t, w_t, c_t = _f(res.kv_time_s), _f(res.weight_time_s), _f(res.compute_time_s)
-    group = "" if replicas == 1 else f" (one of {replicas:g} replicas: {g_chips:g} chips, batch {g_batch:g})"
-    compute_binds = c_t > w_t
-    comms_t = _f(res.comms_time_s)
-    lower, upper = step_bounds(res)
+    group = _group_note(dep)
+    src = res.sources
+    local = _f(res.local_step_time_s)
+    comms_up = _f(res.comms_time_upper_s)
     kv_formula = ("(kv_lora_rank + qk_rope_head_dim)·L·bytes·S" if model.is_mla else "2·K·H·L·bytes·S")
+    per_stage = "" if pp == 1 else f", × pp = {pp} stages"
     out = [
         Explanation("weights", _f(res.param_bytes), "B", "P_bytes = params · bytes/param",
                     (Term("params", res.param_count, "params"), Term("bytes/param", precision.weight_bytes, "B")),
@@ -110,37 +91,49 @@ def explain_step(model: ModelSpec, hw: HardwareSpec, chips: int, batch: int, con
                     S_MEMORY),
         Explanation("KV cache (batch)", _f(res.kv_bytes), "B", "B · KV_seq",
                     (Term("B", batch, "sequences"), Term("KV_seq", kv_seq, "B")), S_MEMORY),
-        Explanation("total memory", _f(res.total_bytes), "B", "replicas·P_bytes + B·KV_seq ≤ chips · HBM",
-                    (Term("replicas", replicas, ""), Term("P_bytes", _f(res.param_bytes), "B"),
-                     Term("B·KV_seq", _f(res.kv_bytes), "B"),
-                     Term("chips · HBM", _f(res.hbm_capacity_bytes), "B")), S_MEMORY,
-                    binding=not bool(np.all(res.fits)), note="fits" if np.all(res.fits) else "does NOT fit"),
-        Explanation("KV read time", kv_t, "s", "T_kv = B·KV_seq / W_hbm (attention: always bandwidth-bound)" + group,
-                    (Term("B·KV_seq", g_batch * kv_seq, "B"), Term("W_hbm", kv_bw, "B/s")), S_LATENCY,
-                    binding=kv_t > max(c_t, w_t), note="the largest term" if kv_t > max(c_t, w_t) else ""),
+        Explanation("usable HBM", _f(res.usable_hbm_bytes), "B",
+                    "chips · HBM · memory utilization − activation reserve (B·(2D + 2F)·bytes + B·V·4)",
+                    (Term("chips · HBM", _f(res.hbm_capacity_bytes), "B"),
+                     Term("utilization", dep.memory_utilization, "")), S_MEMORY, note=src.get("memory", "")),
+        Explanation("total memory", _f(res.total_bytes), "B", "replicas·P_bytes + B·KV_seq ≤ usable HBM",
+                    (Term("replicas", _f(res.replicas), ""), Term("P_bytes", _f(res.param_bytes), "B"),
+                     Term("B·KV_seq", _f(res.kv_bytes), "B"), Term("usable HBM", _f(res.usable_hbm_bytes), "B")),
+                    S_MEMORY, binding=not bool(np.all(res.fits)),
+                    note="fits" if np.all(res.fits) else "does NOT fit"),
+        Explanation("KV read time", kv_t, "s", "T_kv = B·KV_seq / W_hbm (attention: always bandwidth-bound)" + group
+                    + per_stage, (Term("B·KV_seq", _f(t.kv_read_bytes), "B"), Term("W_hbm", stage_bw, "B/s")),
+                    S_LATENCY, note=src.get("attention_decode", "")),
         Explanation("weight load time", w_t, "s", "T_weights = P_bytes read / W_hbm (MoE: the experts touched)"
-                    + group, (Term("P_bytes read", w_t * w_bw, "B"), Term("W_hbm", w_bw, "B/s")), S_LATENCY,
-                    binding=not compute_binds),
-        Explanation("matmul time", c_t, "s", "T_flops = 2·B·P_active / C" + group,
-                    (Term("B", g_batch, "tokens"), Term("P_active", res.active_param_count, "params"),
-                     Term("C", flops, "FLOP/s")), S_LINEAR, binding=compute_binds),
-        Explanation("step time" if res.tp == 1 else "step time on one tp group (no comms)",
-                    _f(res.local_step_time_s), "s", "T_kv + max(T_flops, T_weights) + overhead",
-                    (Term("T_kv", kv_t, "s"), Term("T_flops", c_t, "s"), Term("T_weights", w_t, "s"),
+                    + group + per_stage, (Term("P_bytes read", _f(t.weight_read_bytes), "B"),
+                                          Term("W_hbm", stage_bw, "B/s")), S_LATENCY),
+        Explanation("matmul time", c_t, "s", "T_flops = 2·B·P_active / C" + group + per_stage,
+                    (Term("B", _f(t.tokens), "tokens"), Term("P_active", res.active_param_count, "params"),
+                     Term("C", stage_flops, "FLOP/s")), S_LINEAR, binding=c_t > w_t),
+        Explanation("weight matmuls (GEMMs)", _f(res.gemm_time_s), "s",
+                    "spec sheet: max(T_flops, T_weights); calibrated: Σ fitted GEMM kernels per layer",
+                    (Term("T_flops", c_t, "s"), Term("T_weights", w_t, "s")), S_LINEAR, note=src.get("gemm", "")),
+        Explanation("attention", _f(res.attention_time_s), "s",
+                    "spec sheet: T_kv; calibrated: Σ fitted decode-attention kernels per layer",
+                    (Term("T_kv", kv_t, "s"),), S_ATTENTION, note=src.get("attention_decode", "")),
+        Explanation("step time without collectives", local, "s", "attention + GEMMs + overhead" + per_stage,
+                    (Term("attention", _f(res.attention_time_s), "s"), Term("GEMMs", _f(res.gemm_time_s), "s"),
                      Term("overhead", _f(res.overhead_time_s), "s")), S_LATENCY,
                     note=f"bound: {np.asarray(res.bound).reshape(-1)[0]}"),
-        *([Explanation("step time", _f(res.step_time_s), "s", "max(local step, T_comms): collectives overlapped",
-                       (Term("local step", _f(res.local_step_time_s), "s"), Term("T_comms", comms_t, "s")),
-                       S_SHARD, binding=comms_t > _f(res.local_step_time_s),
-                       note=f"tp {res.tp}; {res.sources.get('comms', '')}")] if res.tp > 1 else []),
-        Explanation("step time lower bound", lower, "s", "max(T_kv + T_weights, T_flops, T_comms) + overhead",
-                    (Term("T_kv + T_weights", kv_t + w_t, "s"), Term("T_flops", c_t, "s"),
-                     Term("T_comms", _f(res.comms_time_s), "s")), S_LATENCY),
-        Explanation("step time upper bound", upper, "s", "T_kv + T_weights + T_flops + T_comms + overhead",
-                    (Term("T_kv", kv_t, "s"), Term("T_weights", w_t, "s"), Term("T_flops", c_t, "s"),
-                     Term("T_comms", _f(res.comms_time_upper_s), "s")), S_LATENCY),
+        Explanation("collectives per step", comms_up, "s",
+                    "L · (2 AllReduce [B, D] + AllToAlls when tp > K; ep: dispatch + combine) + pp sends",
+                    (Term("L", model.num_layers, "layers"), Term("tp", dep.par.tp, "")), S_SHARD,
+                    note=src.get("comms", "")),
+        Explanation("step time", _f(res.step_time_s), "s",
+                    "local + max(0, T_comms − overlap·local)  (the prediction)",
+                    (Term("local", local, "s"), Term("T_comms", comms_up, "s"),
+                     Term("overlap", dep.comms_overlap, "")), S_SHARD, binding=True, note=src.get("overlap", "")),
+        Explanation("step time lower bound", _f(res.step_time_lower_s), "s",
+                    "max(local, T_comms lower): collectives fully overlapped",
+                    (Term("local", local, "s"), Term("T_comms lower", _f(res.comms_time_s), "s")), S_LATENCY),
+        Explanation("step time upper bound", _f(res.step_time_upper_s), "s", "local + T_comms: serialized",
+                    (Term("local", local, "s"), Term("T_comms", comms_up, "s")), S_LATENCY),
         Explanation("critical batch", res.critical_batch, "tokens", "B_crit = C·bytes/(2·W_hbm) · E/k",
-                    (Term("C/W_hbm", rates.flops_per_s / rates.weight_bandwidth_bytes_per_s, "FLOP/B"),
+                    (Term("C/W_hbm", dep.rates.flops_per_s / dep.rates.hbm_bandwidth_bytes_per_s, "FLOP/B"),
                      Term("bytes/param", precision.weight_bytes, "B"), Term("E/k", model.num_experts /
                                                                            model.experts_per_token, "")),
                     S_LINEAR),
@@ -148,38 +141,29 @@ def explain_step(model: ModelSpec, hw: HardwareSpec, chips: int, batch: int, con
                     (Term("B", batch, "tokens"), Term("step", _f(res.step_time_s), "s")), S_LATENCY),
         Explanation("$ per million tokens", _f(res.cost_per_million_tokens), "$",
                     "chips · $/chip-hour / (tokens/s · 3600) · 1e6",
-                    (Term("chips", chips, ""), Term("tokens/s", _f(res.tokens_per_s), "tokens/s")), S_LATENCY,
-                    note=res.sources.get("price", "")),
+                    (Term("chips", _f(dep.chips), ""), Term("tokens/s", _f(res.tokens_per_s), "tokens/s")),
+                    S_LATENCY, note=src.get("price", "")),
     ]
     return out
 
 
-def explain_request(model: ModelSpec, hw: HardwareSpec, chips: int, batch: int, precision: Precision,
-                    mfu: float, res: RequestResult) -> list[Explanation]:
-    """TTFT, TPOT and latency of one request (scalar inputs), formula by formula."""
-    rates = chip_rates(hw, precision.compute)
-    flops = chips * rates.flops_per_s * mfu
-    bw = chips * rates.weight_bandwidth_bytes_per_s
-    p_flops = _f(res.prefill_flops)
-    weights = _f(memory.param_bytes(memory.param_counts(model).total, precision.weight_bytes))
-    kv_written = _f(memory.kv_cache_bytes(model, batch, _f(res.input_len), precision.kv_bytes))
-    compute_t, memory_t = p_flops / flops, (weights + kv_written) / bw
+def explain_request(dep: Deployment, batch: float, mfu: float, res: RequestResult) -> list[Explanation]:
+    """TTFT, TPOT and latency of one request (scalar inputs), read from the prefill step's terms."""
+    t = step_terms(dep, prefill_work(batch, _f(res.input_len)), mfu)
     steps = max(_f(res.output_len) - 1.0, 0.0)
+    compute_t, memory_t = _f(t.compute_time_s), _f(t.weight_time_s)
     return [
-        Explanation("prefill FLOPs", p_flops, "FLOP", "B·(2·P_active·I + causal attention 2·N·(H_qk+H_v)·I²/2·L)",
+        Explanation("prefill FLOPs", _f(res.prefill_flops), "FLOP",
+                    "B·(2·P_active·I + causal attention 2·N·(H_qk+H_v)·I²/2·L)",
                     (Term("B", batch, ""), Term("I", _f(res.input_len), "tokens")), S_ATTENTION),
-        Explanation("TTFT (prefill)", _f(res.ttft_s), "s", "max(FLOPs / (C·MFU), (P_bytes + KV_written) / W_hbm)",
-                    (Term("FLOPs", p_flops, "FLOP"), Term("C·MFU", flops, "FLOP/s"),
-                     Term("P_bytes + KV_written", weights + kv_written, "B"), Term("W_hbm", bw, "B/s")),
+        Explanation("TTFT (prefill)", _f(res.ttft_s), "s",
+                    "spec: max(FLOPs / (C·MFU), (P_bytes + KV_written) / W_hbm); calibrated: Σ fitted GEMM and "
+                    "prefill-attention kernels; + collectives",
+                    (Term("T_flops", compute_t, "s"), Term("T_memory", memory_t, "s"),
+                     Term("T_comms", _f(res.prefill_comms_s), "s")),
                     S_PREFILL, binding=True, note="compute-bound" if compute_t >= memory_t else "memory-bound"),
-        Explanation("TTFT lower bound", _f(overlapped_step_time_s(memory_t, 0.0, compute_t)), "s",
-                    "max(T_flops, T_memory): compute and HBM traffic fully overlapped",
-                    (Term("T_flops", compute_t, "s"), Term("T_memory", memory_t, "s")), S_PREFILL),
-        Explanation("TTFT upper bound", _f(serialized_step_time_s(memory_t, 0.0, compute_t)), "s",
-                    "T_flops + T_memory: nothing overlapped",
-                    (Term("T_flops", compute_t, "s"), Term("T_memory", memory_t, "s")), S_PREFILL),
         Explanation("TPOT (mean)", _f(res.tpot_s), "s",
-                    "Σ_t step(I + t) / (O - 1), step = T_kv + max(T_flops, T_weights)",
+                    "Σ_t step(I + t) / (O - 1), each step from the step model",
                     (Term("O - 1", steps, "steps"), Term("first step", _f(res.first_step_time_s), "s"),
                      Term("last step", _f(res.last_step_time_s), "s")), S_LATENCY),
         Explanation("latency", _f(res.latency_s), "s", "TTFT + Σ decode steps",
@@ -228,6 +212,7 @@ def explain_shard(model: ModelSpec, res: Any) -> list[Explanation]:
     """The sharding limits of a :class:`~roofline.multichip.ShardResult`, formula by formula."""
     lower, upper = _f(res.step_time_lower_s), _f(res.step_time_upper_s)
     comms = _f(res.comms_time_s)
+    local = _f(res.local_step_time_s)
     return [
         Explanation("β", res.beta, "", "β = W_hbm / W_ici (per chip of the tp group)",
                     (Term("W_ici", res.ici_bandwidth_bytes_per_s, "B/s"),), S_SHARD),
@@ -241,9 +226,13 @@ def explain_shard(model: ModelSpec, res: Any) -> list[Explanation]:
         Explanation("collectives per step", comms, "s", "L · (2 AllReduce [B, D] + AllToAlls when tp > K)",
                     (Term("L", model.num_layers, "layers"), Term("AllToAlls/layer", res.attention_alltoalls_per_layer,
                                                              "")), S_SHARD),
-        Explanation("step lower bound", lower, "s", "max(T_kv + max(T_flops, T_weights), T_comms): collectives "
-                    "overlapped (the step decode_step reports)", (Term("T_comms", comms, "s"),), S_SHARD,
+        Explanation("decode step without collectives", local, "s", "attention + GEMMs + overhead",
+                    (Term("local", local, "s"),), S_SHARD),
+        Explanation("step lower bound", lower, "s", "max(local, T_comms): collectives overlapped",
+                    (Term("T_comms", comms, "s"),), S_SHARD,
                     binding=comms >= lower, note=f"bound: {np.asarray(res.bound).reshape(-1)[0]}"),
+        Explanation("step time (prediction)", _f(res.step_time_s), "s",
+                    "local + max(0, T_comms − overlap·local)", (Term("local", local, "s"),), S_SHARD),
         Explanation("step upper bound", upper, "s", "T_kv + max(T_flops, T_weights) + T_comms(upper): nothing "
                     "overlapped", (Term("T_comms lower", comms, "s"),), S_SHARD),
     ]

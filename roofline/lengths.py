@@ -12,14 +12,13 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .analysis import request
+from .analysis import request_from
+from .deploy import Deployment
 from .errors import RooflineError
-from .specs import HardwareSpec, ModelSpec
 
 
 @dataclass(frozen=True)
@@ -137,16 +136,15 @@ def read_lengths_csv(path: str | Path) -> LengthDistribution:
     return from_points(arr[:, 0], arr[:, 1], arr[:, 2], source=str(p))
 
 
-def averaged_request(
-    model: ModelSpec, hw: HardwareSpec, lengths: LengthDistribution, **options: Any
-) -> dict[str, float]:
+def averaged_request(dep: Deployment, lengths: LengthDistribution, batch: ArrayLike = 1,
+                     mfu: float = 1.0) -> dict[str, float]:
     """Every numeric field of :func:`roofline.analysis.request`, weighted over the distribution.
 
-    One vectorised call evaluates all the points; ``options`` (chips, batch, precision, mfu)
-    pass through.  Means of latencies are per request; ``tokens_per_s_per_chip`` is the
+    One vectorised call over the deployment evaluates all the points.  Means of latencies are
+    per request; ``tokens_per_s_per_chip`` is the
     weighted mean of the per-point values, not a ratio of means.
     """
-    res = request(model, hw, lengths.input_len, lengths.output_len, **options)
+    res = request_from(dep, lengths.input_len, lengths.output_len, batch, mfu)
     out: dict[str, float] = {}
     for key, value in res.as_dict().items():
         arr = np.asarray(value)

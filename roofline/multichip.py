@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from . import collectives, compute, fabric, memory, serving, sharding, step
-from .analysis import BOOK, Precision, decode_step, request
-from .chip import chip_rates
+from . import collectives, engines, fabric, memory, sharding, step
+from .analysis import BOOK, Precision, decode_step
+from .deploy import DEFAULT_MEMORY_UTILIZATION, chip_rates, deployment, kernels
+from .engines import ServeResult
 from .errors import RooflineError
 from .specs import HardwareSpec, ModelSpec
 from .units import dtype_bytes
@@ -38,6 +39,7 @@ class CollectiveResult:
     latency_bound: Any
     rule_of_thumb_latency_bound: Any
     latency_bound_below_bytes: float
+    spec_time_s: Any = 0.0
     sources: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -72,13 +74,19 @@ def collective(
     layout = fabric.layout_for(hw, devices, topology_text, axes, wraparound)
     t = fabric.collective_on(hw, layout, op, v)
     n = layout.devices
+    time_s, time_upper_s, hw_source = t.time_s, t.time_upper_s, f"spec sheet ({hw.source or hw.name})"
+    fitted = _fitted_collective(hw, op, v, n)
+    if fitted is not None:
+        time_s, family = fitted
+        time_upper_s = time_s
+        hw_source = f"calibrated profile ({op}, {family}, fitted at {n} devices); spec sheet for the bounds"
     return CollectiveResult(
         op=op,
         total_bytes=v,
         devices=n,
         network=layout.describe(hw),
-        time_s=t.time_s,
-        time_upper_s=t.time_upper_s,
+        time_s=time_s,
+        time_upper_s=time_upper_s,
         bandwidth_time_s=t.bandwidth_time_s,
         latency_time_s=t.latency_time_s,
         latency_bound=t.latency_bound,
@@ -86,13 +94,25 @@ def collective(
             collectives.is_latency_bound(v, n, hw.ici_bandwidth_bytes_per_s, hw.ici_hop_latency_s)),
         latency_bound_below_bytes=float(
             collectives.latency_bound_bytes(n, hw.ici_bandwidth_bytes_per_s, hw.ici_hop_latency_s)),
+        spec_time_s=t.time_upper_s,
         sources={
-            "hardware": f"spec sheet ({hw.source or hw.name})",
+            "hardware": hw_source,
             "formulas": fabric.PART3,
             "dcn": dcn_source,
             **fabric.link_summary(hw, layout),
         },
     )
+
+
+def _fitted_collective(hw: HardwareSpec, op: str, total_bytes: Any, devices: int) -> tuple[Any, str] | None:
+    """(seconds, kernel family) from a profile fitted at ``devices``, else None (spec sheet)."""
+    if hw.calibration is None:
+        return None
+    per_device = total_bytes / devices if op == "alltoall" else total_bytes
+    try:
+        return kernels.collective_time_s(hw, op, per_device, devices)
+    except KeyError:
+        return None
 
 
 # --------------------------------------------------------------------------- sharding limits
@@ -129,6 +149,7 @@ class ShardResult:
     weight_stationary_2d_crossover_chips: float
     sequence_sharding_comms_s: Any
     step_time_s: Any
+    local_step_time_s: Any
     comms_time_s: Any
     step_time_lower_s: Any
     step_time_upper_s: Any
@@ -163,7 +184,7 @@ def shard_limits(
         model.num_layers, fabric.collective_on(hw, layout, "allgather", q_bytes).time_s,
         fabric.collective_on(hw, layout, "allreduce", q_bytes).time_s)
     rates = chip_rates(hw, precision.compute)
-    beta = float(sharding.hbm_to_ici_ratio(rates.weight_bandwidth_bytes_per_s, w_ici))
+    beta = float(sharding.hbm_to_ici_ratio(rates.hbm_bandwidth_bytes_per_s, w_ici))
     alpha = float(sharding.ici_arithmetic_intensity(rates.flops_per_s, w_ici))
     act_bytes = batch * model.d_model * dtype_bytes(precision.compute)
     return ShardResult(
@@ -187,6 +208,7 @@ def shard_limits(
             sharding.weight_stationary_2d_crossover_chips(model.d_model, model.d_ff)),
         sequence_sharding_comms_s=sequence_comms,
         step_time_s=res.step_time_s,
+        local_step_time_s=res.local_step_time_s,
         comms_time_s=res.comms_time_s,
         step_time_lower_s=res.step_time_lower_s,
         step_time_upper_s=res.step_time_upper_s,
@@ -224,7 +246,7 @@ def moe_sharding(
         "expert_ways": z,
         "model_ways": y,
         "weight_bytes_per_chip": per_chip,
-        "weight_load_time_s": float(step.weight_load_time_s(per_chip, rates.weight_bandwidth_bytes_per_s)),
+        "weight_load_time_s": float(step.weight_load_time_s(per_chip, rates.hbm_bandwidth_bytes_per_s)),
         "free_hbm_per_chip_bytes": float(sharding.free_hbm_per_chip(hw.hbm_bytes, per_chip)),
         "smallest_slice_chips": smallest[0] if smallest else None,
         "experts_touched_per_step": float(memory.expected_experts_touched(
@@ -235,30 +257,6 @@ def moe_sharding(
 
 
 # --------------------------------------------------------------------------- serving engines
-
-
-@dataclass(frozen=True)
-class ServeResult:
-    """A serving design (contract keys of ``roofline serve --json``)."""
-
-    mode: str
-    ttft_s: float
-    tpot_s: float
-    tokens_per_s_per_chip: float
-    chips: float
-    prefill_s: float
-    batch_prefill_s: float
-    step_time_s: float
-    decode_stall_s: float
-    prefill_to_decode_ratio: float
-    kv_transfer_s: float
-    continuous: dict[str, Any] | None = None
-    prefix_cache: dict[str, Any] | None = None
-    speculative: dict[str, Any] | None = None
-    sources: dict[str, str] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def serve(
@@ -279,186 +277,12 @@ def serve(
     draft_model: ModelSpec | None = None,
     draft_len: int | None = None,
     acceptance: float | None = None,
+    tp: int | None = None,
+    pp: int | None = None,
+    ep: int | None = None,
+    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
 ) -> ServeResult:
-    """TTFT, TPOT and tokens/s per chip of a static, interleaved or disaggregated engine, plus extras."""
-    if mode not in serving.MODES:
-        raise RooflineError(f"--mode: unknown mode {mode!r}; allowed: {', '.join(serving.MODES)}")
-    prefill_1 = float(request(model, hw, input_len, 1, chips, 1, precision, mfu).ttft_s)
-    prefill_b = float(request(model, hw, input_len, 1, chips, batch, precision, mfu).ttft_s)
-    mean_context = input_len + output_len / 2.0
-    step_res = decode_step(model, hw, chips, batch, mean_context, precision)
-    step_s = float(step_res.step_time_s)
-    ratio = float(serving.prefill_to_decode_ratio(prefill_1, step_s, batch, output_len))
-    kv_bytes = float(memory.kv_cache_bytes_per_sequence(model, input_len, precision.kv_bytes))
-    transfer = 0.0
-    if mode == "disaggregated":
-        if hw.dcn_bandwidth_bytes_per_s is None:
-            raise RooflineError(f"{hw.name}: disaggregated mode needs dcn_bandwidth_bytes_per_s in the hardware file")
-        transfer = float(serving.kv_transfer_time_s(kv_bytes, chips * hw.dcn_bandwidth_bytes_per_s,
-                                                    hw.dcn_latency_s or 0.0))
-    if mode == "static":
-        ttft = float(serving.static_ttft_s(prefill_b))
-        tpot, stall = step_s, 0.0
-        tps = batch * output_len / float(serving.static_cycle_s(prefill_b, output_len, step_s))
-        used = float(chips)
-    elif mode == "interleaved":
-        ttft = float(serving.interleaved_ttft_s(prefill_1, step_s))
-        tpot = float(serving.interleaved_tpot_s(step_s, prefill_1, batch, output_len))
-        stall, tps, used = prefill_1, batch / tpot, float(chips)
-    else:
-        ttft = float(serving.disaggregated_ttft_s(prefill_1, transfer))
-        tpot, stall = step_s, 0.0
-        tps, used = batch / step_s, chips * (1.0 + ratio)
-    return ServeResult(
-        mode=mode,
-        ttft_s=ttft,
-        tpot_s=tpot,
-        tokens_per_s_per_chip=float(serving.tokens_per_s_per_chip(tps, used)),
-        chips=used,
-        prefill_s=prefill_1,
-        batch_prefill_s=prefill_b,
-        step_time_s=step_s,
-        decode_stall_s=stall,
-        prefill_to_decode_ratio=ratio,
-        kv_transfer_s=transfer,
-        continuous=(continuous_batching(model, hw, chips, input_len, output_len, precision, prefill_1, arrival_rate)
-                    if arrival_rate is not None else None),
-        prefix_cache=(prefix_caching(model, hw, chips, input_len, precision, mfu, prefix_len, prefix_hit_rate,
-                                     num_prefixes, prefix_store) if prefix_len is not None else None),
-        speculative=(speculative(model, hw, chips, batch, mean_context, precision, draft_model, draft_len,
-                                 acceptance) if draft_len is not None else None),
-        sources={
-            "hardware": step_res.sources["hardware"],
-            "model": model.source or model.name,
-            "formulas": f"{BOOK}, 'Designing an effective inference engine', appendix D; part 8 "
-                        "(disaggregation ratio)",
-            "decode step": f"batch {batch} at the mean context I + O/2 = {mean_context:g}",
-        },
-    )
-
-
-def continuous_batching(
-    model: ModelSpec, hw: HardwareSpec, chips: int, input_len: int, output_len: int, precision: Precision,
-    prefill_s: float, arrival_rate: float,
-) -> dict[str, Any]:
-    """Steady state at λ req/s: concurrency by Little's law, TPOT, TTFT with M/D/1 prefill queueing, chips."""
-    if arrival_rate <= 0:
-        raise RooflineError(f"--arrival-rate must be positive (got {arrival_rate})")
-    context = input_len + output_len / 2.0
-    capacity = memory.hbm_capacity_bytes(chips, hw.hbm_bytes)
-    weights = memory.param_bytes(memory.param_counts(model).total, precision.weight_bytes)
-    kv_seq = memory.kv_cache_bytes_per_sequence(model, input_len + output_len, precision.kv_bytes)
-    max_batch = int(memory.max_batch_size(capacity, weights, kv_seq))
-    if max_batch < 1:
-        raise RooflineError(f"{model.name} does not fit on {chips}x {hw.name} at context {input_len + output_len}")
-    batches = np.arange(1, max_batch + 1, dtype=float)
-    steps = np.asarray(decode_step(model, hw, chips, batches, context, precision).step_time_s, dtype=float)
-    replicas, concurrency = 1, float("inf")
-    while replicas <= 4096:
-        concurrency = serving.steady_state_batch(arrival_rate / replicas, output_len, batches, steps)
-        if np.isfinite(concurrency):
-            break
-        replicas += 1
-    if not np.isfinite(concurrency):
-        raise RooflineError(f"--arrival-rate {arrival_rate}: needs more than 4096 decode replicas")
-    tpot = float(steps[int(concurrency) - 1])
-    prefill_servers = int(serving.servers_needed(arrival_rate * prefill_s))
-    wait = float(serving.md1_wait_s(arrival_rate / prefill_servers, prefill_s))
-    return {
-        "arrival_rate_per_s": arrival_rate,
-        "concurrency_per_replica": concurrency,
-        "decode_replicas": replicas,
-        "prefill_servers": prefill_servers,
-        "tpot_s": tpot,
-        "ttft_s": prefill_s + wait,
-        "prefill_queue_wait_s": wait,
-        "chips_needed": (replicas + prefill_servers) * chips,
-        "queueing_model": "Little's law L = λ·O·TPOT(L) per decode replica; prefill pool as M/D/1 "
-                          "(Poisson arrivals, fixed prefill time), sized to ≤ 80% utilization",
-    }
-
-
-def prefix_caching(
-    model: ModelSpec, hw: HardwareSpec, chips: int, input_len: int, precision: Precision, mfu: float,
-    prefix_len: int, hit_rate: float, num_prefixes: int, store: str,
-) -> dict[str, Any]:
-    """Shared prefix of P tokens hit with rate h: FLOPs saved, cache bytes held, TTFT with and without."""
-    if not 0 < prefix_len <= input_len:
-        raise RooflineError(f"--prefix-len must be in (0, --input-len] (got {prefix_len})")
-    if not 0 <= hit_rate <= 1:
-        raise RooflineError(f"--prefix-hit-rate must be in [0, 1] (got {hit_rate})")
-    if store not in ("hbm", "host"):
-        raise RooflineError(f"--prefix-store: unknown {store!r}; allowed: hbm, host")
-    rates = chip_rates(hw, precision.compute)
-    active = memory.param_counts(model).active
-    weights = memory.param_bytes(memory.param_counts(model).total, precision.weight_bytes)
-    full_flops = compute.prefill_flops(model, active, input_len)
-    prefix_flops = compute.prefill_flops(model, active, prefix_len)
-    kv_prefix = float(memory.kv_cache_bytes_per_sequence(model, prefix_len, precision.kv_bytes))
-    kv_full = float(memory.kv_cache_bytes_per_sequence(model, input_len, precision.kv_bytes))
-    flops_rate, bw = chips * rates.flops_per_s, chips * rates.weight_bandwidth_bytes_per_s
-    full = float(step.prefill_time_s(full_flops, weights + kv_full, flops_rate, bw, mfu))
-    suffix = float(step.prefill_time_s(full_flops - prefix_flops, weights + kv_full - kv_prefix, flops_rate, bw,
-                                       mfu))
-    if store == "host":
-        if hw.host_bandwidth_bytes_per_s is None:
-            raise RooflineError(f"--prefix-store host: {hw.name} has no host_bandwidth_bytes_per_s")
-        load = kv_prefix / (chips * hw.host_bandwidth_bytes_per_s)
-        capacity = (hw.host_dram_bytes or 0.0) * chips
-    else:
-        load = 0.0  # read in place by the suffix's attention
-        capacity = float(hw.hbm_bytes * chips - weights)
-    held = float(serving.prefix_cache_bytes(num_prefixes, kv_prefix))
-    cached = float(serving.prefix_cached_ttft_s(full, suffix, load, hit_rate))
-    return {
-        "prefix_len": prefix_len,
-        "hit_rate": hit_rate,
-        "prefill_flops": float(full_flops),
-        "flops_saved_per_request": float(serving.prefix_flops_saved(prefix_flops, hit_rate)),
-        "cache_bytes": held,
-        "cache_store": store,
-        "cache_fits": held <= capacity,
-        "cache_load_s": load,
-        "ttft_without_cache_s": full,
-        "ttft_with_cache_s": cached,
-        "ttft_gain_s": full - cached,
-    }
-
-
-def speculative(
-    model: ModelSpec, hw: HardwareSpec, chips: int, batch: int, context: float, precision: Precision,
-    draft_model: ModelSpec | None, draft_len: int, acceptance: float | None,
-) -> dict[str, Any]:
-    """Speculative decoding with γ drafts at acceptance α: tokens per step, round time, speedup, break-even batch."""
-    if draft_model is None or acceptance is None:
-        raise RooflineError("speculative decoding needs --draft-model, --draft-len and --acceptance together")
-    if draft_len < 1:
-        raise RooflineError(f"--draft-len must be at least 1 (got {draft_len})")
-    if not 0 <= acceptance <= 1:
-        raise RooflineError(f"--acceptance must be in [0, 1] (got {acceptance})")
-    rates = chip_rates(hw, precision.compute)
-    counts = memory.param_counts(model)
-    batches = np.unique(np.concatenate([[batch], 2.0 ** np.arange(0, 13)]))
-    plain = np.asarray(decode_step(model, hw, chips, batches, context, precision).step_time_s, dtype=float)
-    draft = np.asarray(decode_step(draft_model, hw, chips, batches, context, precision).step_time_s, dtype=float)
-    weights_read = memory.weight_bytes_read_per_step(model, counts.total, precision.weight_bytes, batches)
-    kv_seq = memory.kv_cache_bytes_per_sequence(model, context, precision.kv_bytes)
-    verify = serving.verify_step_time_s(batches, draft_len, kv_seq, weights_read, counts.active,
-                                        chips * rates.flops_per_s, chips * rates.weight_bandwidth_bytes_per_s)
-    tokens = float(serving.expected_tokens_per_step(acceptance, draft_len))
-    round_s = serving.speculative_round_time_s(draft, draft_len, verify)
-    speedup = serving.speculative_speedup(tokens, round_s, plain)
-    i = int(np.nonzero(batches == batch)[0][0])
-    return {
-        "draft_model": draft_model.name,
-        "draft_len": draft_len,
-        "acceptance": acceptance,
-        "tokens_per_target_step": tokens,
-        "draft_step_s": float(draft[i]),
-        "verify_step_s": float(verify[i]),
-        "round_time_s": float(round_s[i]),
-        "plain_step_s": float(plain[i]),
-        "tpot_s": float(round_s[i]) / tokens,
-        "speedup": float(speedup[i]),
-        "break_even_batch": serving.break_even_batch(batches, speedup),
-    }
+    """A serving design of ``model`` on ``chips`` of ``hw`` (see :func:`roofline.engines.serve`)."""
+    dep = deployment(model, hw, chips, precision, tp=tp, pp=pp, ep=ep, memory_utilization=memory_utilization)
+    return engines.serve(dep, mode, input_len, output_len, batch, mfu, arrival_rate, prefix_len,
+                         prefix_hit_rate, num_prefixes, prefix_store, draft_model, draft_len, acceptance)

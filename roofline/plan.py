@@ -27,8 +27,8 @@ from numpy.typing import ArrayLike
 
 from . import memory
 from .analysis import BOOK, Precision, decode_step, request
-from .chip import chip_rates
 from .cost import cost_per_hour
+from .deploy import DEFAULT_MEMORY_UTILIZATION
 from .errors import RooflineError
 from .lengths import LengthDistribution, weighted_mean
 from .memory import Number
@@ -63,19 +63,6 @@ def bandwidth_for_tpot(
 def chips_for_tpot(step_time_one_chip_s: ArrayLike, tpot_s: ArrayLike) -> Number:
     """Chips for a TPOT target: every term of the step scales as 1/n, so n = ceil(step(1) / T)."""
     return np.ceil(np.divide(step_time_one_chip_s, tpot_s) - 1e-9)
-
-
-def max_batch_for_tpot(
-    tpot_s: ArrayLike, kv_bytes_per_seq: ArrayLike, weight_bytes: ArrayLike, active_params: ArrayLike,
-    flops_per_s: ArrayLike, bandwidth_bytes_per_s: ArrayLike,
-) -> Number:
-    """Largest B with B·KV/W + max(2BP/C, P_bytes/W) ≤ T: min((T·W - P_bytes)/KV, T/(KV/W + 2P/C))."""
-    t = np.asarray(tpot_s, dtype=float)
-    bw = np.asarray(bandwidth_bytes_per_s, dtype=float)
-    kv_time = np.divide(kv_bytes_per_seq, bw)
-    memory_side = (t * bw - np.asarray(weight_bytes, dtype=float)) / np.asarray(kv_bytes_per_seq, dtype=float)
-    compute_side = t / (kv_time + 2.0 * np.divide(active_params, flops_per_s))
-    return np.maximum(np.floor(np.minimum(memory_side, compute_side)), 0.0)
 
 
 def mg1_wait_s(arrival_rate: ArrayLike, mean_service_s: ArrayLike, mean_service_sq_s2: ArrayLike) -> Number:
@@ -158,7 +145,7 @@ class InverseAnswers:
 
 def inverse_questions(
     model: ModelSpec, hw: HardwareSpec, chips: int, batch: int, context: int, tpot_s: float,
-    precision: Precision | None = None,
+    precision: Precision | None = None, memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
 ) -> InverseAnswers:
     """Longest context at B; batch where KV reads overtake weights; HBM bandwidth, chips and batch for T.
 
@@ -168,31 +155,36 @@ def inverse_questions(
     if not tpot_s > 0:
         raise RooflineError(f"--tpot-slo must be positive (got {tpot_s})")
     precision = precision or Precision()
-    res = decode_step(model, hw, chips, batch, context, precision)
-    rates = chip_rates(hw, precision.compute)
+    res = decode_step(model, hw, chips, batch, context, precision, memory_utilization=memory_utilization)
     counts = memory.param_counts(model)
     weights_read = float(memory.weight_bytes_read_per_step(model, counts.total, precision.weight_bytes, batch))
     kv_seq = float(memory.kv_cache_bytes_per_sequence(model, context, precision.kv_bytes))
     target = tpot_s - float(res.overhead_time_s)
-    one_chip = decode_step(model, hw, 1, batch, context, precision, rates=rates)
+    one_chip = decode_step(model, hw, 1, batch, context, precision)
     bandwidth = float(bandwidth_for_tpot(target, batch, kv_seq, weights_read, res.compute_time_s))
     return InverseAnswers(
-        longest_context_tokens=float(memory.max_context_length(
-            model, batch, res.hbm_capacity_bytes, res.param_bytes, precision.kv_bytes)),
+        longest_context_tokens=float(res.max_context),
         kv_crossover_batch=float(kv_crossover_batch(weights_read, kv_seq)),
         bandwidth_for_tpot_bytes_per_s=bandwidth,
         bandwidth_per_chip_for_tpot_bytes_per_s=bandwidth / chips,
         chips_for_tpot=float(chips_for_tpot(float(one_chip.step_time_s) - float(one_chip.overhead_time_s), target))
         if target > 0 else np.inf,
         min_chips_for_memory=float(res.min_chips),
-        max_batch_for_tpot=float(max_batch_for_tpot(
-            target, kv_seq, weights_read, counts.active, chips * rates.flops_per_s,
-            chips * rates.weight_bandwidth_bytes_per_s)) if target > 0 else 0.0,
+        max_batch_for_tpot=largest_batch_within(model, hw, chips, context, precision, tpot_s),
         max_batch_for_memory=float(res.max_batch),
         step_time_s=float(res.step_time_s),
         tpot_s=tpot_s,
         sources={**res.sources, "inverse": f"{SECTION}: the step-time formula solved for S, B, W and chips"},
     )
+
+
+def largest_batch_within(model: ModelSpec, hw: HardwareSpec, chips: int, context: int, precision: Precision,
+                         tpot_s: float, limit: int = 1 << 16) -> float:
+    """Largest batch whose decode step (the step model's prediction) is ≤ T; 0 if none (a search, no formula)."""
+    batches = np.arange(1, limit + 1, dtype=float)
+    steps = np.asarray(decode_step(model, hw, chips, batches, context, precision).step_time_s, dtype=float)
+    ok = np.flatnonzero(steps <= tpot_s)
+    return float(batches[ok[-1]]) if ok.size else 0.0
 
 
 # --------------------------------------------------------------------------- search
@@ -230,6 +222,7 @@ class Deployment:
     hbm_bytes: float
     binding: str
     price_per_chip_hour: float
+    pp: int = 1
 
 
 @dataclass(frozen=True)
@@ -269,13 +262,15 @@ def _chip_axis(hardware: Sequence[HardwareSpec], max_chips: int) -> np.ndarray:
     return np.array([2**k for k in range(0, 20) if 2**k <= top], dtype=np.int64)
 
 
-def _prefill_moments(model: ModelSpec, hw: HardwareSpec, chips: np.ndarray, lengths: LengthDistribution,
-                     precision: Precision, mfu: float) -> tuple[np.ndarray, np.ndarray]:
-    """E[S] and E[S²] of one request's prefill (analysis.request, batch 1) on each slice size."""
-    res = request(model, hw, lengths.input_len[None, :], lengths.output_len[None, :],
-                  chips=np.asarray(chips, dtype=float)[:, None], batch=1, precision=precision, mfu=mfu)
+def _prefill_moments(model: ModelSpec, hw: HardwareSpec, layout: tuple[int, int, int], lengths: LengthDistribution,
+                     precision: Precision, mfu: float, memory_utilization: float,
+                     ep: int | None = None) -> tuple[float, float]:
+    """E[S] and E[S²] of one request's prefill (analysis.request, batch 1) on a (chips, tp, pp) replica."""
+    chips, tp, pp = layout
+    res = request(model, hw, lengths.input_len, lengths.output_len, chips=chips, batch=1, precision=precision,
+                  mfu=mfu, tp=tp, pp=pp if pp > 1 else None, ep=ep, memory_utilization=memory_utilization)
     ttft = np.asarray(res.ttft_s, dtype=float)
-    return weighted_mean(ttft, lengths.weight), weighted_mean(ttft**2, lengths.weight)
+    return float(weighted_mean(ttft, lengths.weight)), float(weighted_mean(ttft**2, lengths.weight))
 
 
 def plan(
@@ -292,6 +287,10 @@ def plan(
     kv_dtypes: Sequence[str] = KV_DTYPES,
     mfu: float = 1.0,
     top: int = 10,
+    tp: Sequence[int] | None = None,
+    pp: Sequence[int] | None = None,
+    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
+    ep: int | None = None,
 ) -> PlanResult:
     """Cheapest $/hour over chips × batch × dtypes (one :func:`sweep.decode_sweep`) meeting the targets."""
     if not qps > 0:
@@ -305,7 +304,7 @@ def plan(
     by_name = {hw.name: hw for hw in hardware}
     sw = decode_sweep(model, hardware, batch=np.asarray(batches), chips=_chip_axis(hardware, max_chips),
                       context=(int(round(lengths.decode_context)),), weights=weights, kv_dtypes=kv_dtypes,
-                      prices=prices)
+                      prices=prices, tp=tp, pp=pp, memory_utilization=memory_utilization, ep=ep)
     cols = sw.columns
     hw_col, w_col, kv_col = sw.column("hardware"), sw.column("weights"), sw.column("kv_dtype")
     chips, batch = cols["chips"].astype(float), cols["batch"].astype(float)
@@ -317,15 +316,18 @@ def plan(
     params = memory.param_counts(model).total
     longest = memory.param_bytes(params, weight_b) + memory.kv_cache_bytes_per_sequence(
         model, lengths.max_context, kv_b)
-    usable = in_domain & np.asarray(memory.fits_in_memory(longest, cols["hbm_capacity_bytes"]))
+    usable_hbm = cols["hbm_capacity_bytes"] * memory_utilization
+    usable = in_domain & np.asarray(memory.fits_in_memory(longest, usable_hbm))
     # Prefill moments per block (chip × dtypes), vectorised over the block's slice sizes.
     p_mean, p_sq = np.ones_like(chips), np.ones_like(chips)
     for index, blk in enumerate(sw.blocks):
         rows = np.flatnonzero(cols["block"] == index)
         if rows.size:
             prec = Precision(blk["weights"], blk["kv_dtype"], blk["compute_dtype"])
-            p_mean[rows], p_sq[rows] = _prefill_moments(model, by_name[blk["hardware"]], chips[rows], lengths,
-                                                        prec, mfu)
+            for key in {(int(chips[r]), int(cols["tp"][r]), int(cols["pp"][r])) for r in rows}:
+                sel = rows[(chips[rows] == key[0]) & (cols["tp"][rows] == key[1]) & (cols["pp"][rows] == key[2])]
+                p_mean[sel], p_sq[sel] = _prefill_moments(model, by_name[blk["hardware"]], key, lengths, prec, mfu,
+                                                          memory_utilization, ep)
     step_s = cols["step_time_s"]
     decode_steps = max(lengths.mean_output - 1.0, 0.0)
     inf = np.full(step_s.shape, np.inf)
@@ -349,18 +351,19 @@ def plan(
         bigger = step_of.get((int(cols["block"][i]), int(chips[i]), int(batch[i]) * 2))
         binding = binding_constraint({k: float(v[i]) for k, v in limits.items()}, bigger is not None,
                                      bigger if bigger is not None else np.inf, tpot_slo_s)
-        if replicas[i] == 1 and longest[i] > cols["hbm_capacity_bytes"][i] / 2:
+        if replicas[i] == 1 and longest[i] > usable_hbm[i] / 2:
             binding = "memory"  # one replica carries the traffic; holding the weights sets its size
         return Deployment(
             hardware=str(hw_col[i]), chips_per_replica=int(chips[i]), tp=int(cols["tp"][i]),
-            sharding=f"tensor-parallel over {int(cols['tp'][i])} chips within a replica, "
-                     f"{int(replicas[i])} data-parallel replica(s)",
+            sharding=f"tensor-parallel over {int(cols['tp'][i])} chips"
+                     + (f" x {int(cols['pp'][i])} pipeline stages" if cols["pp"][i] > 1 else "")
+                     + f" within a replica, {int(replicas[i])} data-parallel replica(s)",
             batch=int(batch[i]), weights=str(w_col[i]), kv_dtype=str(kv_col[i]), replicas=int(replicas[i]),
             total_chips=int(chips[i] * replicas[i]), dollars_per_hour=float(dollars[i]),
             cost_per_million_output_tokens=float(cost_per_million_output_tokens(dollars[i], qps, lengths.mean_output)),
             **_latencies(qps / replicas[i], p_mean[i], p_sq[i], step_s[i], decode_steps),
             memory_bytes=float(cols["total_bytes"][i]), hbm_bytes=float(cols["hbm_capacity_bytes"][i]),
-            binding=binding, price_per_chip_hour=float(price[i]))
+            binding=binding, price_per_chip_hour=float(price[i]), pp=int(cols["pp"][i]))
 
     chosen = [deployment(i) for i in ranked[:top]]
     per_hardware: dict[str, Deployment] = {}

@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike
 
 from . import cost, step, topology
 from .analysis import BOOK, Precision, decode_step
-from .chip import chip_rates
+from .deploy import DEFAULT_MEMORY_UTILIZATION, chip_rates
 from .errors import RooflineError
 from .specs import HardwareSpec, ModelSpec
 from .units import DTYPE_BYTES
@@ -30,9 +30,11 @@ from .units import DTYPE_BYTES
 POINT_COLUMNS = (
     "chips",
     "tp",
+    "pp",
     "batch",
     "context",
     "step_time_s",
+    "step_time_lower_s",
     "step_time_upper_s",
     "comms_time_s",
     "tokens_per_s",
@@ -47,8 +49,8 @@ POINT_COLUMNS = (
 #: Per-block labels: one (model, chip, dtypes) block shares them.
 BLOCK_FIELDS = ("model", "hardware", "weights", "kv_dtype", "compute_dtype", "topology", "critical_batch")
 #: Columns of a row in ``--json`` / ``--csv`` output, in order.
-COLUMNS = ("model", "hardware", "chips", "topology", "tp", "batch", "context", "weights", "kv_dtype",
-           "compute_dtype", "step_time_s", "step_time_upper_s", "comms_time_s", "tokens_per_s",
+COLUMNS = ("model", "hardware", "chips", "topology", "tp", "pp", "batch", "context", "weights", "kv_dtype",
+           "compute_dtype", "step_time_s", "step_time_lower_s", "step_time_upper_s", "comms_time_s", "tokens_per_s",
            "tokens_per_s_per_chip", "tokens_per_s_per_user", "cost_per_million_tokens", "bound",
            "total_bytes", "hbm_capacity_bytes", "critical_batch")
 
@@ -162,21 +164,25 @@ def _block_columns(
     context: np.ndarray,
     max_batch: np.ndarray,
     tp: int,
+    pp: int,
     topology_text: str | None,
     precision: Precision,
     price: float,
+    memory_utilization: float,
+    ep: int | None = None,
 ) -> tuple[dict[str, np.ndarray], str]:
     """Columns of the points of one (chip, dtypes, tp) block that fit in HBM, and the comms source.
 
     ``max_batch`` (chips × context, decode_step's own field) screens out every batch that
     overflows HBM; decode_step then runs once on the flat arrays of the rest.  The latency
-    is the step with tensor-parallel collectives overlapped (``step_time_lower_s``, the
-    book's general form when tp = 1); throughput and cost follow from it.
+    is the step model's prediction (``step_time_s``: collectives on the critical path on GPUs,
+    overlapped on TPUs; the book's general form when tp = 1); throughput and cost follow from it.
     """
     slot, b = feasible_points(batch, max_batch)
     c = np.repeat(chips.astype(float), context.size)[slot]
     s = np.tile(context.astype(float), chips.size)[slot]
-    res = decode_step(model, hw, c, b, s, precision, price, tp=tp, topology_text=topology_text)
+    res = decode_step(model, hw, c, b, s, precision, price, tp=tp, topology_text=topology_text,
+                      pp=pp if pp > 1 else None, ep=ep, memory_utilization=memory_utilization)
     fits = np.asarray(res.fits)  # all True but for float ties at the HBM edge
     keep = slice(None) if fits.all() else fits
     c, b = c[keep], b[keep]
@@ -184,14 +190,16 @@ def _block_columns(
     def kept(values: ArrayLike) -> np.ndarray:
         return np.broadcast_to(np.asarray(values, dtype=float), fits.shape)[keep]
 
-    step_s = kept(res.step_time_lower_s)
+    step_s = kept(res.step_time_s)
     tps = step.tokens_per_s(b, step_s)
     columns = {
         "chips": c.astype(np.int64),
         "tp": np.full(b.size, tp, dtype=np.int64),
+        "pp": np.full(b.size, pp, dtype=np.int64),
         "batch": b.astype(np.int64),
         "context": s[keep].astype(np.int64),
         "step_time_s": step_s,
+        "step_time_lower_s": kept(res.step_time_lower_s),
         "step_time_upper_s": kept(res.step_time_upper_s),
         "comms_time_s": kept(res.comms_time_s),
         "tokens_per_s": tps,
@@ -236,6 +244,33 @@ def tp_groups(
     return groups
 
 
+def parallel_groups(
+    chips: np.ndarray, tp: Sequence[int] | None, pp: Sequence[int] | None, topologies: Sequence[str] | None = None
+) -> list[tuple[int, int, np.ndarray, str | None]]:
+    """(tp, pp, indices into ``chips``, slice shape) of each block: tp groups × pipeline depths.
+
+    Without ``pp`` every block is one stage; with it, each depth p keeps the chip counts that
+    tp·p divides (tp = chips / p when no tp is given).
+    """
+    stages = sorted(set(pp or [1]))
+    if any(p <= 0 for p in stages):
+        raise RooflineError(f"--pp: depths must be positive integers (got {pp})")
+    if stages == [1]:
+        return [(d, 1, rows, shape) for d, rows, shape in tp_groups(chips, tp, topologies)]
+    if topologies:
+        raise RooflineError("--pp with --topology is not supported: give --chips and --tp")
+    groups: list[tuple[int, int, np.ndarray, str | None]] = []
+    for p in stages:
+        if tp is None:
+            groups += [(int(c) // p, p, np.asarray([i]), None) for i, c in enumerate(chips) if c % p == 0]
+        else:
+            groups += [(int(t), p, np.flatnonzero(chips % (t * p) == 0), None) for t in sorted(set(tp))]
+    groups = [g for g in groups if g[2].size]
+    if not groups:
+        raise RooflineError(f"--tp/--pp: no tp x pp in {list(tp or [])} x {stages} divides --chips {chips.tolist()}")
+    return groups
+
+
 def decode_sweep(
     model: ModelSpec,
     hardware: Sequence[HardwareSpec],
@@ -248,6 +283,9 @@ def decode_sweep(
     compute_dtype: str = "bf16",
     prices: Mapping[str, float] | None = None,
     topologies: Sequence[str] | None = None,
+    pp: Sequence[int] | None = None,
+    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
+    ep: int | None = None,
 ) -> SweepResult:
     """Every (chip, weights, KV dtype, tp, chips, batch, context) decode step that fits in HBM.
 
@@ -265,7 +303,7 @@ def decode_sweep(
     batch_axis, chips_axis, context_axis = (
         np.unique(np.asarray(v, dtype=np.int64).reshape(-1)) for v in (batch, chips, context)
     )
-    groups = tp_groups(chips_axis, tp, topologies)
+    groups = parallel_groups(chips_axis, tp, pp, topologies)
     prices = dict(prices or {})
     parts: list[dict[str, np.ndarray]] = []
     blocks: list[dict[str, Any]] = []
@@ -283,11 +321,13 @@ def decode_sweep(
                 # The whole-slice max batch bounds every tp's (replicas each hold the weights):
                 # one screen per dtype pair; decode_step's own `fits` drops what it lets through.
                 screen = decode_step(model, hw, chips_axis[:, None].astype(float), 1,
-                                     context_axis[None, :].astype(float), precision, price)
+                                     context_axis[None, :].astype(float), precision, price,
+                                     memory_utilization=memory_utilization)
                 max_batch = np.broadcast_to(screen.max_batch, (chips_axis.size, context_axis.size))
-                for degree, rows, shape in groups:
+                for degree, stages, rows, shape in groups:
                     cols, comms = _block_columns(model, hw, batch_axis, chips_axis[rows], context_axis,
-                                                 max_batch[rows], degree, shape, precision, price)
+                                                 max_batch[rows], degree, stages, shape, precision, price,
+                                                 memory_utilization, ep)
                     comms_sources.setdefault(hw.name, {})[comms] = None
                     n_eval = batch_axis.size * rows.size * context_axis.size
                     n_kept = cols["step_time_s"].size

@@ -115,7 +115,7 @@ def _problem_4_cases() -> list[Case]:
              note="derived: K = 8 heads take 8 of the 16 ways, the batch the remaining 2 "
                   "(2 AllToAlls per attention layer)"),
         Case("p4-step-local", f"problem 4: decode step without comms ({setup})", 6.64e-3,
-             lambda: sharded("step_time_s"), "s", derived=True,
+             lambda: sharded("local_step_time_s"), "s", derived=True,
              note="derived: KV 32 × 262,144 × 8192 B = 68.7e9 B over 16 × 8.2e11 B/s = 5.24 ms; "
                   "weights 18.4e9 B / 1.312e13 B/s = 1.40 ms (> 0.19 ms of int8 FLOPs)"),
         Case("p4-step-comms", f"problem 4: activation collectives per step ({setup})", 2.304e-3,

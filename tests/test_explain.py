@@ -6,10 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.analysis import Precision, decode_step, request
+from roofline.analysis import Precision, decode_step, request_from, step_from
+from roofline.deploy import deployment
 from roofline.diff import TERMS, diff_steps
-from roofline.explain import explain_request, explain_step, step_bounds
+from roofline.explain import explain_request, explain_step
 from roofline.specs import load_hardware, load_model
+from roofline.sweep import decode_sweep
 from tests.conftest import run_cli, run_json
 
 M13 = load_model("llama-2-13b")
@@ -22,16 +24,18 @@ def by_name(explanations):
 
 def test_step_explanation_reproduces_the_book_table():
     # The book's LLaMA-2-13B table on 8x v5e, batch 16 at 8192 tokens: 20.30 ms per step.
-    res = decode_step(M13, V5E, 8, 16, 8192)
-    ex = by_name(explain_step(M13, V5E, 8, 16, 8192, Precision(), res))
-    step = ex["step time"]
-    assert step.value == pytest.approx(20.30e-3, rel=0.01)
-    terms = {t.symbol: t.value for t in step.terms}
-    # The formula with its substituted values gives the result: T_kv + max(T_flops, T_weights).
-    assert terms["T_kv"] + max(terms["T_flops"], terms["T_weights"]) + terms["overhead"] == pytest.approx(step.value)
+    dep = deployment(M13, V5E, 8, memory_utilization=1.0)
+    res = step_from(dep, 16, 8192)
+    ex = by_name(explain_step(dep, 16, 8192, res))
+    assert ex["step time"].value == pytest.approx(20.30e-3, rel=0.01)
+    local = ex["step time without collectives"]
+    terms = {t.symbol: t.value for t in local.terms}
+    # attention + GEMMs + overhead, and on the spec sheet T_kv + max(T_flops, T_weights).
+    assert terms["attention"] + terms["GEMMs"] + terms["overhead"] == pytest.approx(local.value)
+    assert ex["KV read time"].value + max(ex["matmul time"].value, ex["weight load time"].value) == pytest.approx(
+        local.value)
     # B = 16 is far below the critical batch (240): the weight load binds, not the FLOPs.
-    assert ex["weight load time"].binding and not ex["matmul time"].binding
-    assert ex["KV read time"].binding  # 107 GB of KV over 6.56 TB/s = 16.3 ms: the largest term
+    assert not ex["matmul time"].binding
     assert ex["critical batch"].value == pytest.approx(1.97e14 / 8.2e11)  # 240.2, the book's 240
     assert "What about memory?" in ex["KV cache per sequence"].section
     kv = {t.symbol: t.value for t in ex["KV cache per sequence"].terms}
@@ -40,20 +44,53 @@ def test_step_explanation_reproduces_the_book_table():
 
 
 @settings(max_examples=40, deadline=None)
-@given(batch=st.integers(1, 2048), context=st.integers(1, 32768), chips=st.sampled_from([1, 4, 8, 16]))
-def test_step_time_lies_between_overlapped_and_serialized(batch, context, chips):
-    res = decode_step(M13, V5E, chips, batch, context)
-    lower, upper = step_bounds(res)
-    assert lower <= float(res.step_time_s) * (1 + 1e-12)
-    assert float(res.step_time_s) <= upper * (1 + 1e-12)
-    # The lower bound is the book's pure-bandwidth minimum when memory binds.
+@given(batch=st.integers(1, 2048), context=st.integers(1, 32768), chips=st.sampled_from([1, 4, 8, 16]),
+       tp=st.sampled_from([None, 1, 2, 4]))
+def test_step_time_lies_between_overlapped_and_serialized(batch, context, chips, tp):
+    res = decode_step(M13, V5E, chips, batch, context, tp=min(tp, chips) if tp else None)
+    lower, step, upper = float(res.step_time_lower_s), float(res.step_time_s), float(res.step_time_upper_s)
+    assert lower <= step * (1 + 1e-12) and step <= upper * (1 + 1e-12)
+    # The lower bound is at least the book's pure-bandwidth minimum.
     assert lower >= float(res.min_step_time_s) * (1 - 1e-12)
+
+
+MODELS = ("llama-3-8b", "llama-2-13b", "mixtral-8x7b", "gemma-2-9b", "deepseek-v3")
+CHIPS = ("h100-sxm", "tpu-v5e", "b200")
+
+
+@settings(max_examples=30, deadline=None)
+@given(model=st.sampled_from(MODELS), chip=st.sampled_from(CHIPS), chips=st.sampled_from([1, 2, 4, 8]),
+       tp_index=st.integers(0, 3), batch=st.integers(1, 512), context=st.integers(16, 16384),
+       weights=st.sampled_from(["bf16", "int8"]), kv=st.sampled_from(["bf16", "int8"]))
+def test_step_diff_explain_and_sweep_agree_exactly(model, chip, chips, tp_index, batch, context, weights, kv):
+    # One step model: the same configuration through step, diff's A side, --explain and the sweep.
+    m, hw = load_model(model), load_hardware(chip)
+    divisors = [t for t in (1, 2, 4, 8) if chips % t == 0]
+    tp = divisors[min(tp_index, len(divisors) - 1)]
+    prec = Precision(weights, kv)
+    dep = deployment(m, hw, chips, prec, tp=tp)
+    res = step_from(dep, batch, context)
+    assert float(decode_step(m, hw, chips, batch, context, prec, tp=tp).step_time_s) == float(res.step_time_s)
+    d = diff_steps(res, res)
+    assert d.step_a_s == pytest.approx(float(res.step_time_s), rel=1e-12)
+    ex = by_name(explain_step(dep, batch, context, res))
+    for name, key in (("step time", "step_time_s"), ("step time lower bound", "step_time_lower_s"),
+                      ("step time upper bound", "step_time_upper_s"), ("usable HBM", "usable_hbm_bytes"),
+                      ("tokens/s", "tokens_per_s")):
+        assert ex[name].value == float(getattr(res, key))
+    sw = decode_sweep(m, [hw], batch=[batch], chips=[chips], context=[context], weights=[weights],
+                      kv_dtypes=[kv], tp=[tp])
+    if bool(res.fits):
+        assert len(sw) == 1 and sw.columns["step_time_s"][0] == pytest.approx(float(res.step_time_s), rel=1e-12)
+    else:
+        assert len(sw) == 0
 
 
 def test_request_explanation_names_the_binding_part():
     m, hw = load_model("llama-3-8b"), load_hardware("h100-sxm")
-    res = request(m, hw, 2048, 256)
-    ex = by_name(explain_request(m, hw, 1, 1, Precision(), 1.0, res))
+    dep = deployment(m, hw, 1)
+    res = request_from(dep, 2048, 256)
+    ex = by_name(explain_request(dep, 1, 1.0, res))
     # Prefill of 2048 tokens: 2·8.03e9·2048 = 3.29e13 FLOPs over 9.89e14 FLOP/s = 33 ms, above
     # the 16 GB / 3.35 TB/s = 4.8 ms of reads: compute-bound.
     assert ex["TTFT (prefill)"].note == "compute-bound"
@@ -128,12 +165,25 @@ def test_shard_and_serve_explanations_match_their_formulas():
 
 def test_tensor_parallel_step_explanation_matches_decode_step():
     m = load_model("llama-3-70b")
-    res = decode_step(m, V5E, 16, 64, 2048, tp=16)
-    ex = by_name(explain_step(m, V5E, 16, 64, 2048, Precision(), res))
+    dep = deployment(m, V5E, 16, tp=16)
+    res = step_from(dep, 64, 2048)
+    ex = by_name(explain_step(dep, 64, 2048, res))
     terms = {t.symbol: t.value for t in ex["step time"].terms}
-    # Collectives overlapped with the local step: max(local, comms) is the step decode_step reports.
-    assert max(terms["local step"], terms["T_comms"]) == pytest.approx(float(res.step_time_s))
+    # On a TPU the collectives overlap the local work: local + max(0, comms − local) = max(local, comms).
+    assert terms["overlap"] == 1.0
+    assert max(terms["local"], terms["T_comms"]) == pytest.approx(float(res.step_time_s))
     assert ex["step time lower bound"].value <= float(res.step_time_s) <= ex["step time upper bound"].value
+
+
+def test_gpu_collectives_sit_on_the_critical_path():
+    # Megatron tp on GPUs: the all-reduces are serialized with the layer's kernels, so the prediction is
+    # local + comms (the upper bound); the overlapped max(local, comms) is only the lower bound.
+    m, hw = load_model("llama-3-70b"), load_hardware("h100-sxm")
+    res = decode_step(m, hw, 8, 64, 4096, tp=8)
+    assert float(res.step_time_s) == pytest.approx(float(res.local_step_time_s) + float(res.comms_time_upper_s))
+    assert float(res.step_time_s) == pytest.approx(float(res.step_time_upper_s))
+    assert float(res.step_time_lower_s) == pytest.approx(max(float(res.local_step_time_s),
+                                                             float(res.comms_time_s)))
 
 
 @pytest.mark.parametrize("tp", [None, 4])
@@ -141,14 +191,24 @@ def test_substituted_values_reproduce_each_time(tp):
     # T_kv = B·KV/W, T_weights = P_read/W and T_flops = 2·B·P/C from the terms shown, also when an
     # explicit tp = 4 on 8 chips makes 2 replicas (each with its own weights and half the batch).
     m, hw = load_model("llama-3-70b"), load_hardware("h100-sxm")
-    res = decode_step(m, hw, 8, 64, 4096, tp=tp)
-    ex = by_name(explain_step(m, hw, 8, 64, 4096, Precision(), res))
+    dep = deployment(m, hw, 8, tp=tp)
+    res = step_from(dep, 64, 4096)
+    ex = by_name(explain_step(dep, 64, 4096, res))
     kv = [t.value for t in ex["KV read time"].terms]
     w = [t.value for t in ex["weight load time"].terms]
     c = [t.value for t in ex["matmul time"].terms]
     assert kv[0] / kv[1] == pytest.approx(ex["KV read time"].value)
     assert w[0] / w[1] == pytest.approx(ex["weight load time"].value)
     assert 2 * c[0] * c[1] / c[2] == pytest.approx(ex["matmul time"].value)
+
+
+def test_diff_a_side_equals_step_on_the_cli():
+    # The case: diff said 2.40 ms where step said 1.79 ms for the same llama-3-8b tp = 8.
+    args = ("--model", "llama-3-8b", "--hardware", "h100-sxm", "--chips", "8", "--tp", "8", "--batch", "64")
+    step = run_json("step", *args)
+    diff = run_json("diff", *args, "--b", "batch=128")
+    assert diff["step_a_s"] == pytest.approx(step["step_time_s"], rel=1e-12)
+    assert diff["cost_a"] == pytest.approx(step["cost_per_million_tokens"], rel=1e-12)
 
 
 def test_shard_and_serve_cli_explain():

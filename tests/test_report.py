@@ -18,7 +18,8 @@ from roofline.report.page import write_page
 from .conftest import run_cli
 
 SMALL = Scenario(models=("llama-2-13b",), hardware=("tpu-v5e", "h100-sxm"), weights=("bf16",),
-                 kv_dtypes=("bf16",), batch=(1, 8, 16, 64, 256), chips=(1, 2, 8))
+                 kv_dtypes=("bf16",), batch=(1, 8, 16, 64, 256), chips=(1, 2, 8),
+                 memory_utilization=1.0)  # the hand-derived counts below use all of HBM
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +92,7 @@ def test_report_cli_json_and_bad_names(tmp_path: Path) -> None:
 def test_sweep_cli_csv_and_json(tmp_path: Path) -> None:
     path = tmp_path / "s.csv"
     args = ("sweep", "--model", "llama-2-13b", "--hardware", "tpu-v5e", "--chips", "8",
-            "--batch", "1..64", "--context", "8192")
+            "--batch", "1..64", "--context", "8192", "--memory-utilization", "1")
     proc = run_cli(*args, "--csv", str(path), "--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)

@@ -126,7 +126,7 @@ def test_small_batch_on_nvlink_is_network_bound():
 @given(st.integers(1, 512), st.sampled_from([2, 4, 8]))
 def test_sharded_bounds_are_ordered(batch, tp):
     res = decode_step(load_model("book-exercise"), V5E, 8, batch, 4096, tp=tp)
-    assert res.step_time_s <= res.step_time_lower_s <= res.step_time_upper_s
+    assert res.step_time_lower_s <= res.step_time_s <= res.step_time_upper_s
 
 
 def test_tp_and_topology_errors():
@@ -137,3 +137,13 @@ def test_tp_and_topology_errors():
         decode_step(m, V5E, 8, 1, 1024, topology_text="4x4")
     with pytest.raises(ValueError, match="allowed: 4, 16"):
         decode_step(m, V5E, 16, 1, 1024, tp=8, topology_text="4x4")
+
+
+def test_shard_no_comms_row_is_the_local_step():
+    # Issue: "decode step (no comms)" printed the step including its collectives.  The book-exercise MoE
+    # example: the local step (HBM and FLOPs only) is below the step with collectives, and the prediction on a
+    # TPU overlaps them: max(local, comms).
+    res = multichip.shard_limits(load_model("book-exercise"), V5E, 16, 32, 8192, topology_text="4x4")
+    assert float(res.local_step_time_s) < float(res.step_time_upper_s)
+    assert float(res.step_time_s) == pytest.approx(max(float(res.local_step_time_s), float(res.step_time_upper_s)
+                                                       - float(res.local_step_time_s)))

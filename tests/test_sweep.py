@@ -21,7 +21,7 @@ def test_book_table_on_8x_v5e() -> None:
     # The book's LLaMA-2-13B table on 8x TPU v5e, context 8192: 4.98 ms and 200.61 tok/s at
     # batch 1, 20.30 ms and 787.99 tok/s at batch 16.  tp = 8 adds 1.1 ms of (latency-bound)
     # collectives, fully overlapped, so the step stays the book's general form.
-    r = decode_sweep(LLAMA, [V5E], batch=[1, 16], chips=[8], context=[8192])
+    r = decode_sweep(LLAMA, [V5E], batch=[1, 16], chips=[8], context=[8192], memory_utilization=1.0)
     assert r.columns["batch"].tolist() == [1, 16]
     assert r.columns["step_time_s"] == pytest.approx([4.98e-3, 20.30e-3], rel=0.01)
     assert r.columns["tokens_per_s"] == pytest.approx([200.61, 787.99], rel=0.01)
@@ -37,8 +37,8 @@ def test_out_of_memory_points_are_dropped_and_counted() -> None:
     # beyond 16).  With the GQA variant (K = 8, 11,338,142,720 params): KV 1,342,177,280 B
     # per sequence, max batch floor((137.44e9 - 22.68e9) / 1.342e9) = floor(85.5) = 85.
     batches = np.arange(1, 129)
-    mha = decode_sweep(LLAMA, [V5E], batch=batches, chips=[8], context=[8192])
-    gqa = decode_sweep(LLAMA_GQA, [V5E], batch=batches, chips=[8], context=[8192])
+    mha = decode_sweep(LLAMA, [V5E], batch=batches, chips=[8], context=[8192], memory_utilization=1.0)
+    gqa = decode_sweep(LLAMA_GQA, [V5E], batch=batches, chips=[8], context=[8192], memory_utilization=1.0)
     assert mha.columns["batch"].max() == 16 and len(mha) == 16
     assert mha.evaluated == 128 and mha.dropped_out_of_memory == 112
     assert gqa.columns["batch"].max() == 85 and gqa.dropped_out_of_memory == 128 - 85
@@ -77,8 +77,9 @@ def test_tensor_parallel_degrees_must_divide_chips() -> None:
     r = decode_sweep(LLAMA, [V5E], batch=[1], chips=[1, 2, 3, 4], context=[1024], tp=[1, 2])
     pairs = sorted(zip(r.columns["tp"].tolist(), r.columns["chips"].tolist(), strict=True))
     assert pairs == [(2, 2), (2, 4)]
+    # (all of HBM: at the default 0.9 of 17.18 GB = 15.46 GB, LLaMA-3-8B's 16.1 GB no longer fit one chip)
     r = decode_sweep(load_model("llama-3-8b"), [V5E], batch=[1], chips=[1, 2, 3, 4], context=[1024],
-                     tp=[1, 2])
+                     tp=[1, 2], memory_utilization=1.0)
     pairs = sorted(zip(r.columns["tp"].tolist(), r.columns["chips"].tolist(), strict=True))
     assert pairs == [(1, 1), (1, 2), (1, 3), (1, 4), (2, 2), (2, 4)]
     comms = dict(zip(r.columns["tp"].tolist(), r.columns["comms_time_s"].tolist(), strict=True))

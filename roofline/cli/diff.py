@@ -7,17 +7,33 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from ..analysis import decode_step
+from ..analysis import step_from
 from ..diff import diff_steps
 from ..errors import RooflineError
 from ..fmt import format_bytes, format_seconds
 from ..specs import load_hardware, load_model
 from ._common import CONTEXT_OPTION, JSON_OPTION, console, emit
-from .step import BATCH, CHIPS, COMPUTE, HARDWARE, KV_DTYPE, MODEL, PRICE, WEIGHTS, precision_from_options
+from .options import (
+    BATCH,
+    CHIPS,
+    COMPUTE,
+    EP,
+    HARDWARE,
+    KV_DTYPE,
+    MEMORY_UTILIZATION,
+    MODEL,
+    PP,
+    PRICE,
+    TP,
+    WEIGHTS,
+    check_count,
+    deployment_from_options,
+)
 
 #: Keys ``--b`` may override, and how each value is read.
 OVERRIDES = {"model": str, "hardware": str, "chips": int, "batch": int, "context": int, "weights": str,
-             "kv_dtype": str, "compute_dtype": str, "price": float, "tp": int}
+             "kv_dtype": str, "compute_dtype": str, "price": float, "tp": int, "pp": int, "ep": int,
+             "memory_utilization": float}
 
 
 def parse_overrides(text: str) -> dict[str, Any]:
@@ -47,10 +63,13 @@ def diff_command(
     kv_dtype: str = KV_DTYPE,
     compute_dtype: str = COMPUTE,
     price: float = PRICE,
-    tp: int = typer.Option(None, "--tp", help="Tensor-parallel degree of A (adds its collectives)."),
+    tp: int = TP,
+    pp: int = PP,
+    ep: int = EP,
+    memory_utilization: float = MEMORY_UTILIZATION,
     b: str = typer.Option(..., "--b", help="Configuration B as overrides of A: key=value,... "
                                            "(model, hardware, chips, batch, context, weights, kv_dtype, "
-                                           "compute_dtype, price, tp)."),
+                                           "compute_dtype, price, tp, pp, ep, memory_utilization)."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Decode step of A (the options) vs B (A with --b overrides): which terms make the difference.
@@ -59,15 +78,19 @@ def diff_command(
     """
     config_a = {"model": model, "hardware": hardware, "chips": chips, "batch": batch, "context": context,
                 "weights": weights, "kv_dtype": kv_dtype, "compute_dtype": compute_dtype, "price": price,
-                "tp": tp}
+                "tp": tp, "pp": pp, "ep": ep, "memory_utilization": memory_utilization}
     config_b = {**config_a, **parse_overrides(b)}
     results = []
     for label, cfg in (("A", config_a), ("B", config_b)):
-        if cfg["price"] is not None and cfg["price"] <= 0:
-            raise RooflineError(f"{label}: price must be positive (got {cfg['price']})")
-        prec = precision_from_options(cfg["weights"], cfg["kv_dtype"], cfg["compute_dtype"])
-        results.append(decode_step(load_model(cfg["model"]), load_hardware(cfg["hardware"]), cfg["chips"],
-                                   cfg["batch"], cfg["context"], prec, cfg["price"], tp=cfg["tp"]))
+        try:
+            check_count("batch", cfg["batch"])
+            check_count("context", cfg["context"])
+            dep = deployment_from_options(load_model(cfg["model"]), load_hardware(cfg["hardware"]), cfg["chips"],
+                                          cfg["weights"], cfg["kv_dtype"], cfg["compute_dtype"], cfg["tp"],
+                                          cfg["pp"], cfg["ep"], None, cfg["memory_utilization"], cfg["price"])
+        except RooflineError as exc:
+            raise RooflineError(f"configuration {label}: {exc}") from None
+        results.append(step_from(dep, cfg["batch"], cfg["context"]))
     res = diff_steps(*results)
     data: dict[str, Any] = {"a": config_a, "b": config_b, **res.as_dict(),
                             "sources": {"A": results[0].sources, "B": results[1].sources}}
@@ -89,7 +112,7 @@ def diff_command(
                       f"HBM {format_bytes(mem['hbm_capacity_bytes']['a'])} -> "
                       f"{format_bytes(mem['hbm_capacity_bytes']['b'])}")
         for side in ("a", "b"):
-            if mem["total_bytes"][side] > mem["hbm_capacity_bytes"][side]:
+            if mem["total_bytes"][side] > mem["usable_hbm_bytes"][side]:
                 console.print(f"[bold red]{side.upper()} does not fit in HBM[/] "
                               f"({format_bytes(mem['total_bytes'][side])} needed)")
 

@@ -14,8 +14,10 @@ from ..fmt import format_bytes, format_seconds
 from ..lengths import lengths_from_options
 from ..plan import KV_DTYPES, WEIGHT_DTYPES, inverse_questions, plan
 from ..specs import load_hardware, load_model
+from ..sweep import parse_int_list
 from ..units import parse_quantity
 from ._common import CONTEXT_OPTION, JSON_OPTION, console, emit, print_explanations
+from .options import MEMORY_UTILIZATION
 from .step import precision_from_options
 
 
@@ -69,6 +71,11 @@ def plan_command(
     max_chips: int = typer.Option(256, "--max-chips", help="Largest slice per replica (also the chip's ICI domain)."),
     mfu: float = typer.Option(1.0, "--mfu", help="Achieved fraction of peak FLOP/s in prefill."),
     top: int = typer.Option(5, "--top", help="Show this many cheapest deployments."),
+    tp: str = typer.Option(None, "--tp", help="Tensor-parallel degrees to try, comma-separated (default: "
+                                              "each slice is one tp group)."),
+    pp: str = typer.Option(None, "--pp", help="Pipeline depths to try, comma-separated (default 1)."),
+    ep: int = typer.Option(None, "--ep", help="Expert-parallel degree for MoE models (divides tp)."),
+    memory_utilization: float = MEMORY_UTILIZATION,
     explain: bool = typer.Option(False, "--explain", help="Show formulas and values behind the best plan."),
     as_json: bool = JSON_OPTION,
 ) -> None:
@@ -85,7 +92,10 @@ def plan_command(
     dist = lengths_from_options(input_len, output_len, lengths, lengths_csv)
     res = plan(m, hws, qps, dist, parse_seconds("--ttft-slo", ttft_slo), parse_seconds("--tpot-slo", tpot_slo),
                parse_prices(price, [h.name for h in hws]), max_chips,
-               weights=_names(weights), kv_dtypes=_names(kv_dtype), mfu=mfu, top=top)
+               weights=_names(weights), kv_dtypes=_names(kv_dtype), mfu=mfu, top=top,
+               tp=None if tp is None else parse_int_list(tp, "--tp").tolist(),
+               pp=None if pp is None else parse_int_list(pp, "--pp").tolist(), ep=ep,
+               memory_utilization=memory_utilization)
     explanations = explain_deployment(res.best, qps, dist.mean_output) if (explain and res.best) else []
     data: dict[str, Any] = {
         "model": m.name, "hardware": [h.name for h in hws], "qps": qps, "lengths": dist.source,
@@ -143,6 +153,7 @@ def inverse_command(
     tpot_slo: str = typer.Option(..., "--tpot-slo", help="Time-per-output-token target, e.g. 20ms."),
     weights: str = typer.Option("bf16", "--weights", help="Weight dtype."),
     kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="KV-cache dtype."),
+    memory_utilization: float = MEMORY_UTILIZATION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Closed-form inverse questions: longest context, KV/weights crossover batch, bandwidth, chips, batch.
@@ -152,7 +163,7 @@ def inverse_command(
     m, hw = load_model(model), load_hardware(hardware)
     precision = precision_from_options(weights, kv_dtype, "bf16")
     tpot = parse_seconds("--tpot-slo", tpot_slo)
-    ans = inverse_questions(m, hw, chips, batch, context, tpot, precision)
+    ans = inverse_questions(m, hw, chips, batch, context, tpot, precision, memory_utilization)
     data: dict[str, Any] = {"model": m.name, "hardware": hw.name, "chips": chips, "batch": batch,
                             "context": context, "weights": weights, "kv_dtype": kv_dtype, **asdict(ans)}
 

@@ -11,7 +11,7 @@ from ..report import Scenario, write_report
 from ..specs import load_hardware, load_model
 from ..sweep import check_dtypes, parse_int_list
 from ._common import JSON_OPTION, console, emit
-from .sweep import parse_prices, split_names
+from .sweep import MEMORY_UTILIZATION, parse_prices, split_names
 
 DEFAULT_OUT = Path("reports") / "index.html"
 DEFAULTS = Scenario()
@@ -33,12 +33,14 @@ BATCH = typer.Option(None, "--batch", "-b", help=f"Batch sizes (default: {len(DE
                                                  f"values from 1 to {max(DEFAULTS.batch)}).")
 TP = typer.Option(None, "--tp", help="Model-parallel degrees (default: the whole slice is one tp group).")
 PRICE = typer.Option(None, "--price", help="USD per chip-hour: one number or 'h100-sxm=2.5,tpu-v5e=1.2'.")
+PP = typer.Option(None, "--pp", help="Pipeline depths, comma-separated (default 1).")
 
 
 def report_command(
     out: Path = OUT, models: str = MODELS, hardware: str = HARDWARE, weights: str = WEIGHTS,
     kv_dtype: str = KV_DTYPE, context: str = CONTEXT, chips: str = CHIPS, batch: str = BATCH,
-    tp: str = TP, price: str = PRICE, as_json: bool = JSON_OPTION,
+    tp: str = TP, price: str = PRICE, pp: str = PP, memory_utilization: float = MEMORY_UTILIZATION,
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Write the Pareto report (frontiers per model and chip, the book's figures) to reports/index.html.
 
@@ -62,6 +64,8 @@ def report_command(
         chips=tuple(parse_int_list(chips, "--chips").tolist()),
         tp=None if tp is None else tuple(parse_int_list(tp, "--tp").tolist()),
         prices=parse_prices(price, [load_hardware(h).name for h in chip_list]),
+        pp=None if pp is None else tuple(parse_int_list(pp, "--pp").tolist()),
+        memory_utilization=memory_utilization,
     )
     summary = write_report(out, scenario)
 

@@ -6,13 +6,27 @@ from typing import Any
 
 import typer
 
+from ..engines import serve
 from ..explain import explain_serve
 from ..fmt import format_bytes, format_seconds
-from ..multichip import serve
 from ..serving import MODES
 from ..specs import load_hardware, load_model
 from ._common import EXPLAIN_OPTION, JSON_OPTION, console, emit, explanations_into, print_explanations, quantity_table
-from .step import BATCH, CHIPS, COMPUTE, HARDWARE, KV_DTYPE, MODEL, WEIGHTS, precision_from_options
+from .options import (
+    BATCH,
+    CHIPS,
+    COMPUTE,
+    EP,
+    HARDWARE,
+    KV_DTYPE,
+    MEMORY_UTILIZATION,
+    MODEL,
+    PP,
+    TP,
+    WEIGHTS,
+    check_count,
+    deployment_from_options,
+)
 
 
 def serve_command(
@@ -35,6 +49,10 @@ def serve_command(
     weights: str = WEIGHTS,
     kv_dtype: str = KV_DTYPE,
     compute_dtype: str = COMPUTE,
+    tp: int = TP,
+    pp: int = PP,
+    ep: int = EP,
+    memory_utilization: float = MEMORY_UTILIZATION,
     explain: bool = EXPLAIN_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
@@ -42,10 +60,13 @@ def serve_command(
 
     Example: roofline serve --model llama-3-8b --hardware h100-sxm --mode interleaved -i 2048 -o 512 -b 32
     """
+    for option, value in (("--input-len", input_len), ("--output-len", output_len), ("--batch", batch)):
+        check_count(option, value)
     m, hw = load_model(model), load_hardware(hardware)
     draft = load_model(draft_model) if draft_model else None
-    prec = precision_from_options(weights, kv_dtype, compute_dtype)
-    res = serve(m, hw, mode, input_len, output_len, chips, batch, prec, mfu, arrival_rate, prefix_len,
+    dep = deployment_from_options(m, hw, chips, weights, kv_dtype, compute_dtype, tp, pp, ep, None,
+                                  memory_utilization)
+    res = serve(dep, mode, input_len, output_len, batch, mfu, arrival_rate, prefix_len,
                 prefix_hit_rate, num_prefixes, prefix_store, draft, draft_len, acceptance)
     data: dict[str, Any] = {"model": m.name, "hardware": hw.name, "input_len": input_len,
                             "output_len": output_len, "batch": batch, **res.as_dict()}
@@ -57,7 +78,9 @@ def serve_command(
         rows = [
             ("TTFT", f"[bold]{format_seconds(res.ttft_s)}[/]"),
             ("TPOT", f"[bold]{format_seconds(res.tpot_s)}[/]"),
-            ("tokens/s per chip", f"{res.tokens_per_s_per_chip:,.1f}"),
+            ("tokens/s per chip", f"{res.tokens_per_s_per_chip:,.1f}" if res.fits else
+             f"[bold red]none: batch {batch} does not fit[/] ({format_bytes(res.total_bytes)} > usable "
+             f"{format_bytes(res.usable_hbm_bytes)}; max batch {res.max_batch:.0f})"),
             ("chips per decode server (+ its prefill share)", f"{res.chips:.2f}"),
             ("batch-1 prefill / batch prefill", f"{format_seconds(res.prefill_s)} / "
                                                 f"{format_seconds(res.batch_prefill_s)}"),
@@ -66,6 +89,9 @@ def serve_command(
             ("prefill : decode servers", f"{res.prefill_to_decode_ratio:.2f} : 1"),
             ("KV transfer (disaggregated)", format_seconds(res.kv_transfer_s)),
         ]
+        if res.tp > 1 or res.pp > 1:
+            rows.append(("collectives: prefill / per decode step",
+                         f"{format_seconds(res.prefill_comms_s)} / {format_seconds(res.decode_comms_s)}"))
         if res.continuous:
             c = res.continuous
             rows += [

@@ -6,12 +6,11 @@ from typing import Any
 
 import typer
 
-from ..analysis import Precision, decode_step, request
+from ..analysis import request_from, step_from
 from ..errors import RooflineError
 from ..fmt import format_bytes, format_seconds
 from ..lengths import averaged_request, lengths_from_options
 from ..specs import load_hardware, load_model
-from ..units import DTYPE_BYTES
 from ._common import (
     CONTEXT_OPTION,
     EXPLAIN_OPTION,
@@ -22,31 +21,34 @@ from ._common import (
     print_explanations,
     quantity_table,
 )
+from .options import (  # noqa: E402  (re-exported: other command modules import them from here)
+    BATCH,
+    CHIPS,
+    COMPUTE,
+    EP,
+    HARDWARE,
+    KV_DTYPE,
+    MEMORY_UTILIZATION,
+    MODEL,
+    PP,
+    PRICE,
+    TOPOLOGY,
+    TP,
+    WEIGHTS,
+    check_count,
+    deployment_from_options,
+    precision_from_options,
+)
 
-MODEL = typer.Option(..., "--model", "-m", help="Built-in model name, YAML or config.json path.")
-HARDWARE = typer.Option(..., "--hardware", "-H", help="Built-in chip, YAML or calibrated profile.")
-CHIPS = typer.Option(1, "--chips", "-n", help="Chips in the slice.")
-BATCH = typer.Option(1, "--batch", "-b", help="Concurrent sequences (decode batch).")
-WEIGHTS = typer.Option("bf16", "--weights", help="Weight dtype: bf16, fp8, int8, int4, ...")
-KV_DTYPE = typer.Option("bf16", "--kv-dtype", help="KV-cache dtype.")
-COMPUTE = typer.Option("bf16", "--compute-dtype", help="Matmul dtype (its FLOP/s are used).")
-PRICE = typer.Option(None, "--price", help="USD per chip-hour (default: the hardware file's).")
-
-
-def precision_from_options(weights: str, kv_dtype: str, compute_dtype: str) -> Precision:
-    """Validate the three dtype options into a Precision, naming the bad option."""
-    for option, value in (("--weights", weights), ("--kv-dtype", kv_dtype),
-                          ("--compute-dtype", compute_dtype)):
-        if value not in DTYPE_BYTES:
-            raise RooflineError(f"{option}: unknown dtype {value!r}; allowed: {', '.join(DTYPE_BYTES)}")
-    return Precision(weights=weights, kv=kv_dtype, compute=compute_dtype)
+__all__ = ["BATCH", "CHIPS", "COMPUTE", "HARDWARE", "KV_DTYPE", "MODEL", "PRICE", "WEIGHTS",
+           "precision_from_options"]
 
 
 def why_line(r: dict[str, Any], bw_total: float) -> str:
     """One sentence naming the binding term, e.g. 'memory-bound: 26 GB of weights + ...'."""
     if r["bound"] == "network":
-        return (f"network-bound: {format_seconds(r['comms_time_s'])} of tp-{r['tp']} activation collectives "
-                f"exceed the {format_seconds(r['step_time_s'])} of HBM and FLOPs work")
+        return (f"network-bound: {format_seconds(r['comms_time_upper_s'])} of tp-{r['tp']} activation "
+                f"collectives exceed the {format_seconds(r['local_step_time_s'])} of HBM and FLOPs work")
     if r["bound"] == "compute":
         return (f"compute-bound: {format_seconds(r['compute_time_s'])} of matmul FLOPs exceed "
                 f"{format_seconds(r['kv_time_s'] + r['weight_time_s'])} of HBM reads "
@@ -65,8 +67,11 @@ def step_command(
     kv_dtype: str = KV_DTYPE,
     compute_dtype: str = COMPUTE,
     price: float = PRICE,
-    tp: int = typer.Option(None, "--tp", help="Tensor-parallel degree: adds its activation collectives."),
-    topology: str = typer.Option(None, "--topology", help="TPU slice axes, e.g. 4x4 (the tp group spans it)."),
+    tp: int = TP,
+    pp: int = PP,
+    ep: int = EP,
+    topology: str = TOPOLOGY,
+    memory_utilization: float = MEMORY_UTILIZATION,
     explain: bool = EXPLAIN_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
@@ -74,22 +79,27 @@ def step_command(
 
     Example: roofline step --model llama-2-13b --hardware tpu-v5e --chips 8 --batch 16 --context 8192
     """
+    check_count("--batch", batch)
+    check_count("--context", context)
     m, hw = load_model(model), load_hardware(hardware)
-    prec = precision_from_options(weights, kv_dtype, compute_dtype)
-    if price is not None and price <= 0:
-        raise RooflineError(f"--price must be positive (got {price})")
-    res = decode_step(m, hw, chips, batch, context, prec, price, tp=tp, topology_text=topology)
+    dep = deployment_from_options(m, hw, chips, weights, kv_dtype, compute_dtype, tp, pp, ep, topology,
+                                  memory_utilization, price)
+    prec = dep.precision
+    res = step_from(dep, batch, context)
     data: dict[str, Any] = {
         "model": m.name, "hardware": hw.name, "chips": chips, "batch": batch, "context": context,
         "weights": prec.weights, "kv_dtype": prec.kv, "compute_dtype": prec.compute,
         **{k: _scalar(v) for k, v in res.as_dict().items()},
     }
     data["max_batch"], data["min_chips"] = int(data["max_batch"]), int(data["min_chips"])
-    bw_total = chips * hw.hbm_bandwidth_bytes_per_s
+    if not data["fits"]:  # a configuration that does not fit gets no throughput (the keys stay, null)
+        for key in ("tokens_per_s", "tokens_per_s_per_chip", "cost_per_million_tokens"):
+            data[key] = None
+    bw_total = dep.rates.hbm_bandwidth_bytes_per_s * chips
     data["why"] = why_line(data, bw_total)
     if explain:
         from ..explain import explain_step  # only when asked: keeps start-up lean
-    explanations = explanations_into(data, explain_step(m, hw, chips, batch, context, prec, res) if explain else [])
+    explanations = explanations_into(data, explain_step(dep, batch, context, res) if explain else [])
 
     def render() -> None:
         table = quantity_table(f"{m.name} on {chips}x {hw.name}, batch {batch}, context {context}, "
@@ -101,26 +111,30 @@ def step_command(
             ("weights", format_bytes(data["param_bytes"])),
             ("KV per token", format_bytes(data["kv_bytes_per_token"])),
             ("KV cache (batch)", format_bytes(data["kv_bytes"])),
-            ("total memory / HBM", f"{format_bytes(data['total_bytes'])} / "
-                                   f"{format_bytes(data['hbm_capacity_bytes'])}"),
+            ("total memory / usable HBM", f"{format_bytes(data['total_bytes'])} / "
+                                          f"{format_bytes(data['usable_hbm_bytes'])}"),
             ("fits", fits),
             ("max batch at this context", f"{data['max_batch']:.0f}"),
             ("min chips for this batch", f"{data['min_chips']:.0f}"),
             ("critical batch", f"{data['critical_batch']:.0f}"),
-            ("step time (general)", f"[bold]{format_seconds(data['step_time_s'])}[/]"),
-            ("step time (lower bound)", format_seconds(data["min_step_time_s"])),
+            ("step time (prediction)", f"[bold]{format_seconds(data['step_time_s'])}[/]"),
+            ("step time (all-bandwidth bound)", format_seconds(data["min_step_time_s"])),
+            ("  attention / GEMMs", f"{format_seconds(data['attention_time_s'])} / "
+                                    f"{format_seconds(data['gemm_time_s'])}"),
             ("  KV read / weight load / matmul",
              f"{format_seconds(data['kv_time_s'])} / {format_seconds(data['weight_time_s'])} / "
              f"{format_seconds(data['compute_time_s'])}"),
-            ("tokens/s", f"{data['tokens_per_s']:,.1f}"),
-            ("tokens/s per chip", f"{data['tokens_per_s_per_chip']:,.1f}"),
-            ("$ per million tokens", f"{data['cost_per_million_tokens']:.3f}"),
+            *([("tokens/s", f"{data['tokens_per_s']:,.1f}"),
+               ("tokens/s per chip", f"{data['tokens_per_s_per_chip']:,.1f}"),
+               ("$ per million tokens", f"{data['cost_per_million_tokens']:.3f}")] if data["fits"] else
+              [("tokens/s", "none: does not fit")]),
             ("bound", f"[bold yellow]{data['bound']}[/]"),
         ]
-        if data["tp"] > 1:
+        if data["tp"] > 1 or data["pp"] > 1:
             rows[-1:-1] = [
-                (f"collectives (tp {data['tp']})", format_seconds(data["comms_time_s"])),
-                ("step with comms: overlapped / serialized",
+                (f"collectives (tp {data['tp']}, pp {data['pp']})", format_seconds(data["comms_time_upper_s"])),
+                ("step without collectives", format_seconds(data["local_step_time_s"])),
+                ("bounds: overlapped / serialized",
                  f"{format_seconds(data['step_time_lower_s'])} / {format_seconds(data['step_time_upper_s'])}"),
             ]
         for row in rows:
@@ -128,6 +142,7 @@ def step_command(
         console.print(table)
         console.print(data["why"])
         console.print(f"[dim]hardware: {data['sources']['hardware']}[/]")
+        console.print(f"[dim]assumes: {data['sources']['memory']}; {data['sources']['overlap']}[/]")
         if explain:
             print_explanations(explanations, "where each number comes from")
 
@@ -146,7 +161,11 @@ def request_command(
     weights: str = WEIGHTS,
     kv_dtype: str = KV_DTYPE,
     compute_dtype: str = COMPUTE,
-    mfu: float = typer.Option(1.0, "--mfu", help="Achieved fraction of peak FLOP/s in prefill."),
+    mfu: float = typer.Option(1.0, "--mfu", help="Achieved fraction of peak FLOP/s in prefill (default 1)."),
+    tp: int = TP,
+    pp: int = PP,
+    ep: int = EP,
+    memory_utilization: float = MEMORY_UTILIZATION,
     explain: bool = EXPLAIN_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
@@ -154,25 +173,27 @@ def request_command(
 
     Example: roofline request --model llama-3-8b --hardware h100-sxm --input-len 2048 --output-len 256
     """
+    check_count("--batch", batch)
     m, hw = load_model(model), load_hardware(hardware)
-    prec = precision_from_options(weights, kv_dtype, compute_dtype)
+    dep = deployment_from_options(m, hw, chips, weights, kv_dtype, compute_dtype, tp, pp, ep, None,
+                                  memory_utilization)
     dist = lengths_from_options(input_len, output_len, lengths, lengths_csv)
     data: dict[str, Any]
     if dist.input_len.size > 1:
         if explain:
             raise RooflineError("--explain needs one fixed length (--input-len and --output-len)")
-        means = averaged_request(m, hw, dist, chips=chips, batch=batch, precision=prec, mfu=mfu)
+        means = averaged_request(dep, dist, batch=batch, mfu=mfu)
         data = {"model": m.name, "hardware": hw.name, "chips": chips, "batch": batch, "lengths": dist.source,
                 "points": int(dist.input_len.size), **means}
     else:
-        res = request(m, hw, dist.input_len[0], dist.output_len[0], chips, batch, prec, mfu)
+        res = request_from(dep, dist.input_len[0], dist.output_len[0], batch, mfu)
         data = {"model": m.name, "hardware": hw.name, "chips": chips, "batch": batch,
                 **{k: _scalar(v) for k, v in res.as_dict().items()}}
     shape = (f"{input_len} in, {output_len} out" if input_len is not None
              else f"mean over {dist.source}: {dist.mean_input:.0f} in, {dist.mean_output:.0f} out")
     if explain:
         from ..explain import explain_request  # only when asked: keeps start-up lean
-    explanations = explanations_into(data, explain_request(m, hw, chips, batch, prec, mfu, res) if explain else [])
+    explanations = explanations_into(data, explain_request(dep, batch, mfu, res) if explain else [])
 
     def render() -> None:
         table = quantity_table(f"{m.name} on {chips}x {hw.name}: {shape}, batch {batch}")
@@ -187,6 +208,9 @@ def request_command(
                 table.add_row(label, format_seconds(data[key]))
         table.add_row("no-cache slowdown", f"{data['no_cache_slowdown']:.1f}x")
         table.add_row("output tokens/s per chip", f"{data['tokens_per_s_per_chip']:,.1f}")
+        if data.get("tp", 1) > 1 or data.get("pp", 1) > 1:
+            table.add_row("collectives: prefill / per decode step",
+                          f"{format_seconds(data['prefill_comms_s'])} / {format_seconds(data['decode_comms_s'])}")
         table.add_row("fits at the final context", "yes" if data["fits"] == 1 else "[bold red]NO[/]")
         console.print(table)
         if explain:

@@ -9,6 +9,7 @@ from typing import IO, Any
 import typer
 from rich.table import Table
 
+from ..deploy import DEFAULT_MEMORY_UTILIZATION
 from ..errors import RooflineError
 from ..files import write_atomic
 from ..fmt import format_seconds
@@ -30,6 +31,10 @@ WEIGHTS = typer.Option("bf16", "--weights", help="Weight dtypes, comma-separated
 KV_DTYPE = typer.Option("bf16", "--kv-dtype", help="KV-cache dtypes, comma-separated.")
 TP = typer.Option(None, "--tp", help="Model-parallel degrees to try (each must divide --chips); "
                                      "default: the whole slice is one tp group.")
+PP = typer.Option(None, "--pp", help="Pipeline depths to try, comma-separated (tp·pp must divide --chips).")
+MEMORY_UTILIZATION = typer.Option(DEFAULT_MEMORY_UTILIZATION, "--memory-utilization",
+                                  help=f"Fraction of physical HBM the engine may use (default "
+                                       f"{DEFAULT_MEMORY_UTILIZATION}); 1 = the book's accounting.")
 COMPUTE = typer.Option("bf16", "--compute-dtype", help="Matmul dtype (its FLOP/s are used).")
 PRICE = typer.Option(None, "--price", help="USD per chip-hour: one number for every chip or "
                                            "'h100-sxm=2.5,tpu-v5e=1.2' (default: hardware files).")
@@ -71,7 +76,8 @@ def parse_prices(text: str | None, chips: list[str]) -> dict[str, float]:
 
 def run_sweep(model: str, hardware: str, batch: str, chips: str, context: str, weights: str,
               kv_dtype: str, tp: str | None, compute_dtype: str, price: str | None,
-              topology: str | None = None) -> SweepResult:
+              topology: str | None = None, pp: str | None = None,
+              memory_utilization: float = DEFAULT_MEMORY_UTILIZATION) -> SweepResult:
     """Parse the shared sweep options and run :func:`roofline.sweep.decode_sweep`."""
     hw = [load_hardware(h) for h in split_names(hardware, "--hardware")]
     if compute_dtype not in DTYPE_BYTES:
@@ -84,6 +90,8 @@ def run_sweep(model: str, hardware: str, batch: str, chips: str, context: str, w
         weights=check_dtypes(split_names(weights, "--weights"), "--weights"),
         kv_dtypes=check_dtypes(split_names(kv_dtype, "--kv-dtype"), "--kv-dtype"),
         tp=None if tp is None else parse_int_list(tp, "--tp").tolist(),
+        pp=None if pp is None else parse_int_list(pp, "--pp").tolist(),
+        memory_utilization=memory_utilization,
         compute_dtype=compute_dtype,
         prices=parse_prices(price, [h.name for h in hw]),
         topologies=None if topology is None else split_names(topology, "--topology"),
@@ -128,7 +136,8 @@ def summary_table(result: SweepResult, title: str) -> Table:
 def sweep_command(
     model: str = MODEL, hardware: str = HARDWARE, batch: str = BATCH, chips: str = CHIPS,
     context: str = CONTEXT, weights: str = WEIGHTS, kv_dtype: str = KV_DTYPE, tp: str = TP,
-    compute_dtype: str = COMPUTE, price: str = PRICE, topology: str = TOPOLOGY,
+    compute_dtype: str = COMPUTE, price: str = PRICE, topology: str = TOPOLOGY, pp: str = PP,
+    memory_utilization: float = MEMORY_UTILIZATION,
     csv_path: Path = CSV,
     as_json: bool = JSON_OPTION,
 ) -> None:
@@ -137,7 +146,7 @@ def sweep_command(
     Example: roofline sweep --model llama-2-13b --hardware tpu-v5e,h100-sxm --batch 1..1024 --csv sweep.csv
     """
     result = run_sweep(model, hardware, batch, chips, context, weights, kv_dtype, tp, compute_dtype, price,
-                       topology)
+                       topology, pp, memory_utilization)
     if csv_path is not None:
         write_csv(csv_path, result)
     data = summary(result)
@@ -159,7 +168,8 @@ def sweep_command(
 def pareto_command(
     model: str = MODEL, hardware: str = HARDWARE, batch: str = BATCH, chips: str = CHIPS,
     context: str = CONTEXT, weights: str = WEIGHTS, kv_dtype: str = KV_DTYPE, tp: str = TP,
-    compute_dtype: str = COMPUTE, price: str = PRICE, topology: str = TOPOLOGY,
+    compute_dtype: str = COMPUTE, price: str = PRICE, topology: str = TOPOLOGY, pp: str = PP,
+    memory_utilization: float = MEMORY_UTILIZATION,
     objective: str = OBJECTIVE,
     group: str = GROUP,
     html_path: Path = HTML,
@@ -174,7 +184,7 @@ def pareto_command(
         if name not in OBJECTIVES:
             raise RooflineError(f"--objective: unknown {name!r}; allowed: {', '.join(OBJECTIVES)}, all")
     result = run_sweep(model, hardware, batch, chips, context, weights, kv_dtype, tp, compute_dtype, price,
-                       topology)
+                       topology, pp, memory_utilization)
     if len(result) == 0:
         slices = f"--topology {topology}" if topology else f"--chips {chips}"
         raise RooflineError(f"no configuration of {model} fits in HBM on {hardware} with {slices}; "

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import textbook
 from ..analysis import BOOK, Precision, decode_step
+from ..deploy import DEFAULT_MEMORY_UTILIZATION
 from ..pareto import OBJECTIVES, frontier_by_group
 from ..specs import load_hardware, load_model
 from ..sweep import SweepResult, decode_sweep
@@ -51,6 +52,8 @@ class Scenario:
     tp: tuple[int, ...] | None = None
     compute_dtype: str = "bf16"
     prices: Mapping[str, float] = field(default_factory=dict)
+    pp: tuple[int, ...] | None = None
+    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION
 
     def describe(self) -> list[tuple[str, str]]:
         """(parameter, value) rows for the report's scenario table."""
@@ -60,6 +63,8 @@ class Scenario:
             ("chips", ", ".join(self.hardware)),
             ("chips per slice", ", ".join(map(str, self.chips))),
             ("model-parallel degree (tp)", "the whole slice" if self.tp is None else ", ".join(map(str, self.tp))),
+            ("pipeline depth (pp)", "1" if self.pp is None else ", ".join(map(str, self.pp))),
+            ("memory utilization", f"{self.memory_utilization:g} of physical HBM"),
             ("batch", batch),
             ("context (tokens)", ", ".join(map(str, self.context))),
             ("weight dtypes", ", ".join(self.weights)),
@@ -75,7 +80,7 @@ def run_sweeps(scenario: Scenario) -> dict[str, SweepResult]:
     return {
         name: decode_sweep(load_model(name), hardware, scenario.batch, scenario.chips, scenario.context,
                            scenario.weights, scenario.kv_dtypes, scenario.tp, scenario.compute_dtype,
-                           scenario.prices)
+                           scenario.prices, pp=scenario.pp, memory_utilization=scenario.memory_utilization)
         for name in scenario.models
     }
 

@@ -1,0 +1,142 @@
+"""One description of a deployment: model, chip rates, precision, parallelism and memory policy.
+
+Built once (:func:`deployment`) and read by every analysis; nothing else re-derives replicas,
+groups, topology or usable memory.  Usable HBM follows what serving engines do: physical
+capacity × a memory-utilization fraction (vLLM's ``gpu_memory_utilization``, default 0.9) minus
+an activation reserve that grows with the tokens of a step.  A fraction of 1 is the book's
+accounting: weights and KV fill all of HBM and nothing is reserved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .. import memory
+from ..errors import RooflineError
+from ..memory import Number
+from ..specs import HardwareSpec, ModelSpec
+from ..units import dtype_bytes
+from .layout import Parallelism, parallelism, replicas
+from .rates import Rates, chip_rates
+
+#: Default fraction of physical HBM an engine may use (vLLM gpu_memory_utilization default 0.9).
+DEFAULT_MEMORY_UTILIZATION = 0.9
+
+
+@dataclass(frozen=True)
+class Precision:
+    """Dtypes of a deployment: weights, KV cache and the matmul compute."""
+
+    weights: str = "bf16"
+    kv: str = "bf16"
+    compute: str = "bf16"
+
+    @property
+    def weight_bytes(self) -> float:
+        return dtype_bytes(self.weights)
+
+    @property
+    def kv_bytes(self) -> float:
+        return dtype_bytes(self.kv)
+
+    @property
+    def activation_bytes(self) -> float:
+        return dtype_bytes(self.compute)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A model served on ``chips`` of one kind: rates, precision, parallelism, memory policy, price."""
+
+    model: ModelSpec
+    hw: HardwareSpec
+    rates: Rates
+    precision: Precision
+    par: Parallelism
+    chips: Number
+    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION
+    price_per_chip_hour: float = 0.0
+    price_source: str = "hardware spec"
+    comms_overlap: float = 0.0
+
+    @property
+    def replicas(self) -> np.ndarray:
+        """Model replicas in the slice (1 for the idealised group)."""
+        return replicas(self.par, self.chips)
+
+    @property
+    def group_chips(self) -> np.ndarray:
+        """Chips of one replica: tp·pp, or the whole slice when idealised."""
+        return np.asarray(self.chips, dtype=float) / self.replicas
+
+    @property
+    def stage_chips(self) -> np.ndarray:
+        """Chips of one pipeline stage (a tp group): group chips / pp."""
+        return self.group_chips / self.par.pp
+
+    @property
+    def weight_bytes(self) -> float:
+        """Bytes of one full copy of the weights."""
+        return float(memory.param_bytes(memory.param_counts(self.model).total, self.precision.weight_bytes))
+
+    def group_capacity_bytes(self) -> np.ndarray:
+        """Physical HBM of one replica: group chips × HBM per chip."""
+        return self.group_chips * self.hw.hbm_bytes
+
+    def activation_reserve_bytes(self, tokens: ArrayLike) -> Number:
+        """Activations of a step of T tokens on one replica: T·(2·D + 2·F)·act bytes + T·V·4 (fp32 logits).
+
+        Charged only when the memory-utilization fraction is below 1 (the book's accounting
+        reserves nothing).
+        """
+        if self.memory_utilization >= 1.0:
+            return np.zeros_like(np.asarray(tokens, dtype=float))
+        m = self.model
+        per_token = (2.0 * m.d_model + 2.0 * m.d_ff) * self.precision.activation_bytes + 4.0 * m.vocab_size
+        return np.multiply(tokens, per_token)
+
+    def usable_hbm_bytes(self, tokens: ArrayLike = 0.0) -> Number:
+        """HBM one replica may fill with weights + KV: physical × utilization − activation reserve."""
+        return self.group_capacity_bytes() * self.memory_utilization - self.activation_reserve_bytes(tokens)
+
+
+def deployment(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    chips: ArrayLike = 1,
+    precision: Precision | None = None,
+    tp: int | None = None,
+    pp: int | None = None,
+    ep: int | None = None,
+    topology_text: str | None = None,
+    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
+    price_per_chip_hour: float | None = None,
+    rates: Rates | None = None,
+    comms_overlap: float | None = None,
+) -> Deployment:
+    """Validate and build a Deployment; collectives overlap by default on TPUs only (XLA), not GPUs."""
+    precision = precision or Precision()
+    if not (0.0 < memory_utilization <= 1.0) or not np.isfinite(memory_utilization):
+        raise RooflineError(f"memory_utilization (--memory-utilization) must be in (0, 1] (got {memory_utilization})")
+    chips_arr = np.asarray(chips, dtype=float)
+    if np.any(~np.isfinite(chips_arr)) or np.any(chips_arr < 1) or np.any(chips_arr != np.floor(chips_arr)):
+        raise RooflineError(f"chips (--chips) must be a whole number ≥ 1 (got {chips})")
+    par = parallelism(chips, tp, pp, ep, topology_text, model.num_experts)
+    if par.pp > model.num_layers:
+        raise RooflineError(f"--pp {par.pp} exceeds the model's {model.num_layers} layers")
+    price = hw.price_per_chip_hour if price_per_chip_hour is None else float(price_per_chip_hour)
+    if not np.isfinite(price) or price <= 0:
+        raise RooflineError(f"price_per_chip_hour (--price) must be a positive finite number (got {price})")
+    overlap = (1.0 if hw.kind == "tpu" else 0.0) if comms_overlap is None else float(comms_overlap)
+    if not 0.0 <= overlap <= 1.0:
+        raise RooflineError(f"comms_overlap must be in [0, 1] (got {overlap})")
+    return Deployment(
+        model=model, hw=hw, rates=rates or chip_rates(hw, precision.compute), precision=precision, par=par,
+        chips=chips_arr if chips_arr.ndim else float(chips_arr), memory_utilization=float(memory_utilization),
+        price_per_chip_hour=price,
+        price_source="command line" if price_per_chip_hour is not None else "hardware spec",
+        comms_overlap=overlap,
+    )

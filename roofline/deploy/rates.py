@@ -1,0 +1,60 @@
+"""Chip rates for every term of a step, from the spec sheet or a calibrated profile, with sources.
+
+The spec sheet gives peaks: dense FLOP/s for the compute dtype, HBM bytes/s and the fabric's
+link numbers (the book's roofline).  A calibrated profile adds fitted kernel models for GEMMs
+(per dtype), prefill and decode attention and each collective per device count; a term the
+profile does not cover falls back to the spec sheet and says so in ``sources``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..specs import HardwareSpec
+from . import kernels
+
+#: The step terms whose source a result names (a contract of ``step``/``request`` JSON).
+TERM_SOURCES = ("gemm", "attention_decode", "attention_prefill", "collective", "overhead")
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Peak rates of one chip plus which terms a calibrated profile supplies, and their sources."""
+
+    hw: HardwareSpec
+    compute_dtype: str
+    flops_per_s: float
+    hbm_bandwidth_bytes_per_s: float
+    calibrated: frozenset[str] = frozenset()
+    sources: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def source(self) -> str:
+        """One line for the whole chip: spec sheet, or the calibrated profile and its ops."""
+        if not self.calibrated:
+            return f"spec sheet ({self.hw.source or self.hw.name})"
+        cal = self.hw.calibration
+        return f"calibrated profile ({cal.source if cal else ''}; terms: {', '.join(sorted(self.calibrated))})"
+
+    def uses(self, term: str) -> bool:
+        """True where the calibrated profile supplies ``term`` (else the spec-sheet roofline)."""
+        return term in self.calibrated
+
+
+def chip_rates(hw: HardwareSpec, compute_dtype: str = "bf16", calibrated: bool = True) -> Rates:
+    """Spec-sheet peaks, and for a calibrated profile the terms its fitted kernels cover."""
+    peak = hw.flops_for(compute_dtype)
+    spec = f"spec sheet ({hw.source or hw.name})"
+    sources = {term: spec for term in TERM_SOURCES}
+    sources["overhead"] = "none (spec sheet: no kernel overheads)"
+    covered: set[str] = set()
+    if calibrated and hw.calibration is not None and hw.calibration.ops:
+        for term in TERM_SOURCES[:4]:
+            label = kernels.coverage(hw, term, compute_dtype)
+            if label.startswith("calibrated"):
+                covered.add(term)
+            sources[term] = label
+        if covered & {"gemm", "attention_decode", "attention_prefill"}:
+            covered.add("overhead")
+            sources["overhead"] = "calibrated profile (per-kernel overheads inside each fitted kernel)"
+    return Rates(hw, compute_dtype, peak, hw.hbm_bandwidth_bytes_per_s, frozenset(covered), sources)

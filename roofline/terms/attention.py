@@ -1,0 +1,69 @@
+"""Attention of one step on one chip: decode over the KV cache and causal prefill, spec or fitted.
+
+Spec sheet (the book): decode attention is bandwidth-bound, B·KV_seq / W_hbm; prefill attention
+FLOPs join the matmul FLOPs.  A calibrated profile's fitted kernels take the per-chip shapes:
+heads split over tp (KV heads at most K ways, then the batch), windowed layers capped at W.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .. import compute, sharding
+from ..deploy import Deployment, kernels
+from ..memory import Number
+
+
+def kv_layout(num_kv_heads: int, num_heads: int, shards: float) -> tuple[float, float, float]:
+    """(query heads, KV heads, batch divisor) per chip: KV split over heads up to K, then over batch."""
+    ways = int(round(shards))
+    head_shards = float(sharding.kv_head_shards(num_kv_heads, ways))
+    batch_shards = float(sharding.kv_batch_shards(num_kv_heads, ways))
+    return num_heads / head_shards, num_kv_heads / head_shards, batch_shards
+
+
+def _head_dims(dep: Deployment) -> tuple[float, float]:
+    """(cached dim per KV head, KV heads) the kernel reads: MLA caches one latent of rank + rope."""
+    m = dep.model
+    if m.kv_lora_rank is not None:
+        return float(m.kv_lora_rank + (m.qk_rope_head_dim or 0)), 1.0
+    return float(m.head_dim), float(m.num_kv_heads)
+
+
+def decode_attention_fitted_s(dep: Deployment, seqs: ArrayLike, context: ArrayLike, layers: float,
+                              shards: float) -> Number:
+    """Σ over layers of the fitted decode kernel (windowed layers at min(S, W))."""
+    m, dtype = dep.model, dep.precision.kv
+    head_dim, kv_heads = _head_dims(dep)
+    heads, kv_chip, batch_div = kv_layout(int(kv_heads), m.num_heads, shards)
+    batch = np.divide(seqs, batch_div)
+    attended = layers / m.num_layers
+    g = (m.num_layers - m.num_local_layers) * attended
+    total = g * kernels.attention_decode_time_s(dep.hw, dtype, batch, context, heads, kv_chip, head_dim)
+    if m.num_local_layers:
+        local_ctx = np.minimum(context, float(m.sliding_window or 0))
+        total = total + m.num_local_layers * attended * kernels.attention_decode_time_s(
+            dep.hw, dtype, batch, local_ctx, heads, kv_chip, head_dim)
+    return total
+
+
+def prefill_attention_flops(dep: Deployment, seqs: ArrayLike, new: ArrayLike, cached: ArrayLike) -> Number:
+    """Causal attention FLOPs of ``new`` tokens after ``cached`` ones, all layers, all sequences."""
+    m = dep.model
+    after = compute.prefill_attention_flops(m, np.add(new, cached))
+    before = compute.prefill_attention_flops(m, cached)
+    return np.multiply(seqs, np.subtract(after, before))
+
+
+def prefill_attention_fitted_s(dep: Deployment, seqs: ArrayLike, new: ArrayLike, cached: ArrayLike,
+                               layers: float, shards: float) -> Number:
+    """Σ over layers of the fitted prefill kernel for ``seqs`` chunks of ``new`` tokens after ``cached``."""
+    m, dtype = dep.model, dep.precision.compute
+    head_dim, kv_heads = _head_dims(dep)
+    heads, kv_chip, batch_div = kv_layout(int(kv_heads), m.num_heads, shards)
+    batch = np.divide(seqs, batch_div)
+    # The fitted kernel prices q·kv/2 causal pairs; a chunk after c cached tokens attends q·(c + q/2).
+    kv_len = np.add(new, 2.0 * np.asarray(cached, dtype=float))
+    t = kernels.attention_prefill_time_s(dep.hw, dtype, batch, new, kv_len, heads, kv_chip, head_dim)
+    return layers * t

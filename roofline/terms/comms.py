@@ -1,0 +1,98 @@
+"""Collectives of one step on one pipeline stage: tp all-reduces, KV all-to-alls, ep dispatch/combine, pp sends.
+
+Megatron tensor parallelism puts two all-reduces of the activations [T, D] in every layer
+(attention output, MLP output).  Once tp exceeds the KV heads the KV cache is batch-sharded
+and each attention layer adds two all-to-alls of the decode queries [B, N·H] (book, part 7).
+With expert parallelism an MoE layer's MLP all-reduce becomes a dispatch and a combine
+all-to-all of the routed tokens [T·k, D] over ep chips.  Pipeline stages pass [T/m, D] to the
+next stage.  Times come from the spec-sheet fabric (book, part 3) or the profile's fitted
+collectives (the faster of NCCL and the custom all-reduce).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .. import fabric, memory, sharding
+from ..deploy import Deployment, kernels
+from ..memory import Number
+
+
+@dataclass(frozen=True)
+class CommsTerms:
+    """Per-step collective time of one stage: lower (latency/bandwidth overlapped) and predicted (sum)."""
+
+    lower_s: Number
+    time_s: Number
+    bytes_per_step: Number
+    source: str
+
+
+NO_COMMS = "none (tp = 1, or no tp given: the book's idealised fully sharded slice)"
+
+
+def _spec_op(dep: Deployment, layout: fabric.Layout, op: str, total_bytes: ArrayLike) -> tuple[Number, Number]:
+    t = fabric.collective_on(dep.hw, layout, op, total_bytes)
+    return t.time_s, t.time_upper_s
+
+
+def _op_time(dep: Deployment, layout: fabric.Layout, op: str, total_bytes: ArrayLike,
+             devices: int) -> tuple[Number, Number, str]:
+    """(lower, predicted, source) of one collective of V = total_bytes over ``devices`` chips."""
+    lower, upper = _spec_op(dep, layout, op, total_bytes)
+    if dep.rates.uses("collective"):
+        per_device = np.divide(total_bytes, devices) if op == "alltoall" else total_bytes
+        try:
+            fitted, family = kernels.collective_time_s(dep.hw, op, per_device, devices)
+        except KeyError:
+            return lower, upper, f"spec sheet (profile has no {op} fitted at {devices} devices)"
+        return np.minimum(lower, fitted), fitted, f"calibrated profile ({op}, {family}, {devices} devices)"
+    return lower, upper, "spec sheet"
+
+
+def stage_comms(dep: Deployment, tokens: ArrayLike, decode_seqs: ArrayLike, layers: float) -> CommsTerms:
+    """Collectives of ``layers`` layers of one tp group processing ``tokens`` (``decode_seqs`` decoding)."""
+    par, m = dep.par, dep.model
+    if not par.explicit or par.tp == 1:
+        zero = np.zeros_like(np.asarray(tokens, dtype=float))
+        return CommsTerms(zero, zero, zero, NO_COMMS)
+    act = dep.precision.activation_bytes
+    layout = fabric.tp_layout(dep.hw, par.tp, par.topology_text)
+    ar_bytes = np.multiply(tokens, m.d_model * act)
+    ar_lo, ar_t, ar_src = _op_time(dep, layout, "allreduce", ar_bytes, par.tp)
+    q_bytes = sharding.attention_query_bytes(decode_seqs, m.num_heads, m.head_dim, act)
+    a2a_count = float(sharding.attention_alltoalls_per_layer(m.num_kv_heads, par.tp))
+    a2a_lo, a2a_t, _ = (_op_time(dep, layout, "alltoall", q_bytes, par.tp) if a2a_count else (0.0, 0.0, ""))
+    moe_layers = memory.moe_layer_count(m) * layers / m.num_layers
+    dense_layers = layers - moe_layers
+    if par.ep > 1 and moe_layers:
+        ep_layout = fabric.tp_layout(dep.hw, par.ep, par.topology_text)
+        routed = np.multiply(tokens, m.experts_per_token * m.d_model * act)
+        d_lo, d_t, _ = _op_time(dep, ep_layout, "alltoall", routed, par.ep)
+        moe_lo = ar_lo + 2.0 * d_lo + a2a_count * a2a_lo
+        moe_t = ar_t + 2.0 * d_t + a2a_count * a2a_t
+    else:
+        moe_lo = 2.0 * ar_lo + a2a_count * a2a_lo
+        moe_t = 2.0 * ar_t + a2a_count * a2a_t
+    dense_lo = 2.0 * np.asarray(ar_lo) + a2a_count * np.asarray(a2a_lo)
+    dense_t = 2.0 * np.asarray(ar_t) + a2a_count * np.asarray(a2a_t)
+    lower = dense_layers * dense_lo + moe_layers * np.asarray(moe_lo)
+    time = dense_layers * dense_t + moe_layers * np.asarray(moe_t)
+    moved = layers * (2.0 * ar_bytes + a2a_count * q_bytes)
+    source = f"{fabric.PART3}; {layout.describe(dep.hw)}; {ar_src}"
+    return CommsTerms(lower, time, moved, source)
+
+
+def pipeline_send_time_s(dep: Deployment, tokens: ArrayLike) -> Number:
+    """One stage-to-stage send of [T, D] activations: hop latency + bytes / link (scale-out past a domain)."""
+    if dep.par.pp == 1:
+        return np.zeros_like(np.asarray(tokens, dtype=float))
+    hw = dep.hw
+    nbytes = np.multiply(tokens, dep.model.d_model * dep.precision.activation_bytes)
+    domain = hw.max_ici_domain_chips
+    if domain and dep.par.group_chips > domain and hw.dcn_bandwidth_bytes_per_s:
+        return (hw.dcn_latency_s or 0.0) + nbytes / hw.dcn_bandwidth_bytes_per_s
+    return hw.ici_hop_latency_s + nbytes / hw.ici_bandwidth_bytes_per_s

@@ -1,0 +1,70 @@
+"""Weight matmuls of one step as GEMM shapes per chip, timed with a calibrated profile's GEMM model.
+
+Each layer's weights are grouped into input and output projections (attention: QKV in, O out;
+MLP: gate+up in, down out), split over ``shards`` chips (Megatron: columns of the input
+projection, rows of the output one).  Routed experts run as ``E_touched / ep`` GEMMs per chip of
+``T·k / E_touched`` tokens each.  Pure functions; arrays broadcast.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .. import memory
+from ..deploy import kernels
+from ..memory import Number
+from ..specs import HardwareSpec, ModelSpec
+
+
+def attention_out_params(m: ModelSpec) -> float:
+    """O projection: N·H_v·D (MLA: v_head_dim per head)."""
+    head_v = m.v_head_dim if m.kv_lora_rank is not None else m.head_dim
+    return float(m.num_heads * (head_v or m.head_dim) * m.d_model)
+
+
+def mlp_gemm_pair(hw: HardwareSpec, dtype: str, tokens: ArrayLike, d_model: int, d_ff: float, gated: bool,
+                  shards: float) -> Number:
+    """Gate+up [T, D]x[D, (2|1)·F/s] then down [T, F/s]x[F/s, D]."""
+    up = kernels.gemm_time_s(hw, dtype, tokens, (2.0 if gated else 1.0) * d_ff / shards, d_model)
+    down = kernels.gemm_time_s(hw, dtype, tokens, d_model, d_ff / shards)
+    return up + down
+
+
+def attention_gemms(hw: HardwareSpec, dtype: str, m: ModelSpec, tokens: ArrayLike, shards: float) -> Number:
+    """QKV [T, D]x[D, in/s] and O [T, out/(D·s)]x[., D] of one attention layer."""
+    out = attention_out_params(m)
+    qkv = memory.attention_params_per_layer(m) - out
+    return (kernels.gemm_time_s(hw, dtype, tokens, qkv / (m.d_model * shards), m.d_model)
+            + kernels.gemm_time_s(hw, dtype, tokens, m.d_model, out / (m.d_model * shards)))
+
+
+def moe_gemms(hw: HardwareSpec, dtype: str, m: ModelSpec, tokens: ArrayLike, shards: float, ep: int) -> Number:
+    """Routed experts: E_t/ep per chip, each [T·k/E_t, D] through an expert MLP split tp/ep ways; + shared."""
+    touched = np.maximum(memory.expected_experts_touched(m.num_experts, m.experts_per_token, tokens), 1e-9)
+    per_expert = np.multiply(tokens, m.experts_per_token) / touched
+    expert_split = shards / ep
+    routed = (touched / ep) * mlp_gemm_pair(hw, dtype, per_expert, m.d_model, m.d_ff, m.gated_mlp, expert_split)
+    if m.num_shared_experts:
+        shared_ff = m.num_shared_experts * (m.shared_expert_d_ff or m.d_ff)
+        routed = routed + mlp_gemm_pair(hw, dtype, tokens, m.d_model, shared_ff, m.gated_mlp, shards)
+    return routed
+
+
+def gemm_time_s(hw: HardwareSpec, dtype: str, m: ModelSpec, tokens: ArrayLike, lm_tokens: ArrayLike,
+                layers: float, shards: float, ep: int = 1) -> Number:
+    """Σ fitted GEMM times of ``layers`` layers (dense and MoE in the model's ratio) + the LM head.
+
+    The LM head runs on ``lm_tokens`` rows only: the positions that are sampled (one per sequence).
+    """
+    moe_layers = memory.moe_layer_count(m)
+    dense_layers = m.num_layers - moe_layers
+    dense_ff = m.dense_d_ff if (moe_layers and m.dense_d_ff) else m.d_ff
+    share = layers / m.num_layers
+    total = m.num_layers * attention_gemms(hw, dtype, m, tokens, shards)
+    if dense_layers:
+        total = total + dense_layers * mlp_gemm_pair(hw, dtype, tokens, m.d_model, dense_ff, m.gated_mlp, shards)
+    if moe_layers:
+        total = total + moe_layers * moe_gemms(hw, dtype, m, tokens, shards, ep)
+    total = share * total
+    return total + kernels.gemm_time_s(hw, dtype, lm_tokens, m.vocab_size / shards, m.d_model)

@@ -1,0 +1,151 @@
+"""The step model: every term of one engine step for a given mix of work, with its time and source.
+
+One function, :func:`step_terms`, prices a step of a :class:`~roofline.deploy.Deployment`:
+KV reads and decode attention, weight reads and matmul FLOPs (spec-sheet roofline, or the
+calibrated GEMM kernels), prefill attention, collectives per stage (tp all-reduces, KV
+all-to-alls, ep dispatch/combine), pipeline sends and bubble, and fixed overheads.  From those
+terms it gives the prediction and two bounds: collectives overlapped (lower) and serialized
+(upper).  Every command reads these terms; none recomputes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from .. import memory
+from ..deploy import Deployment
+from ..memory import Number
+from . import attention, comms, gemms
+from .work import Work
+
+BOOK = "How to Scale Your Model, part 7: All About Transformer Inference"
+
+
+@dataclass(frozen=True)
+class StepTerms:
+    """One step on one replica: bytes, FLOPs and time of each term, the bounds and the prediction.
+
+    Times are seconds for the whole replica's step; ``stage_*`` are one pipeline stage's share
+    for one microbatch (equal to the step when pp = 1).
+    """
+
+    tokens: Number
+    kv_read_bytes: Number
+    weight_read_bytes: Number
+    kv_written_bytes: Number
+    matmul_flops: Number
+    attention_flops: Number
+    kv_time_s: Number
+    weight_time_s: Number
+    compute_time_s: Number
+    gemm_time_s: Number
+    attention_decode_s: Number
+    attention_prefill_s: Number
+    overhead_s: Number
+    stage_local_s: Number
+    local_s: Number
+    comms_time_s: Number
+    comms_lower_s: Number
+    comms_exposed_s: Number
+    comms_bytes: Number
+    pipeline_send_s: Number
+    pipeline_bubble_s: Number
+    microbatches: Number
+    time_s: Number
+    lower_s: Number
+    upper_s: Number
+    bound: np.ndarray
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def _zeros(like: Number) -> np.ndarray:
+    return np.zeros_like(np.asarray(like, dtype=float))
+
+
+def microbatches(dep: Deployment, decode_seqs: Number) -> Number:
+    """Microbatches in flight: min(pp, decode sequences) in steady decode; 1 for a one-shot prefill."""
+    if dep.par.pp == 1:
+        return np.ones_like(np.asarray(decode_seqs, dtype=float))
+    return np.where(np.asarray(decode_seqs) > 0, np.clip(decode_seqs, 1.0, dep.par.pp), 1.0)
+
+
+def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
+    """Price one step of ``work`` (whole slice) on ``dep``: per-replica terms, prediction and bounds.
+
+    Prediction per stage: local + max(0, comms − overlap·local); lower: max(local, comms);
+    upper: local + comms.  A replica's step: pp·(stage + send) (book: part 7; pp as in GPipe-style
+    round-robin microbatches).
+    """
+    m, prec, rates, par = dep.model, dep.precision, dep.rates, dep.par
+    replica = work.scaled(dep.replicas)
+    mb = microbatches(dep, replica.decode_seqs)
+    stage = replica.scaled(mb)
+    layers = m.num_layers / par.pp
+    share = layers / m.num_layers
+    chips = dep.stage_chips
+    flops_rate, bw = chips * rates.flops_per_s, chips * rates.hbm_bandwidth_bytes_per_s
+    counts = memory.param_counts(m)
+    tokens = stage.tokens
+    kv_read = share * np.multiply(stage.decode_seqs,
+                                  memory.kv_cache_bytes_per_sequence(m, stage.decode_context, prec.kv_bytes))
+    kv_written = share * np.multiply(stage.prefill_seqs, np.subtract(
+        memory.kv_cache_bytes_per_sequence(m, np.add(stage.prefill_len, stage.prefill_cached), prec.kv_bytes),
+        memory.kv_cache_bytes_per_sequence(m, stage.prefill_cached, prec.kv_bytes)))
+    weights_read = share * memory.weight_bytes_read_per_step(m, counts.total, prec.weight_bytes, tokens)
+    attn_p_flops = share * attention.prefill_attention_flops(dep, stage.prefill_seqs, stage.prefill_len,
+                                                             stage.prefill_cached)
+    decode_mm = 2.0 * share * np.multiply(stage.decode_seqs, counts.active)
+    prefill_mm = 2.0 * share * np.multiply(stage.prefill_tokens, counts.active)
+    kv_time = kv_read / bw
+    weight_time = (weights_read + kv_written) / bw
+    cal_prefill = rates.uses("attention_prefill")
+    spec_attn_p = _zeros(tokens) if cal_prefill else attn_p_flops
+    compute_time = decode_mm / flops_rate + (prefill_mm + spec_attn_p) / (flops_rate * mfu)
+    if rates.uses("gemm"):
+        lm_tokens = np.add(stage.decode_seqs, stage.prefill_seqs) * share
+        gemm = gemms.gemm_time_s(dep.hw, prec.compute, m, tokens, lm_tokens, layers, float(np.max(chips)), par.ep)
+        attn_prefill = (attention.prefill_attention_fitted_s(dep, stage.prefill_seqs, stage.prefill_len,
+                                                             stage.prefill_cached, layers, float(np.max(chips)))
+                        if cal_prefill else attn_p_flops / (flops_rate * mfu))
+    else:
+        gemm = np.maximum(compute_time, weight_time)
+        attn_prefill = (attention.prefill_attention_fitted_s(dep, stage.prefill_seqs, stage.prefill_len,
+                                                             stage.prefill_cached, layers, float(np.max(chips)))
+                        if cal_prefill else _zeros(tokens))
+    attn_decode = (attention.decode_attention_fitted_s(dep, stage.decode_seqs, stage.decode_context, layers,
+                                                       float(np.max(chips)))
+                   if rates.uses("attention_decode") else kv_time)
+    overhead = _zeros(tokens)
+    stage_local = attn_decode + gemm + attn_prefill + overhead
+    c = comms.stage_comms(dep, tokens, stage.decode_seqs, layers)
+    send = comms.pipeline_send_time_s(dep, tokens)
+    exposed = np.maximum(0.0, np.subtract(c.time_s, dep.comms_overlap * stage_local))
+    pp = float(par.pp)
+    stage_pred = stage_local + exposed
+    compute_binds = compute_time > kv_time + weight_time
+    local_bound = np.where(compute_binds, "compute", "memory")
+    bound = np.where(exposed > stage_local, "network", local_bound)
+    return StepTerms(
+        tokens=replica.tokens, kv_read_bytes=kv_read, weight_read_bytes=weights_read, kv_written_bytes=kv_written,
+        matmul_flops=decode_mm + prefill_mm, attention_flops=attn_p_flops,
+        kv_time_s=kv_time, weight_time_s=weight_time, compute_time_s=compute_time, gemm_time_s=gemm,
+        attention_decode_s=attn_decode, attention_prefill_s=attn_prefill, overhead_s=overhead,
+        stage_local_s=stage_local, local_s=pp * stage_local,
+        comms_time_s=pp * (c.time_s + send), comms_lower_s=pp * (c.lower_s + send),
+        comms_exposed_s=pp * (exposed + send), comms_bytes=c.bytes_per_step,
+        pipeline_send_s=pp * send, pipeline_bubble_s=(pp - mb) * (stage_pred + send),
+        microbatches=mb,
+        time_s=pp * (stage_pred + send),
+        lower_s=pp * (np.maximum(stage_local, c.lower_s) + send),
+        upper_s=pp * (stage_local + c.time_s + send),
+        bound=bound,
+        sources={**rates.sources, "comms": c.source,
+                 "overlap": f"collectives overlap {dep.comms_overlap:g} of local work "
+                            f"({'TPU: XLA overlaps' if dep.hw.kind == 'tpu' else 'GPU: on the critical path'})",
+                 "formulas": f"{BOOK}, 'Theoretical estimates for LLM latency and throughput'"},
+    )

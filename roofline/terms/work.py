@@ -1,0 +1,51 @@
+"""The work of one engine step: decode tokens at a context, prefill tokens, or a mix of both."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ..memory import Number
+
+
+@dataclass(frozen=True)
+class Work:
+    """One step's work for the whole slice (arrays broadcast).
+
+    ``decode_seqs`` sequences each decode one token over ``decode_context`` cached tokens;
+    ``prefill_seqs`` sequences each process ``prefill_len`` new prompt tokens after
+    ``prefill_cached`` tokens already in their cache (a chunk of chunked prefill, or a prefix hit).
+    """
+
+    decode_seqs: ArrayLike = 0.0
+    decode_context: ArrayLike = 0.0
+    prefill_seqs: ArrayLike = 0.0
+    prefill_len: ArrayLike = 0.0
+    prefill_cached: ArrayLike = 0.0
+
+    @property
+    def prefill_tokens(self) -> Number:
+        """New prompt tokens in the step: prefill sequences × tokens each."""
+        return np.multiply(self.prefill_seqs, self.prefill_len)
+
+    @property
+    def tokens(self) -> Number:
+        """All tokens the weight matmuls see: decode sequences + new prompt tokens."""
+        return np.add(self.decode_seqs, self.prefill_tokens)
+
+    def scaled(self, factor: ArrayLike) -> Work:
+        """The same work with the sequence counts divided by ``factor`` (one replica's or microbatch's share)."""
+        return Work(np.divide(self.decode_seqs, factor), self.decode_context,
+                    np.divide(self.prefill_seqs, factor), self.prefill_len, self.prefill_cached)
+
+
+def decode_work(batch: ArrayLike, context: ArrayLike) -> Work:
+    """B sequences decoding one token each over S cached tokens."""
+    return Work(decode_seqs=batch, decode_context=context)
+
+
+def prefill_work(batch: ArrayLike, input_len: ArrayLike, cached: ArrayLike = 0.0) -> Work:
+    """B prompts of I tokens each (after ``cached`` tokens already in the cache)."""
+    return Work(prefill_seqs=batch, prefill_len=input_len, prefill_cached=cached)
