@@ -223,3 +223,16 @@ def test_falcon_pre_transformers_refinedweb_config():
     m = model_from_dict(model_dict_from_hf_config(cfg, name="falcon-40b"))
     assert (m.num_kv_heads, m.norms_per_layer, m.num_layers) == (8, 2, 60)
     assert memory.param_counts(m).total == 679_510_016 * 60 + 65024 * 8192 + 2 * 8192
+
+
+@pytest.mark.parametrize(("catalog", "fixture", "published"), [
+    ("gpt-j-6b", "gpt-j-6b", 6.05e9),  # HF page / model card: 6.05 B (6,053,381,344)
+    ("falcon-180b", "falcon-180b", 180e9),  # model card: 180 B
+    ("bloom-176b", "bloom-176b", 176.247e9),  # model card: 176,247,271,424
+])
+def test_catalog_models_match_their_configs(catalog, fixture, published):
+    cat, imported = load_model(catalog), spec(fixture)
+    for key in type(cat).model_fields:
+        if key not in ("name", "source", "max_position_embeddings"):
+            assert getattr(cat, key) == getattr(imported, key), key
+    assert memory.param_counts(cat).total == pytest.approx(published, rel=0.01)
