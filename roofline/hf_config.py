@@ -420,17 +420,25 @@ ARCHITECTURES = {
 }
 
 
+def all_families() -> tuple[dict[str, Family], dict[str, str]]:
+    """Every mapped family and architecture: the ones above plus :mod:`roofline.hf_families`."""
+    from .hf_families import MORE_ARCHITECTURES, MORE_FAMILIES
+
+    return {**FAMILIES, **MORE_FAMILIES}, {**ARCHITECTURES, **MORE_ARCHITECTURES}
+
+
 def _family_of(cfg: dict[str, Any], origin: str) -> tuple[str, str]:
+    families, architectures = all_families()
     archs = cfg.get("architectures") or []
     model_type = cfg.get("model_type")
-    if archs and archs[0] in ARCHITECTURES:
-        return ARCHITECTURES[archs[0]], archs[0]
-    if model_type in FAMILIES:
+    if archs and archs[0] in architectures:
+        return architectures[archs[0]], archs[0]
+    if model_type in families:
         return str(model_type), str(model_type)
     shown = archs[0] if archs else model_type
     raise SpecError(
         f"{origin}: unknown architecture {shown!r} (architectures/model_type); supported: "
-        f"{', '.join(sorted(ARCHITECTURES))}")
+        f"{', '.join(sorted(architectures))}")
 
 
 def _unmapped(cfg: dict[str, Any], family: Family) -> list[str]:
@@ -470,7 +478,7 @@ def map_hf_config(config: dict[str, Any], origin: str = "config.json") -> tuple[
     """(architecture, ModelSpec fields with a note each, remark); unknown input is an error."""
     cfg, nested_note = _text_config(config, origin)
     family_name, arch = _family_of(cfg, origin)
-    family = FAMILIES[family_name]
+    family = all_families()[0][family_name]
     unknown = _unmapped(cfg, family)
     if unknown:
         raise SpecError(

@@ -103,10 +103,14 @@ def moe_layer_count(m: ModelShape) -> int:
 
 
 def param_counts(m: ModelShape) -> ParamCounts:
-    """Total and active parameters: L·(attention + MLP + norms) + V·D (×2 untied) + positions."""
+    """Total and active parameters: L·(attention + MLP + norms) + V·D (×2 untied) + positions.
+
+    Norms: (norms_per_layer·L + 1 final + 1 if embedding_norm) LayerNorms of D (2·D with bias).
+    """
     d = m.d_model
     embedding = m.vocab_size * d * (1 if m.tie_embeddings else 2)
     embedding += m.learned_position_embeddings * d
+    embedding += m.vocab_size if getattr(m, "lm_head_bias", False) else 0  # GPT-J's lm_head bias
     moe_layers = moe_layer_count(m)
     dense_layers = m.num_layers - moe_layers
     dense_ff = m.dense_d_ff if (moe_layers and m.dense_d_ff) else m.d_ff
@@ -119,7 +123,8 @@ def param_counts(m: ModelShape) -> ParamCounts:
     mlp_total = dense_mlp + moe_layers * (m.num_experts * expert + shared + router)
     mlp_active = dense_mlp + moe_layers * (m.experts_per_token * expert + shared + router)
     norm_size = d * (2 if m.norm_bias else 1)
-    norms = (2 * m.num_layers + 1) * norm_size
+    norms_per_layer = getattr(m, "norms_per_layer", 2)
+    norms = (norms_per_layer * m.num_layers + 1 + int(getattr(m, "embedding_norm", False))) * norm_size
     norms += m.num_layers * getattr(m, "extra_params_per_layer", 0)  # extra norms / gates (hf_config)
     return ParamCounts(
         embedding=float(embedding),

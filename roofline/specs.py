@@ -160,6 +160,11 @@ class ModelSpec(_Spec):
     learned_position_embeddings: int = Field(0, ge=0)
     # Small per-layer weights not otherwise modelled (extra norms, q/k norms, gates), counted as norms.
     extra_params_per_layer: int = Field(0, ge=0)
+    # LayerNorms per layer (2: before attention and before the MLP; 1: GPT-J, Falcon-7B's parallel block),
+    # a LayerNorm on the embeddings (BLOOM) and a bias on the LM head (GPT-J).
+    norms_per_layer: int = Field(2, ge=0)
+    embedding_norm: bool = False
+    lm_head_bias: bool = False
     max_position_embeddings: int | None = Field(None, gt=0)
     source: str = ""
 
