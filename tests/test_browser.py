@@ -69,3 +69,10 @@ def test_calibration_report_renders(browser: str, tmp_path: Path) -> None:
                    str(tmp_path / "h100-cal.yaml"), "--report", str(page), "--max-rows", "300")
     assert proc.returncode == 0, proc.stderr
     assert_page_renders(page, min_figures=1)
+
+
+def test_validate_page_renders(browser: str, tmp_path: Path) -> None:
+    page = tmp_path / "validate.html"
+    proc = run_cli("validate", "--source", "trtllm", "--html", str(page))
+    assert proc.returncode == 0, proc.stderr
+    assert_page_renders(page, min_figures=3)

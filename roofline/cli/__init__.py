@@ -30,6 +30,8 @@ COMMAND_MODULES = (
     "serve",
     "sweep",
     "report",
+    "e2e",
+    "validate",
 )
 
 app = typer.Typer(

@@ -1,0 +1,80 @@
+"""`roofline validate`: every shipped (or given) end-to-end row predicted and compared."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from ._common import JSON_OPTION, console, emit
+
+HARDWARE = typer.Option(
+    None, "--hardware", help="Hardware profile (name or YAML, e.g. a calibrated profile), repeatable: only rows "
+    "on that chip, predicted with it.")
+SOURCE = typer.Option(None, "--source", help="Only rows of this source (or sources starting with it).")
+ROWS = typer.Option(None, "--rows", help="Validate these end-to-end files (schema CSV or importable tables) instead.")
+HTML = typer.Option(None, "--html", help="Also write an HTML page (predicted vs measured) here.")
+CASES = typer.Option(False, "--cases", help="Also print one line per case.")
+
+
+def validate_command(
+    hardware: list[str] = HARDWARE,
+    source: str = SOURCE,
+    rows_files: list[Path] = ROWS,
+    html_out: Path = HTML,
+    show_cases: bool = CASES,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Predict measured TTFT, TPOT and tokens/s of end-to-end rows and report the errors.
+
+    Example: roofline validate --source splitwise --html validate.html
+    """
+    from ..e2e.data import load_shipped
+    from ..e2e.importers import import_file
+    from ..e2e.report import summary_rows, write_validation_page
+    from ..e2e.schema import E2EError
+    from ..e2e.validate import load_profiles, validate
+
+    if rows_files:
+        rows = [r for f in rows_files for r in import_file(f)]
+        if source:
+            rows = [r for r in rows if r.source == source or r.source.startswith(source)]
+            if not rows:
+                raise E2EError(f"--source {source!r} matches no rows of --rows")
+    else:
+        rows = load_shipped(source)
+    result = validate(rows, load_profiles(hardware or []))
+    if html_out is not None:
+        write_validation_page(result, html_out)
+    data = result.as_dict()
+
+    def render() -> None:
+        if show_cases:
+            cases = Table(title="Cases (ratio = predicted / measured)")
+            for col in ("id", "quantity", "measured", "predicted", "ratio"):
+                cases.add_column(col, overflow="fold", justify="left" if col in ("id", "quantity") else "right")
+            for c in result.cases:
+                cases.add_row(c.id, c.quantity, f"{c.measured:.4g}", f"{c.predicted:.4g}", f"{c.ratio:.3f}")
+            console.print(cases)
+        table = Table(title=f"End-to-end validation: {len(result.cases)} cases from {len(rows)} rows",
+                      caption="median: median APE; gmean: geometric-mean ratio predicted / measured")
+        for col in ("quantity", "group", "n", "MAPE", "median", "gmean"):
+            table.add_column(col, no_wrap=col == "group", overflow="fold",
+                             justify="left" if col in ("quantity", "group") else "right")
+        for row in summary_rows(result.summary):
+            table.add_row(*row)
+        console.print(table)
+        reasons = Counter(s.reason for s in result.skipped)
+        for reason, n in reasons.most_common():
+            console.print(f"skipped {n} row(s): {reason}", highlight=False)
+        if html_out is not None:
+            console.print(f"wrote {html_out}")
+
+    emit(data, as_json, render)
+
+
+def register(app: typer.Typer) -> None:
+    """Plug ``validate`` into the root app."""
+    app.command("validate")(validate_command)

@@ -1,0 +1,178 @@
+"""`roofline validate` without the printing: rows + predictions -> cases -> error statistics.
+
+A *case* is one measured quantity of one row beside its prediction.  Quantities:
+
+* ``ttft_s``: the row's mean ``ttft_s`` (else its ``ttft_p50_s``) vs the predicted TTFT
+* ``tpot_s``: mean ``tpot_s`` (else ``tpot_p50_s``) vs the predicted TPOT
+* ``throughput``: ``output_tokens_per_s`` (whole deployment) vs the predicted one
+
+Statistics per quantity (and by source, tp degree and weight dtype): ``n``, ``mape`` (mean of
+|predicted − measured| / measured), ``median_ape`` and ``gmean_ratio`` = exp(mean ln(predicted /
+measured)): above 1 the model over-predicts on average.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+
+from ..errors import RooflineError
+from ..specs import HardwareSpec, load_hardware
+from .predict import predict_row
+from .schema import E2ERow
+
+#: quantity -> (measured columns in order of preference, predicted key).
+QUANTITIES: dict[str, tuple[tuple[str, ...], str]] = {
+    "ttft_s": (("ttft_s", "ttft_p50_s"), "ttft_s"),
+    "tpot_s": (("tpot_s", "tpot_p50_s"), "tpot_s"),
+    "throughput": (("output_tokens_per_s",), "output_tokens_per_s"),
+}
+GROUPS = {"by_source": "source", "by_tp": "tp", "by_dtype": "dtype"}
+Predictor = Callable[[E2ERow, "str | HardwareSpec | None"], Mapping[str, float]]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One measured quantity of one row and its prediction (JSON keys of ``validate --json``)."""
+
+    id: str
+    source: str
+    quantity: str
+    measured: float
+    predicted: float
+    ratio: float
+    statistic: str
+    model: str
+    hardware: str
+    profile: str
+    tp: int
+    dtype: str
+    conditions: str
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A row that gave no case, and why."""
+
+    id: str
+    source: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Validation:
+    """Cases, rows that gave none, and the summary per quantity."""
+
+    cases: list[Case]
+    skipped: list[Skipped] = field(default_factory=list)
+    summary: dict[str, dict[str, object]] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, object]:
+        return {"cases": [c.as_dict() for c in self.cases], "summary": self.summary,
+                "skipped": [asdict(s) for s in self.skipped]}
+
+
+def abs_pct_error(predicted: float, measured: float) -> float:
+    """|predicted − measured| / measured."""
+    return abs(predicted - measured) / measured
+
+
+def measured_value(row: E2ERow, quantity: str) -> tuple[float, str] | None:
+    """(value, column) the row measured for ``quantity``, or None."""
+    for column in QUANTITIES[quantity][0]:
+        value = getattr(row, column)
+        if value is not None:
+            return float(value), column
+    return None
+
+
+def row_cases(row: E2ERow, predicted: Mapping[str, float], profile: str = "") -> list[Case]:
+    """The cases of one row: every quantity both measured and predicted (positive, finite)."""
+    out = []
+    for quantity, (_, key) in QUANTITIES.items():
+        meas = measured_value(row, quantity)
+        pred = predicted.get(key)
+        if meas is None or pred is None or not (math.isfinite(pred) and pred > 0):
+            continue
+        out.append(Case(id=row.id, source=row.source, quantity=quantity, measured=meas[0], predicted=float(pred),
+                        ratio=float(pred) / meas[0], statistic=meas[1], model=row.model, hardware=row.hardware,
+                        profile=profile or row.hardware, tp=row.tp, dtype=row.weight_dtype,
+                        conditions=row.conditions()))
+    return out
+
+
+def error_stats(cases: Sequence[Case]) -> dict[str, object]:
+    """n, MAPE, median APE and geometric-mean ratio of some cases (None when empty)."""
+    if not cases:
+        return {"n": 0, "mape": None, "median_ape": None, "gmean_ratio": None}
+    apes = [abs_pct_error(c.predicted, c.measured) for c in cases]
+    return {"n": len(cases), "mape": statistics.fmean(apes), "median_ape": statistics.median(apes),
+            "gmean_ratio": math.exp(statistics.fmean(math.log(c.ratio) for c in cases))}
+
+
+def _group_key(case: Case, attribute: str) -> str:
+    return str(getattr(case, attribute))
+
+
+def summarize(cases: Sequence[Case]) -> dict[str, dict[str, object]]:
+    """Per quantity: error_stats of all its cases, plus ``by_source``, ``by_tp``, ``by_dtype``."""
+    out: dict[str, dict[str, object]] = {}
+    for quantity in QUANTITIES:
+        mine = [c for c in cases if c.quantity == quantity]
+        entry = error_stats(mine)
+        for name, attribute in GROUPS.items():
+            keys = sorted({_group_key(c, attribute) for c in mine}, key=_sort_key)
+            entry[name] = {k: error_stats([c for c in mine if _group_key(c, attribute) == k]) for k in keys}
+        out[quantity] = entry
+    return out
+
+
+def _sort_key(text: str) -> tuple[int, float, str]:
+    try:
+        return (0, float(text), text)
+    except ValueError:
+        return (1, 0.0, text)
+
+
+def profile_for(row: E2ERow, profiles: Sequence[HardwareSpec]) -> HardwareSpec | None:
+    """The given profile for the row's chip: same name, or named ``<row hardware>-...``."""
+    for hw in profiles:
+        if hw.name == row.hardware or hw.name.startswith(f"{row.hardware}-"):
+            return hw
+    return None
+
+
+def load_profiles(refs: Iterable[str]) -> list[HardwareSpec]:
+    """Hardware profiles (names or YAML paths) for ``--hardware``."""
+    return [load_hardware(r) for r in refs]
+
+
+def validate(rows: Sequence[E2ERow], profiles: Sequence[HardwareSpec] = (),
+             predict: Predictor = predict_row) -> Validation:
+    """Predict every row (on its matching profile when profiles are given, else its own hardware).
+
+    With profiles, rows whose hardware matches none are skipped.  A row the model cannot run
+    (unknown model or hardware, does not fit) is skipped with the error's line as reason.
+    """
+    cases: list[Case] = []
+    skipped: list[Skipped] = []
+    for row in rows:
+        hw = profile_for(row, profiles) if profiles else None
+        if profiles and hw is None:
+            skipped.append(Skipped(row.id, row.source, f"no --hardware profile for {row.hardware}"))
+            continue
+        try:
+            predicted = predict(row, hw)
+        except RooflineError as exc:
+            skipped.append(Skipped(row.id, row.source, str(exc)))
+            continue
+        mine = row_cases(row, predicted, hw.name if hw is not None else "")
+        if not mine:
+            skipped.append(Skipped(row.id, row.source, "no quantity both measured and predicted"))
+        cases.extend(mine)
+    return Validation(cases=cases, skipped=skipped, summary=summarize(cases))
