@@ -39,8 +39,10 @@ def chip_rates(hw: HardwareSpec, compute_dtype: str = "bf16", calibrated: bool =
     cal = hw.calibration if calibrated else None
     if cal is None or not cal.ops:
         return ChipRates(peak, bw, bw, 0.0, 0.0, source=f"spec sheet ({hw.source or hw.name})")
-    gemm = cal.ops.get("gemm")
-    attn = cal.ops.get("attention_decode")
+    from .calibration.lookup import entry_for  # keys gemm/bf16, ...; no entry for the dtype: spec
+
+    gemm = entry_for(hw, "gemm", compute_dtype, fallback=True)
+    attn = entry_for(hw, "attention_decode", compute_dtype, fallback=True)
     return ChipRates(
         flops_per_s=peak * (gemm.compute_efficiency if gemm else 1.0),
         weight_bandwidth_bytes_per_s=bw * (gemm.memory_efficiency if gemm else 1.0),
