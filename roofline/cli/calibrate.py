@@ -148,22 +148,25 @@ def fit_command(
             else None, "ops": rows}
 
     def render() -> None:
-        table_ = Table(title=f"calibrated {profile.name} -> {out}", box=box.SIMPLE)
-        table_.add_column("entry", no_wrap=True, min_width=17)
-        for col in ("rows", "spec", "const", "model", "random", "range"):
+        table_ = Table(title=f"calibrated {profile.name} -> {out}", box=box.SIMPLE,
+                       pad_edge=False, collapse_padding=True)
+        table_.add_column("entry", no_wrap=True)
+        for col in ("rows", "spec", "const", "model", "random", "range", "bnd"):
             table_.add_column(col, justify="right", no_wrap=True)
-        table_.add_column("at a bound (missing term?)")
         for key, fit in fits.items():
             r = _fit_row(fit)
             table_.add_row(
                 key, str(r["n"]), _pct(r["before"].get("mape")),
                 _pct(r["constant"].get("mape")), _pct(r["after"].get("mape")),
                 _arrow(r["random_split"]), _arrow(r["range_split"]),
-                ", ".join(r["at_bound"]) or "-")
+                str(len(r["at_bound"])) if r["at_bound"] else "-")
         console.print(table_)
         console.print("MAPE of predicted kernel time: spec roofline, constant efficiencies + "
-                      "overhead, calibrated model; random / shape range: held-out spec→model.  "
-                      "A parameter at a bound of its range marks a term the model lacks.")
+                      "overhead, calibrated model; random / shape range: held-out spec→model; "
+                      "bnd: fitted parameters stuck at a bound of their range.")
+        for key, fit in fits.items():
+            if fit.at_bound:
+                console.print(f"missing term? {key}: {', '.join(fit.at_bound)} at a bound")
         if report:
             console.print(f"report: {report}")
 
