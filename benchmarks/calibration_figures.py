@@ -1,7 +1,8 @@
 """Print the calibration figures quoted in the README (markdown), from the shipped H100 data.
 
 Usage: python benchmarks/calibration_figures.py [MEASUREMENTS...] [--hardware h100-sxm]
-(default measurements: builtin:h100-sxm).  Deterministic: seeded split and subsampling.
+(default measurements: builtin:h100-sxm, bf16 and fp8).  One row per profile entry and split
+(every dtype present is its own entry).  Deterministic: seeded split and subsampling.
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ def main() -> None:
     parser.add_argument("measurements", nargs="*", default=["builtin:h100-sxm"])
     parser.add_argument("--hardware", default="h100-sxm")
     args = parser.parse_args()
-    _, fits = calibrate(load_all(args.measurements), load_hardware(args.hardware), dtype="bf16")
+    _, fits = calibrate(load_all(args.measurements), load_hardware(args.hardware))
     print("Held-out error of predicted kernel time, MAPE / median / p90 absolute relative error.\n")
-    head = ("op", "rows", "split", "spec roofline", "constant η + overhead", "calibrated model")
+    head = ("entry", "rows", "split", "spec roofline", "constant η + overhead", "calibrated model",
+            "at a bound")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for key, fit in fits.items():
@@ -36,7 +38,8 @@ def main() -> None:
             if not stats:
                 continue
             print(f"| {key} | {int(fit.stats['after_n'])} | {split} | {triple(stats, 'before')} | "
-                  f"{triple(stats, 'constant')} | {triple(stats, 'after')} |")
+                  f"{triple(stats, 'constant')} | {triple(stats, 'after')} | "
+                  f"{', '.join(fit.at_bound) or '-'} |")
 
 
 if __name__ == "__main__":

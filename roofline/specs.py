@@ -45,17 +45,29 @@ class _Spec(BaseModel):
 
 
 class OpCalibration(_Spec):
-    """Fitted parameters of one op class (written by ``roofline calibrate fit``)."""
+    """Fitted parameters of one op class and dtype (written by ``roofline calibrate fit``).
+
+    ``dtypes``, ``kernels`` (impl names) and ``rows`` say what it was fitted on; ``at_bound``
+    names fitted parameters that ended at a bound (a term the model lacks).  Entries written
+    before these fields existed leave them empty.
+    """
 
     compute_efficiency: float = Field(1.0, gt=0, le=1.5)
     memory_efficiency: float = Field(1.0, gt=0, le=1.5)
     overhead_s: float = Field(0.0, ge=0)
     params: dict[str, float] = Field(default_factory=dict)
     fit: dict[str, float] = Field(default_factory=dict)
+    dtypes: list[str] = Field(default_factory=list)
+    kernels: list[str] = Field(default_factory=list)
+    rows: int = Field(0, ge=0)
+    at_bound: list[str] = Field(default_factory=list)
 
 
 class CalibrationSpec(_Spec):
-    """A calibrated profile's fitted block: per op class (gemm, attention_decode, ...)."""
+    """A calibrated profile's fitted block, keyed ``<op_key>/<dtype>`` (gemm/bf16, gemm/fp8, ...).
+
+    A key without ``/`` (older profiles) reads as bf16; see ``roofline.calibration.keys``.
+    """
 
     source: str = "calibration"
     ops: dict[str, OpCalibration] = Field(default_factory=dict)

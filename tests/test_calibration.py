@@ -137,13 +137,14 @@ def test_fixture_calibration_improves_on_the_spec_roofline(tmp_path):
     for f in ("gemm_perf.csv", "generation_attention_perf.csv", "nccl_perf.csv"):
         table = concat([table, import_file(AIC / f)])
     profile, fits = fit.calibrate(table, load_hardware("h100-sxm"), dtype="bf16", max_rows=500)
-    assert {"gemm", "attention_decode", "allreduce"} <= set(fits)
+    assert {"gemm/bf16", "attention_decode/bf16", "allreduce/fp16"} <= set(fits)
     stats = fit.evaluate(profile, table)
-    for key in ("gemm", "attention_decode", "allreduce"):
-        assert stats[key]["mape"] < fits[key].stats["before_mape"]
-    params = profile.calibration.ops["allreduce"].params
+    for op, key in (("gemm", "gemm/bf16"), ("attention_decode", "attention_decode/bf16"),
+                    ("allreduce", "allreduce/fp16")):
+        assert stats[op]["mape"] < fits[key].stats["before_mape"]
+    params = profile.calibration.ops["allreduce/fp16"].params
     assert {"latency_s", "bandwidth_bytes_per_s"} <= set(params)
-    assert profile.calibration.ops["gemm"].params["num_sms"] == 132
+    assert profile.calibration.ops["gemm/bf16"].params["num_sms"] == 132
     path = write_calibration_report(tmp_path / "r.html", profile, fits, table)
     page = path.read_text()
     assert page.count("plotly.js v") <= 2 and "gemm" in page and "<html" in page.lower()

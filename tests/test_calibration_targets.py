@@ -9,20 +9,26 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from roofline.calibration import fit
+from roofline.calibration import fit, lookup
 from roofline.calibration.data import build_h100, load_measurements
 from roofline.calibration.importers import import_file
 from roofline.calibration.schema import COLLECTIVE_OPS, read_measurements
 from roofline.specs import load_hardware
 from tests.conftest import REPO, run_json
 
-#: Held-out MAPE targets of the issue: (op, split) -> bound.
+#: Held-out MAPE targets of issue 9, per profile entry: (entry, split) -> bound.  GEMM: bf16
+#: 6%, fp8 per-tensor 8%, fp8 block-scaled 10% on the random split; the shape-range split
+#: within 1.5x of those.
 TARGETS = {
-    ("gemm", "random"): 0.08,
-    ("attention_decode", "random"): 0.15,
-    ("allreduce", "random"): 0.10,
-    ("gemm", "range"): 0.10,
-    ("attention_decode", "range"): 0.20,
+    ("gemm/bf16", "random"): 0.06,
+    ("gemm/bf16", "range"): 1.5 * 0.06,
+    ("gemm/fp8", "random"): 0.08,
+    ("gemm/fp8", "range"): 1.5 * 0.08,
+    ("gemm_fp8_block/fp8", "random"): 0.10,
+    ("gemm_fp8_block/fp8", "range"): 1.5 * 0.10,
+    ("attention_decode/bf16", "random"): 0.15,
+    ("attention_decode/bf16", "range"): 0.20,
+    ("allreduce/fp16", "random"): 0.10,
 }
 
 
@@ -45,9 +51,9 @@ H100 = "aiconfigurator/systems/data/h100_sxm"
 
 @pytest.fixture(scope="module")
 def h100_calibrated():
-    table = load_measurements("builtin:h100-sxm")
-    return fit.calibrate(table, load_hardware("h100-sxm"), dtype="bf16",
-                         ops=["gemm", "attention_decode", "allreduce"])
+    table = load_measurements("builtin:h100-sxm")  # bf16 and fp8 rows: every dtype is fitted
+    return fit.calibrate(table, load_hardware("h100-sxm"),  # the README's settings
+                         ops=["gemm", "gemm_fp8_block", "attention_decode", "allreduce"])
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +70,7 @@ def h100_fits(h100_calibrated):
     ("allreduce", {"message_bytes": 2**26, "num_devices": 8}, 0.325, 0.15),
 ])
 def test_profile_predicts_readme_rows(h100_calibrated, op, shape, measured_ms, tolerance):
+    """Rows quoted in ../shared/measurements/README.md (aiconfigurator H100 tables)."""
     profile = h100_calibrated[0]
     predicted = float(fit.op_time(profile, op, **shape))
     assert predicted == pytest.approx(measured_ms * 1e-3, rel=tolerance)
@@ -72,12 +79,56 @@ def test_profile_predicts_readme_rows(h100_calibrated, op, shape, measured_ms, t
         assert abs(spec / (measured_ms * 1e-3) - 1) > abs(predicted / (measured_ms * 1e-3) - 1)
 
 
-@pytest.mark.parametrize(("op", "split"), sorted(TARGETS))
-def test_shipped_h100_meets_held_out_targets(h100_fits, op, split):
-    held_out = h100_fits[op].random if split == "random" else h100_fits[op].shape_range
+def test_fp8_gemm_row_through_the_lookup(h100_calibrated):
+    """H100 fp8 8192^3 GEMM measured 0.884912 ms (../shared/measurements/README.md)."""
+    seconds, label = lookup.op_time(h100_calibrated[0], "gemm", "fp8", m=8192, n=8192, k=8192)
+    assert float(seconds) == pytest.approx(0.884912e-3, rel=0.1)
+    assert label == "calibrated profile (gemm/fp8, 35,700 rows)"
+
+
+@pytest.mark.parametrize(("key", "split"), sorted(TARGETS))
+def test_shipped_h100_meets_held_out_targets(h100_fits, key, split):
+    held_out = h100_fits[key].random if split == "random" else h100_fits[key].shape_range
     assert held_out["after_n"] >= 10
-    assert held_out["after_mape"] <= TARGETS[(op, split)]
+    assert held_out["after_mape"] <= TARGETS[(key, split)]
     assert held_out["after_mape"] < 0.5 * held_out["before_mape"]  # far better than the spec
+
+
+def test_every_dtype_present_is_its_own_entry(h100_calibrated):
+    profile, fits = h100_calibrated
+    assert {"gemm/bf16", "gemm/fp8", "gemm_fp8_block/fp8", "allreduce/fp16",
+            "allreduce/int8"} <= set(fits)
+    for key, entry in profile.calibration.ops.items():
+        assert entry.dtypes == [key.split("/")[1]] and entry.rows == fits[key].rows > 0
+    assert profile.calibration.ops["gemm_fp8_block/fp8"].kernels == ["fp8_block"]
+    # per-tensor and block-scaled fp8 rows of the aiconfigurator table (NOTICE.md)
+    assert fits["gemm/fp8"].rows == 35_700 and fits["gemm_fp8_block/fp8"].rows == 29_268
+
+
+def test_fp8_quantize_kernel_is_its_own_fitted_term(h100_calibrated):
+    """The fitted activation-quantize floor matches the tables: fp8 (m=1, n=4096, k=32) takes
+    12.25 us against 2.78 us in bf16, so per-tensor quantization costs ~10 us; the 1x128 block
+    kernel's is a few us.  bf16 GEMMs have no quantize term."""
+    ops = h100_calibrated[0].calibration.ops
+    per_tensor = ops["gemm/fp8"].params["quantize_floor_s"]
+    block = ops["gemm_fp8_block/fp8"].params["quantize_floor_s"]
+    assert 7e-6 < per_tensor < 16e-6 and 1.5e-6 < block < 7e-6 and block < per_tensor
+    assert 1e11 < ops["gemm/fp8"].params["quantize_bandwidth_bytes_per_s"] < 1e13
+    assert "quantize_floor_s" not in ops["gemm/bf16"].params
+
+
+def test_fp8_without_the_quantize_term_is_far_worse():
+    """The same fp8 rows fitted with the bf16 GEMM model (no quantize kernel): the term matters."""
+    rows = load_measurements("builtin:h100-sxm-fp8").where(impl="")
+    rows = rows.take(np.random.default_rng(0).choice(len(rows), 3000, replace=False))
+    hw = load_hardware("h100-sxm")
+    with_term = fit.fit_op("gemm/fp8", rows, hw, max_rows=3000)
+    without = fit.fit_op("gemm/bf16", rows, hw, max_rows=3000)  # the bf16 key's model
+
+    def mape(key, params):
+        return float(np.mean(np.abs(fit.predict_op(key, rows, hw, params) / rows["time_s"] - 1)))
+
+    assert mape("gemm/fp8", with_term) < 0.06 and mape("gemm/bf16", without) > 0.09
 
 
 def test_shipped_data_is_compact_and_attributed():

@@ -1,8 +1,11 @@
 """Measurements shipped inside the package, and the script that builds them.
 
-``builtin:h100-sxm`` names ``roofline/data/measurements/h100-sxm-bf16.csv.gz``: H100 SXM
-bf16 rows converted from NVIDIA aiconfigurator's kernel tables (Apache-2.0); see NOTICE.md
-there.  Rebuild with ``python -m roofline.calibration.data ../shared/measurements``.
+``builtin:h100-sxm`` names both files in ``roofline/data/measurements/``: H100 SXM bf16
+compute rows and the collectives (``h100-sxm-bf16.csv.gz``) and fp8 GEMM rows, per-tensor
+and block-scaled (``h100-sxm-fp8.csv.gz``), converted from NVIDIA aiconfigurator's kernel
+tables (Apache-2.0; see NOTICE.md there).  ``builtin:h100-sxm-bf16`` and
+``builtin:h100-sxm-fp8`` name one file each.  Rebuild with
+``python -m roofline.calibration.data ../shared/measurements``.
 """
 
 from __future__ import annotations
@@ -16,7 +19,11 @@ from .importers import import_file
 from .schema import COLLECTIVE_OPS, CalibrationError, Measurements, concat, read_measurements, write_measurements
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "measurements"
-BUILTIN = {"h100-sxm": "h100-sxm-bf16.csv.gz"}
+BUILTIN = {
+    "h100-sxm": ("h100-sxm-bf16.csv.gz", "h100-sxm-fp8.csv.gz"),
+    "h100-sxm-bf16": ("h100-sxm-bf16.csv.gz",),
+    "h100-sxm-fp8": ("h100-sxm-fp8.csv.gz",),
+}
 PREFIX = "builtin:"
 #: Public tables (relative to the shared measurements folder) -> rows kept (0 = all).
 H100_SOURCES = {
@@ -45,7 +52,7 @@ def load_measurements(ref: str | Path) -> Measurements:
         if name not in BUILTIN:
             raise CalibrationError(
                 f"unknown built-in measurements {name!r}; allowed: {', '.join(BUILTIN)}")
-        return read_measurements(DATA_DIR / BUILTIN[name])
+        return concat([read_measurements(DATA_DIR / f) for f in BUILTIN[name]])
     return import_file(text)
 
 
@@ -75,13 +82,23 @@ def build_h100(shared: Path, seed: int = 0, only: str = "") -> Measurements:
     return concat(parts)
 
 
+H100_GEMM = "aiconfigurator/systems/data/h100_sxm/gemm/trtllm/1.3.0rc20/gemm_perf.csv"
+
+
+def build_h100_fp8(shared: Path) -> Measurements:
+    """All fp8 GEMM rows of the H100 table: per-tensor (impl '') and block-scaled (fp8_block)."""
+    table = import_file(shared / H100_GEMM, "h100-sxm")
+    return table.take(table["dtype"] == "fp8")
+
+
 def main(argv: list[str]) -> int:
     shared = Path(argv[0] if argv else "../shared/measurements")
     if not shared.is_dir():
         print(f"{shared}: no such folder (the shared measurements)", file=sys.stderr)
         return 2
-    out = write_measurements(build_h100(shared), DATA_DIR / BUILTIN["h100-sxm"])
-    print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB)")
+    for table, name in ((build_h100(shared), "h100-sxm-bf16"), (build_h100_fp8(shared), "h100-sxm-fp8")):
+        out = write_measurements(table, DATA_DIR / BUILTIN[name][0])
+        print(f"wrote {out} ({len(table)} rows, {out.stat().st_size / 1e6:.2f} MB)")
     return 0
 
 

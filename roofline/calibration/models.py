@@ -6,6 +6,7 @@ exponent, where the efficiencies depend on shape through named effects: too few 
 tiles (GEMM) or blocks (attention) to fill ``num_sms`` SMs, a serial k-loop before split-K,
 too few output columns to stream weights at full bandwidth, L2 residency of activations,
 the fused-GQA kernel's group limit and MMA padding, multi-block decode's reduction pass.
+A quantized (fp8, int8) GEMM adds its activation-quantize kernel as a term of its own.
 Collectives are ``latency + bus_bytes / bandwidth`` per op and device count, with NCCL's
 slower small-message protocols.  Times in seconds, sizes in bytes.
 """
@@ -19,6 +20,8 @@ import numpy as np
 
 Arrays = Mapping[str, np.ndarray]
 Params = Mapping[str, float]
+#: Bytes per element of the activations a quantized GEMM reads and of its output (bf16).
+ACTIVATION_BYTES = 2.0
 
 
 @dataclass(frozen=True)
@@ -53,17 +56,20 @@ def gemm_flops(m: np.ndarray, n: np.ndarray, k: np.ndarray) -> np.ndarray:
     return 2.0 * m * n * k
 
 
-def gemm_bytes(m: np.ndarray, n: np.ndarray, k: np.ndarray, width: np.ndarray) -> np.ndarray:
-    """(m k + k n + m n) * bytes per element: read A and W once, write C once."""
-    return (m * k + k * n + m * n) * width
+def gemm_bytes(
+    m: np.ndarray, n: np.ndarray, k: np.ndarray, width: np.ndarray,
+    out_width: np.ndarray | None = None,
+) -> np.ndarray:
+    """(m k + k n) w + m n w_out: read A and W once, write C once (w_out = w unless given)."""
+    return (m * k + k * n) * width + m * n * (width if out_width is None else out_width)
 
 
 def gemm_time(s: Arrays, hw: Hw, p: Params) -> np.ndarray:
     """overhead + soft_max(t_compute, t_memory, t_serial) for C[m,n] = A[m,k] W[k,n].
 
     t_compute = 2mnk / (peak η_c fill) (1 + k_pipeline/k), fill = min(1, tiles/SMs)^β over
-    tile_m x tile_n output tiles; t_memory = k n w / (BW η_m n/(n + n_half)) + (mk + mn) w /
-    (BW η_m (1 + l2_gain min(1, l2_bytes / act bytes))); t_serial = min(k, split_k) k_step_s.
+    tile_m x tile_n output tiles; t_memory = k n w / (BW η_m n/(n + n_half)) + (mk w + mn w_out)
+    / (BW η_m (1 + l2_gain min(1, l2_bytes / act bytes))); t_serial = min(k, split_k) k_step_s.
     """
     m, n, k, width = s["m"], s["n"], s["k"], s["width"]
     tiles = np.ceil(m / p["tile_m"]) * np.ceil(n / p["tile_n"])
@@ -72,13 +78,29 @@ def gemm_time(s: Arrays, hw: Hw, p: Params) -> np.ndarray:
     t_compute = t_compute * (1.0 + p["k_pipeline"] / k)
     stream = hw.bandwidth * p["memory_efficiency"]
     weights = k * n * width / (stream * n / (n + p["n_half"]))
-    activations = (m * k + m * n) * width
+    activations = m * k * width + m * n * s.get("out_width", width)
     l2_hit = np.minimum(1.0, p["l2_bytes"] / activations)
     t_memory = weights + activations / (stream * (1.0 + p["l2_gain"] * l2_hit))
     t_serial = np.minimum(k, p["split_k"]) * p["k_step_s"]
     return soft_max(t_compute, t_memory, t_serial, exponent=p["overlap_exponent"]) + p[
         "overhead_s"
     ]
+
+
+def quantize_time(s: Arrays, p: Params) -> np.ndarray:
+    """quantize_floor_s + m k (2 + w) / quantize_bandwidth_bytes_per_s.
+
+    The activation-quantize kernel an fp8/int8 GEMM runs first (a kernel of its own: read
+    the bf16 activations, write them in w bytes, plus the scales): a launch-and-reduce floor
+    and a streaming term in m k.
+    """
+    nbytes = s["m"] * s["k"] * (ACTIVATION_BYTES + s["width"])
+    return p["quantize_floor_s"] + nbytes / p["quantize_bandwidth_bytes_per_s"]
+
+
+def gemm_quantized_time(s: Arrays, hw: Hw, p: Params) -> np.ndarray:
+    """gemm_time + quantize_time: a quantized GEMM is two kernels back to back."""
+    return gemm_time(s, hw, p) + quantize_time(s, p)
 
 
 # --------------------------------------------------------------------------- attention

@@ -14,8 +14,9 @@ import numpy as np
 
 from ..files import write_bytes_atomic
 from ..specs import HardwareSpec
-from .fit import base_op, predict_op, row_keys, shapes
+from .keys import base_op
 from .models import attention_flops, bus_bytes, gemm_flops
+from .predict import predict_op, row_entry_keys, shapes
 from .schema import COLLECTIVE_OPS, Measurements
 
 MAX_POINTS = 3000
@@ -82,8 +83,9 @@ def op_figure(key: str, rows: Measurements, hw: HardwareSpec, params: dict[str, 
 
 
 def _stats_table(fits: dict[str, Any]) -> str:
-    head = ("op", "rows", "spec MAPE", "constant MAPE", "calibrated MAPE",
-            "held-out random (spec / calibrated)", "held-out shape range (spec / calibrated)")
+    head = ("entry", "rows", "spec MAPE", "constant MAPE", "calibrated MAPE",
+            "held-out random (spec / calibrated)", "held-out shape range (spec / calibrated)",
+            "parameters at a bound (missing terms)")
     lines = ["<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
 
     def pct(v: float | None) -> str:
@@ -94,7 +96,8 @@ def _stats_table(fits: dict[str, Any]) -> str:
         cells = (key, f"{int(s['after_n'])}", pct(s.get("before_mape")),
                  pct(s.get("constant_mape")), pct(s.get("after_mape")),
                  f"{pct(r.get('before_mape'))} / {pct(r.get('after_mape'))}",
-                 f"{pct(g.get('before_mape'))} / {pct(g.get('after_mape'))}")
+                 f"{pct(g.get('before_mape'))} / {pct(g.get('after_mape'))}",
+                 ", ".join(fit.at_bound) or "-")
         lines.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
     return "\n".join(lines + ["</table>"])
 
@@ -104,7 +107,7 @@ def render_calibration_report(profile: HardwareSpec, fits: dict[str, Any],
     """The report page as an HTML string (plotly.js inlined once, works offline)."""
     import plotly.io as pio
 
-    keys = row_keys(table)
+    keys = row_entry_keys(table)
     parts = []
     for i, (key, fit) in enumerate(fits.items()):
         fig = op_figure(key, table.take(keys == key), profile, fit.params)

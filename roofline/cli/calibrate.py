@@ -26,10 +26,12 @@ BASE_HARDWARE = typer.Option(
     None, "--hardware",
     help="Base spec: built-in name or YAML (omit for local-cpu measurements: built from them).")
 REPORT = typer.Option(None, "--report", help="Also write an HTML report here.")
-FIT_DTYPE = typer.Option("bf16", "--dtype", help="Compute dtype of GEMM/attention rows to fit (empty: all).")
+FIT_DTYPE = typer.Option(
+    "", "--dtype",
+    help="Fit only GEMM/attention rows of this dtype (default: every dtype present, each its own entry).")
 MAX_ROWS = typer.Option(4000, "--max-rows", help="Rows per op used in each fit.")
 SEED = typer.Option(0, "--seed", help="Seed of the random split and subsampling.")
-OPS = typer.Option(None, "--op", help="Fit only this op class (repeatable), e.g. gemm, allreduce.")
+OPS = typer.Option(None, "--op", help="Fit only this op class or entry (repeatable), e.g. gemm, gemm/fp8, allreduce.")
 PROFILE = typer.Option(
     ..., "--profile",
     help="Calibrated profile YAML (or a hardware name/YAML: then the spec roofline is evaluated).")
@@ -72,25 +74,42 @@ def _base_hardware(hardware: str | None, table: Any) -> Any:
         f"measurements are for hardware {', '.join(names)}; pass --hardware NAME_OR_YAML")
 
 
+def _fit_row(fit: Any) -> dict[str, Any]:
+    """The JSON of one fitted profile entry (an :class:`~roofline.calibration.fit.OpFit`)."""
+    entry = fit.profile_entry()
+    return {
+        "n": int(fit.stats["after_n"]),
+        "before": {k.removeprefix("before_"): v for k, v in fit.stats.items()
+                   if k.startswith("before_")},
+        "after": {k.removeprefix("after_"): v for k, v in fit.stats.items()
+                  if k.startswith("after_") and k != "after_n"},
+        "constant": {k.removeprefix("constant_"): v for k, v in fit.stats.items()
+                     if k.startswith("constant_")},
+        "random_split": fit.random,
+        "range_split": fit.shape_range,
+        "compute_efficiency": entry["compute_efficiency"],
+        "memory_efficiency": entry["memory_efficiency"],
+        "overhead_s": entry["overhead_s"],
+        "params": fit.params,
+        "key": fit.key,
+        "dtypes": list(fit.dtypes),
+        "kernels": list(fit.kernels),
+        "at_bound": list(fit.at_bound),
+    }
+
+
 def _fit_rows(fits: dict[str, Any]) -> dict[str, Any]:
-    out = {}
+    """``ops[op class]``: its bf16 entry (else its largest) at the top, every dtype in by_dtype."""
+    from ..calibration.keys import split_key
+
+    grouped: dict[str, dict[str, Any]] = {}
     for key, fit in fits.items():
-        entry = fit.profile_entry()
-        out[key] = {
-            "n": int(fit.stats["after_n"]),
-            "before": {k.removeprefix("before_"): v for k, v in fit.stats.items()
-                       if k.startswith("before_")},
-            "after": {k.removeprefix("after_"): v for k, v in fit.stats.items()
-                      if k.startswith("after_") and k != "after_n"},
-            "constant": {k.removeprefix("constant_"): v for k, v in fit.stats.items()
-                         if k.startswith("constant_")},
-            "random_split": fit.random,
-            "range_split": fit.shape_range,
-            "compute_efficiency": entry["compute_efficiency"],
-            "memory_efficiency": entry["memory_efficiency"],
-            "overhead_s": entry["overhead_s"],
-            "params": fit.params,
-        }
+        op_class, dtype = split_key(key)
+        grouped.setdefault(op_class, {})[dtype] = _fit_row(fit)
+    out = {}
+    for op_class, by_dtype in grouped.items():
+        top = "bf16" if "bf16" in by_dtype else max(by_dtype, key=lambda d: by_dtype[d]["n"])
+        out[op_class] = {**by_dtype[top], "dtype": top, "by_dtype": by_dtype}
     return out
 
 
@@ -118,8 +137,6 @@ def fit_command(
 
     table = load_all(measurements)
     base = _base_hardware(hardware, table)
-    if base.kind == "cpu" and dtype == "bf16":
-        dtype = ""
     profile, fits = calibrate(table, base, dtype=dtype or None, max_rows=max_rows, seed=seed,
                               ops=ops or None)
     page = render_calibration_report(profile, fits, table) if report else None
@@ -131,19 +148,25 @@ def fit_command(
             else None, "ops": rows}
 
     def render() -> None:
-        table_ = Table(title=f"calibrated {profile.name} -> {out}", box=box.SIMPLE)
-        table_.add_column("op", no_wrap=True, min_width=17)
-        for col in ("rows", "spec", "const", "model", "random", "range"):
+        table_ = Table(title=f"calibrated {profile.name} -> {out}", box=box.SIMPLE,
+                       pad_edge=False, collapse_padding=True)
+        table_.add_column("entry", no_wrap=True)
+        for col in ("rows", "spec", "const", "model", "random", "range", "bnd"):
             table_.add_column(col, justify="right", no_wrap=True)
-        for key, r in rows.items():
-            rs, gs = r["random_split"], r["range_split"]
+        for key, fit in fits.items():
+            r = _fit_row(fit)
             table_.add_row(
                 key, str(r["n"]), _pct(r["before"].get("mape")),
                 _pct(r["constant"].get("mape")), _pct(r["after"].get("mape")),
-                _arrow(rs), _arrow(gs))
+                _arrow(r["random_split"]), _arrow(r["range_split"]),
+                str(len(r["at_bound"])) if r["at_bound"] else "-")
         console.print(table_)
         console.print("MAPE of predicted kernel time: spec roofline, constant efficiencies + "
-                      "overhead, calibrated model; random / shape range: held-out spec→model.")
+                      "overhead, calibrated model; random / shape range: held-out spec→model; "
+                      "bnd: fitted parameters stuck at a bound of their range.")
+        for key, fit in fits.items():
+            if fit.at_bound:
+                console.print(f"missing term? {key}: {', '.join(fit.at_bound)} at a bound")
         if report:
             console.print(f"report: {report}")
 
@@ -161,8 +184,19 @@ def evaluate_command(
 
     Example: roofline calibrate evaluate --profile h100-cal.yaml builtin:h100-sxm --json
     """
+    import numpy as np
+
     from ..calibration.data import load_all
-    from ..calibration.fit import error_stats, evaluate, row_keys, spec_predict
+    from ..calibration.predict import (
+        COMPUTE_OPS,
+        error_stats,
+        evaluate,
+        evaluate_by_dtype,
+        row_keys,
+        scored_rows,
+        spec_predict,
+        uncovered,
+    )
     from ..specs import load_hardware
 
     hw = load_hardware(profile)
@@ -170,26 +204,35 @@ def evaluate_command(
     if hw.name in table.unique("hardware"):
         table = table.where(hardware=hw.name)
     if dtype:
-        import numpy as np
-
-        table = table.take(~np.isin(table["op"], ["gemm", "attention_decode",
-                                                  "attention_prefill"]) | (table["dtype"] == dtype))
-    stats = evaluate(hw, table)
-    spec, keys = spec_predict(hw, table), row_keys(table)
+        table = table.take(~np.isin(table["op"], list(COMPUTE_OPS)) | (table["dtype"] == dtype))
+    stats, by_dtype = evaluate(hw, table), evaluate_by_dtype(hw, table)
+    scored = scored_rows(hw, table)
+    spec, keys = spec_predict(hw, scored), row_keys(scored)
     for key, entry in stats.items():
-        before = error_stats(spec[keys == key], table["time_s"][keys == key])
+        for dt, sub in by_dtype[key].items():
+            mask = (keys == key) & (scored["dtype"] == dt)
+            before = error_stats(spec[mask], scored["time_s"][mask])
+            sub.update({f"spec_{k}": v for k, v in before.items() if k != "n"})
+            sub["n"] = int(sub["n"])
+        before = error_stats(spec[keys == key], scored["time_s"][keys == key])
         entry.update({f"spec_{k}": v for k, v in before.items() if k != "n"})
         entry["n"] = int(entry["n"])
-    data = {"profile": profile, "hardware": hw.name, "ops": stats}
+        entry["by_dtype"] = by_dtype[key]
+    missing = uncovered(hw, table)
+    data = {"profile": profile, "hardware": hw.name, "ops": stats, "uncovered": missing}
 
     def render() -> None:
         t = Table(title=f"{hw.name}: predicted vs measured kernel time")
-        for col in ("op", "n", "MAPE", "median", "p90", "spec MAPE"):
+        for col in ("op", "dtype", "n", "MAPE", "median", "p90", "spec MAPE"):
             t.add_column(col, justify="right")
-        for key, s in stats.items():
-            t.add_row(key, str(s["n"]), _pct(s["mape"]), _pct(s["median_ape"]),
-                      _pct(s["p90_ape"]), _pct(s["spec_mape"]))
+        for key, entry in stats.items():
+            for dt, s in entry["by_dtype"].items():
+                t.add_row(key, dt, str(s["n"]), _pct(s["mape"]), _pct(s["median_ape"]),
+                          _pct(s["p90_ape"]), _pct(s["spec_mape"]))
         console.print(t)
+        if missing:
+            console.print("not scored (the profile has no entry for them): " + ", ".join(
+                f"{k} ({n} rows)" for k, n in missing.items()))
 
     emit(data, as_json, render)
 
