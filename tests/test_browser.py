@@ -69,3 +69,11 @@ def test_calibration_report_renders(browser: str, tmp_path: Path) -> None:
                    str(tmp_path / "h100-cal.yaml"), "--report", str(page), "--max-rows", "300")
     assert proc.returncode == 0, proc.stderr
     assert_page_renders(page, min_figures=1)
+
+
+def test_simulate_page_renders(browser: str, tmp_path: Path) -> None:
+    page = tmp_path / "sim.html"
+    proc = run_cli("simulate", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--arrival-rate", "10",
+                   "-i", "512", "-o", "64", "--requests", "300", "--html", str(page))
+    assert proc.returncode == 0, proc.stderr
+    assert_page_renders(page, min_figures=4)

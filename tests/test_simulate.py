@@ -299,3 +299,59 @@ def test_invariants_on_small_random_configs(seqs, extra_budget, block, capacity,
             assert lat.p50 <= lat.p90 <= lat.p99
         if out > 1:  # no decode step is cheaper than one sequence at its shortest context
             assert res.tpot_s.p50 >= decode_s(1, inp) - 1e-12
+
+
+# ---------------------------------------------------------------------- adapter, page and CLI
+
+
+def test_adapter_at_vanishing_load_equals_request_batch_1():
+    # The issue's check: one request alone has request --batch 1's TTFT and TPOT.
+    from roofline.analysis import request
+    from roofline.simulate.adapter import cost_for
+    from roofline.specs import load_hardware, load_model
+
+    model, hw = load_model("llama-3-8b"), load_hardware("h100-sxm")
+    res = simulate(cost_for(model, hw), OpenLoop(0.001), fixed_lengths(1024, 64), requests=3, warmup=0)
+    alone = request(model, hw, 1024, 64)
+    assert res.ttft_s.mean == pytest.approx(float(alone.ttft_s), rel=1e-9)
+    assert res.tpot_s.mean == pytest.approx(float(alone.tpot_s), rel=1e-9)
+
+
+def test_page_has_three_cdfs_and_the_time_series(tmp_path: Path):
+    from roofline.report.simulate_page import cdf_points, write_simulate_page
+
+    assert cdf_points(np.array([3.0, 1.0, 2.0, 4.0])) == ([1.0, 2.0, 3.0, 4.0], [0.25, 0.5, 0.75, 1.0])
+    res = simulate(LinearCost(), OpenLoop(5.0), fixed_lengths(100, 20), requests=300)
+    text = write_simulate_page(tmp_path / "s.html", res, "synthetic").read_text()
+    assert text.count('class="plotly-graph-div"') == 4 and "first 30 requests by arrival" in text
+
+
+CONTRACT_KEYS = {"ttft_s", "tpot_s", "itl_s", "e2e_s", "output_tokens_per_s", "requests_per_s", "mean_batch",
+                 "preemptions", "completed"}
+
+
+def test_cli_json_contract_and_determinism(tmp_path: Path):
+    from .conftest import run_json
+
+    args = ("simulate", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--arrival-rate", "5", "-i", "512",
+            "-o", "64", "--requests", "200", "--seed", "3")
+    first, again = run_json(*args), run_json(*args)
+    assert CONTRACT_KEYS <= set(first) and first == again
+    assert set(first["ttft_s"]) == {"mean", "p50", "p90", "p99"} and first["completed"] == 200
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_time_s,input_len,output_len\n0,100,10\n0.5,200,20\n")
+    closed = run_json("simulate", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--trace", str(trace))
+    assert closed["completed"] == 2 and closed["warmup"]["requests"] == 0
+
+
+@pytest.mark.parametrize("extra, message", [
+    ((), "give exactly one load"),
+    (("--arrival-rate", "1", "--concurrency", "2"), "give exactly one load"),
+    (("--arrival-rate", "-1"), "--arrival-rate must be a positive"),
+])
+def test_cli_bad_input_is_one_line(extra, message):
+    from .conftest import run_cli
+
+    proc = run_cli("simulate", "--model", "llama-3-8b", "--hardware", "h100-sxm", "-i", "10", "-o", "5", *extra)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "serve",
     "sweep",
     "report",
+    "simulate",
 )
 
 app = typer.Typer(
