@@ -344,6 +344,12 @@ class Engine:
         self.c_insys += (running + waiting) * dt
         self.c_queue += waiting * dt
 
+    def record_array(self) -> np.ndarray:
+        """The records as an array (time, cumulative batch, KV, in system, queue, tokens; running, waiting, KV)."""
+        if getattr(self, "_array_rows", -1) != len(self.records):
+            self._array, self._array_rows = np.asarray(self.records, dtype=float), len(self.records)
+        return self._array
+
     def _record(self) -> None:
         self.records.append((self.clock, self.c_batch, self.c_kv, self.c_insys, self.c_queue,
                              float(self.c_tokens), len(self.running), len(self.waiting),

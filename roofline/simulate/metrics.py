@@ -134,7 +134,7 @@ def window_integral(engines: list[Engine], column: int, t0: float, t1: float) ->
     """Σ over replicas of a cumulative record's increase between t0 and t1 (linear within a segment)."""
     total = 0.0
     for e in engines:
-        rec = np.asarray(e.records)
+        rec = e.record_array()
         total += float(np.interp(t1, rec[:, 0], rec[:, column]) - np.interp(t0, rec[:, 0], rec[:, column]))
     return total
 
@@ -146,7 +146,7 @@ def time_series(decode: list[Engine], every: list[Engine], end_s: float, max_poi
     def column(engines: list[Engine], col: int) -> np.ndarray:
         out = np.zeros((len(engines), grid.size))
         for i, e in enumerate(engines):
-            rec = np.asarray(e.records)
+            rec = e.record_array()
             out[i] = rec[np.maximum(np.searchsorted(rec[:, 0], grid, side="right") - 1, 0), col]
         return out
 
