@@ -1,13 +1,14 @@
 """Speed figures of this machine for the README's performance section (prints, asserts nothing).
 
-    python benchmarks/bench.py            # all four figures
+    python benchmarks/bench.py            # all five figures
     python benchmarks/bench.py --quick    # fewer repeats
 
 1. decode-step sweep: configurations evaluated per second (target ≥ 5 million / s);
 2. Pareto frontier of one million points (target < 0.5 s);
 3. cold start of `roofline step` beside `python -c "import numpy, yaml, pydantic, typer, rich"`
    (target: within 1.5×);
-4. `roofline report` with no arguments, run in a temporary folder (target < 5 s).
+4. `roofline report` with no arguments, run in a temporary folder (target < 5 s);
+5. the serving simulator: simulated requests/s for 100,000 requests (benchmarks/bench_simulate.py).
 
 Each timing is the best of several runs (the minimum is the least disturbed by other load).
 """
@@ -121,6 +122,10 @@ def main() -> None:
     bench_frontier(repeats)
     bench_cold_start(repeats)
     bench_report(max(1, repeats // 2))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_simulate import bench_simulate
+
+    bench_simulate(20_000 if args.quick else 100_000)
 
 
 if __name__ == "__main__":

@@ -76,3 +76,11 @@ def test_validate_page_renders(browser: str, tmp_path: Path) -> None:
     proc = run_cli("validate", "--source", "trtllm", "--html", str(page))
     assert proc.returncode == 0, proc.stderr
     assert_page_renders(page, min_figures=3)
+
+
+def test_simulate_page_renders(browser: str, tmp_path: Path) -> None:
+    page = tmp_path / "sim.html"
+    proc = run_cli("simulate", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--arrival-rate", "10",
+                   "-i", "512", "-o", "64", "--requests", "300", "--html", str(page))
+    assert proc.returncode == 0, proc.stderr
+    assert_page_renders(page, min_figures=4)

@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "report",
     "e2e",
     "validate",
+    "simulate",
 )
 
 app = typer.Typer(

@@ -1,0 +1,108 @@
+"""`roofline simulate`: serving under load, a discrete-event simulation of continuous batching."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from ..errors import RooflineError
+from ..fmt import format_seconds
+from ..lengths import LengthDistribution, lengths_from_options
+from ..specs import load_hardware, load_model
+from ._common import JSON_OPTION, console, emit
+from .step import COMPUTE, HARDWARE, KV_DTYPE, MODEL, WEIGHTS, precision_from_options
+
+
+def simulate_command(
+    model: str = MODEL,
+    hardware: str = HARDWARE,
+    tp: int = typer.Option(1, "--tp", help="Chips per replica (tensor parallel)."),
+    concurrency: int = typer.Option(None, "--concurrency", help="Closed loop: clients, each waiting for its reply."),
+    arrival_rate: float = typer.Option(None, "--arrival-rate", help="Open loop: requests/s (Poisson; see --cv)."),
+    trace: str = typer.Option(None, "--trace", help="CSV of arrival_time_s,input_len,output_len."),
+    input_len: int = typer.Option(None, "--input-len", "-i", help="Prompt tokens of every request."),
+    output_len: int = typer.Option(None, "--output-len", "-o", help="Generated tokens of every request."),
+    lengths: str = typer.Option(None, "--lengths", help="Weighted lengths, e.g. 512:128:0.7,4096:512:0.3."),
+    lengths_csv: str = typer.Option(None, "--lengths-csv", help="CSV input_len,output_len[,count]."),
+    requests: int = typer.Option(None, "--requests", "-n", help="Requests to simulate (default 1000; a trace: all)."),
+    seed: int = typer.Option(0, "--seed", help="Random seed (the run is deterministic for a seed)."),
+    max_num_seqs: int = typer.Option(256, "--max-num-seqs", help="Most sequences in a step (vLLM)."),
+    max_num_batched_tokens: int = typer.Option(8192, "--max-num-batched-tokens", help="Token budget per step."),
+    block_size: int = typer.Option(16, "--block-size", help="KV cache block size in tokens."),
+    prefix_hit_rate: float = typer.Option(0.0, "--prefix-hit-rate", help="Share of prompt tokens in the prefix cache."),
+    cv: float = typer.Option(1.0, "--cv", help="Open loop: coefficient of variation of the gaps (1 Poisson)."),
+    think_time: float = typer.Option(0.0, "--think-time", help="Closed loop: seconds between reply and next send."),
+    ttft_slo: float = typer.Option(None, "--ttft-slo", help="TTFT SLO in seconds (goodput)."),
+    tpot_slo: float = typer.Option(None, "--tpot-slo", help="TPOT SLO in seconds (goodput)."),
+    warmup: int = typer.Option(None, "--warmup", help="First requests excluded from latencies (default 10%)."),
+    replicas: int = typer.Option(1, "--replicas", help="Identical replicas (decode replicas when disaggregated)."),
+    prefill_replicas: int = typer.Option(0, "--prefill-replicas", help="> 0: disaggregated prefill replicas."),
+    balancer: str = typer.Option("round-robin", "--balancer", help="round-robin or least-outstanding."),
+    memory_utilization: float = typer.Option(0.9, "--memory-utilization", help="Share of HBM the engine uses."),
+    weights: str = WEIGHTS,
+    kv_dtype: str = KV_DTYPE,
+    compute_dtype: str = COMPUTE,
+    html_path: str = typer.Option(None, "--html", help="Write latency CDFs and time series to this HTML file."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Serving under load: TTFT/TPOT/ITL/e2e percentiles, throughput and goodput from a continuous-batching simulation.
+
+    Example: roofline simulate --model llama-3-8b --hardware h100-sxm --arrival-rate 10 -i 1024 -o 256
+    """
+    from ..simulate import ClosedLoop, FleetConfig, OpenLoop, SchedulerConfig, read_trace, simulate
+    from ..simulate.adapter import cost_for
+
+    given = [name for name, v in (("--concurrency", concurrency), ("--arrival-rate", arrival_rate),
+                                  ("--trace", trace)) if v is not None]
+    if len(given) != 1:
+        raise RooflineError("give exactly one load: --concurrency C, --arrival-rate R or --trace FILE"
+                            + (f" (got {', '.join(given)})" if given else ""))
+    m, hw = load_model(model), load_hardware(hardware)
+    cost = cost_for(m, hw, tp, precision_from_options(weights, kv_dtype, compute_dtype), memory_utilization)
+    dist: LengthDistribution | None = None
+    if trace is not None:
+        if any(v is not None for v in (input_len, output_len, lengths, lengths_csv)):
+            raise RooflineError("--trace carries its own lengths: drop -i/-o/--lengths/--lengths-csv")
+        load: Any = read_trace(trace)
+    else:
+        dist = lengths_from_options(input_len, output_len, lengths, lengths_csv)
+        load = ClosedLoop(concurrency, think_time) if concurrency is not None else OpenLoop(arrival_rate, cv)
+        requests = 1000 if requests is None else requests
+    res = simulate(
+        cost, load, dist, requests, seed,
+        SchedulerConfig(max_num_seqs, max_num_batched_tokens, block_size, prefix_hit_rate),
+        FleetConfig(replicas, balancer, prefill_replicas), ttft_slo, tpot_slo, warmup,
+    )
+    data: dict[str, Any] = {"model": m.name, "hardware": hw.name, "tp": tp, **res.as_dict()}
+    data.pop("time_series")  # in the --html page; too long for a terminal
+    if html_path:
+        from ..report.simulate_page import write_simulate_page
+
+        write_simulate_page(html_path, res, f"{m.name} on {tp}x {hw.name}: {res.load}")
+
+    def render() -> None:
+        from rich.table import Table
+
+        table = Table(title=f"{m.name} on {tp}x {hw.name} x {replicas} replica(s): {res.load}")
+        for col in ("latency", "mean", "p50", "p90", "p99"):
+            table.add_column(col, justify="right" if col != "latency" else "left")
+        for key, label in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("itl_s", "ITL"), ("e2e_s", "end-to-end")):
+            p = getattr(res, key)
+            table.add_row(label, *(format_seconds(v) for v in (p.mean, p.p50, p.p90, p.p99)))
+        console.print(table)
+        console.print(f"output tokens/s {res.output_tokens_per_s:,.1f}, requests/s {res.requests_per_s:,.3f}, "
+                      f"mean batch {res.mean_batch:.1f}, KV used {res.mean_kv_utilization:.0%}, "
+                      f"preemptions {res.preemptions}, completed {res.completed}, dropped {res.dropped}")
+        if ttft_slo is not None or tpot_slo is not None:
+            console.print(f"goodput: {res.goodput_fraction:.1%} of requests meet the SLOs = "
+                          f"{res.goodput_requests_per_s:,.3f} requests/s")
+        console.print(f"[dim]{res.warmup_rule}; step cost: {res.sources['step cost']}[/]")
+        if html_path:
+            console.print(f"wrote {html_path}")
+
+    emit(data, as_json, render)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("simulate")(simulate_command)
