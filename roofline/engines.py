@@ -37,6 +37,7 @@ class ServeResult:
     prefill_to_decode_ratio: float
     kv_transfer_s: float
     fits: bool = True
+    tokens_per_s_per_chip_unchecked: float = 0.0
     max_batch: float = 0.0
     usable_hbm_bytes: float = 0.0
     total_bytes: float = 0.0
@@ -102,7 +103,9 @@ def serve(dep: Deployment, mode: str, input_len: int, output_len: int, batch: in
         mode=mode, ttft_s=ttft, tpot_s=tpot,
         tokens_per_s_per_chip=float(serving.tokens_per_s_per_chip(tps, used)) if fits else None,
         chips=used, prefill_s=prefill_1, batch_prefill_s=prefill_b, step_time_s=step_s, decode_stall_s=stall,
-        prefill_to_decode_ratio=ratio, kv_transfer_s=transfer, fits=fits, max_batch=float(final.max_batch),
+        prefill_to_decode_ratio=ratio, kv_transfer_s=transfer, fits=fits,
+        tokens_per_s_per_chip_unchecked=float(serving.tokens_per_s_per_chip(tps, used)),
+        max_batch=float(final.max_batch),
         usable_hbm_bytes=float(final.usable_hbm_bytes), total_bytes=float(final.total_bytes),
         prefill_comms_s=float(one.prefill_comms_s), decode_comms_s=float(step_res.comms_exposed_s),
         tp=dep.par.tp, pp=dep.par.pp, ep=dep.par.ep,

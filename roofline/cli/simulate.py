@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import typer
 
 from ..errors import RooflineError
@@ -11,13 +12,16 @@ from ..fmt import format_seconds
 from ..lengths import LengthDistribution, lengths_from_options
 from ..specs import load_hardware, load_model
 from ._common import JSON_OPTION, console, emit
+from .options import MEMORY_UTILIZATION
 from .step import COMPUTE, HARDWARE, KV_DTYPE, MODEL, WEIGHTS, precision_from_options
 
 
 def simulate_command(
     model: str = MODEL,
     hardware: str = HARDWARE,
-    tp: int = typer.Option(1, "--tp", help="Chips per replica (tensor parallel)."),
+    tp: int = typer.Option(1, "--tp", help="Tensor-parallel chips per replica."),
+    pp: int = typer.Option(None, "--pp", help="Pipeline stages per replica."),
+    ep: int = typer.Option(None, "--ep", help="Expert-parallel degree for MoE models (divides --tp)."),
     concurrency: int = typer.Option(None, "--concurrency", help="Closed loop: clients, each waiting for its reply."),
     arrival_rate: float = typer.Option(None, "--arrival-rate", help="Open loop: requests/s (Poisson; see --cv)."),
     trace: str = typer.Option(None, "--trace", help="CSV of arrival_time_s,input_len,output_len."),
@@ -39,7 +43,7 @@ def simulate_command(
     replicas: int = typer.Option(1, "--replicas", help="Identical replicas (decode replicas when disaggregated)."),
     prefill_replicas: int = typer.Option(0, "--prefill-replicas", help="> 0: disaggregated prefill replicas."),
     balancer: str = typer.Option("round-robin", "--balancer", help="round-robin or least-outstanding."),
-    memory_utilization: float = typer.Option(0.9, "--memory-utilization", help="Share of HBM the engine uses."),
+    memory_utilization: float = MEMORY_UTILIZATION,
     weights: str = WEIGHTS,
     kv_dtype: str = KV_DTYPE,
     compute_dtype: str = COMPUTE,
@@ -59,7 +63,6 @@ def simulate_command(
         raise RooflineError("give exactly one load: --concurrency C, --arrival-rate R or --trace FILE"
                             + (f" (got {', '.join(given)})" if given else ""))
     m, hw = load_model(model), load_hardware(hardware)
-    cost = cost_for(m, hw, tp, precision_from_options(weights, kv_dtype, compute_dtype), memory_utilization)
     dist: LengthDistribution | None = None
     if trace is not None:
         if any(v is not None for v in (input_len, output_len, lengths, lengths_csv)):
@@ -69,6 +72,9 @@ def simulate_command(
         dist = lengths_from_options(input_len, output_len, lengths, lengths_csv)
         load = ClosedLoop(concurrency, think_time) if concurrency is not None else OpenLoop(arrival_rate, cv)
         requests = 1000 if requests is None else requests
+    longest = max_trace_context(load) if dist is None else float(np.max(dist.input_len + dist.output_len))
+    cost = cost_for(m, hw, tp, precision_from_options(weights, kv_dtype, compute_dtype), memory_utilization,
+                    pp=pp, ep=ep, max_context=longest + 1.0, reserve_tokens=max_num_batched_tokens)
     res = simulate(
         cost, load, dist, requests, seed,
         SchedulerConfig(max_num_seqs, max_num_batched_tokens, block_size, prefix_hit_rate),
@@ -106,3 +112,8 @@ def simulate_command(
 
 def register(app: typer.Typer) -> None:
     app.command("simulate")(simulate_command)
+
+
+def max_trace_context(load: Any) -> float:
+    """The longest prompt + output of a trace (the step model is tabulated up to it)."""
+    return float(np.max(np.add(load.input_len, load.output_len)))

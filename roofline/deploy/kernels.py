@@ -23,32 +23,46 @@ TERM_OPS = {
 
 
 def entry(hw: HardwareSpec, key: str, dtype: str) -> OpCalibration | None:
-    """The profile entry for ``key`` fitted on ``dtype`` ('gemm/fp8'); a legacy key is bf16."""
-    cal = hw.calibration
-    if cal is None:
-        return None
-    found = cal.ops.get(f"{key}/{dtype}")
-    if found is None and dtype == "bf16":
-        found = cal.ops.get(key)
-    return found
+    """The profile entry for op class ``key`` fitted on ``dtype`` (``gemm``/``fp8``), else None."""
+    from ..calibration.lookup import entry_for
+
+    op, impl = split_family(key)
+    return entry_for(hw, op, dtype, impl, fallback=True)
+
+
+def split_family(key: str) -> tuple[str, str]:
+    """('allreduce', 'custom') from 'allreduce_custom'; ('attention_decode', '') stays whole."""
+    from ..calibration.keys import SEPARATE_IMPLS
+
+    for impl in SEPARATE_IMPLS:
+        if key.endswith(f"_{impl}"):
+            return key.removesuffix(f"_{impl}"), impl
+    return key, ""
+
+
+def gemm_family(dtype: str, block_scaled: bool = False) -> str:
+    """The kernel family of a weight matmul: fp8 block-scaled GEMMs are fitted on their own."""
+    return "fp8_block" if (block_scaled and dtype == "fp8") else ""
 
 
 def coverage(hw: HardwareSpec, term: str, dtype: str) -> str:
-    """'calibrated profile (gemm/bf16)' or 'spec sheet (profile has no gemm/fp8 entry)'."""
-    keys = [k for k in TERM_OPS[term] if entry(hw, k, dtype if term != "collective" else "bf16") is not None]
-    if keys:
-        rows = [int(getattr(entry(hw, k, "bf16" if term == "collective" else dtype), "rows", 0) or 0)
-                for k in keys]
-        count = f", {sum(rows):,} rows" if sum(rows) else ""
-        shown = ", ".join(f"{k}/{dtype if term != 'collective' else 'bf16'}" for k in keys)
-        return f"calibrated profile ({shown}{count})"
-    return f"spec sheet (profile has no {TERM_OPS[term][0]}/{dtype} entry)"
+    """'calibrated profile (gemm/bf16, ... rows)' or 'spec sheet (profile has no gemm/fp8 entry)'."""
+    from ..calibration.lookup import source_label
+
+    keys = [k for k in TERM_OPS[term] if entry(hw, k, dtype) is not None]
+    if not keys:
+        return source_label(hw, TERM_OPS[term][0], dtype)
+    labels = []
+    for key in keys:
+        op, impl = split_family(key)
+        labels.append(source_label(hw, op, dtype, impl).removeprefix("calibrated profile (").removesuffix(")"))
+    return f"calibrated profile ({'; '.join(labels)})"
 
 
 def _time(hw: HardwareSpec, op: str, dtype: str, impl: str, **shape: ArrayLike) -> np.ndarray:
-    from ..calibration.fit import op_time  # the fit's own models: one formula for fit and prediction
+    from ..calibration.lookup import op_time  # the fit's own models: one formula for fit and prediction
 
-    return np.asarray(op_time(hw, op, dtype, impl, **shape), dtype=float)
+    return np.asarray(op_time(hw, op, dtype, impl, fallback=True, **shape)[0], dtype=float)
 
 
 def gemm_time_s(hw: HardwareSpec, dtype: str, m: ArrayLike, n: ArrayLike, k: ArrayLike) -> np.ndarray:
@@ -80,8 +94,7 @@ def attention_prefill_time_s(hw: HardwareSpec, dtype: str, batch: ArrayLike, q_l
 
 def collective_devices(hw: HardwareSpec, op: str, impl: str = "") -> set[int]:
     """Device counts a collective entry was fitted at (``latency_s@8`` -> 8)."""
-    key = f"{op}_{impl}" if impl else op
-    found = entry(hw, key, "bf16")
+    found = entry(hw, f"{op}_{impl}" if impl else op, "bf16")
     if found is None:
         return set()
     return {int(name.split("@")[1]) for name in found.params if name.startswith("latency_s@")}

@@ -21,19 +21,20 @@ Today's body uses :func:`roofline.multichip.serve`, the engine behind ``roofline
   that fits in HBM at context I + O (capped at ``num_requests``): the engine's own batch cap is
   not in the data.
 
-Each replica has tp·pp chips and the deployment dp replicas (throughputs × dp, rates ÷ dp).
-pp > 1 is treated as tp·pp chips in one group and ep is not modelled (today's step model has
-neither); the current ``serve`` adds no tensor-parallel collective time.
+Each replica is one :class:`~roofline.deploy.Deployment` of tp·pp chips (tensor, pipeline and
+expert parallelism with their collectives, the profile's calibrated terms, usable memory), and the
+deployment has dp replicas (throughputs × dp, rates ÷ dp).
 """
 
 from __future__ import annotations
 
 import math
 
-from ..analysis import Precision, decode_step
+from ..analysis import Precision, step_from
+from ..deploy import DEFAULT_MEMORY_UTILIZATION, Deployment, deployment
+from ..engines import serve
 from ..errors import RooflineError
-from ..multichip import serve
-from ..specs import HardwareSpec, ModelSpec, load_hardware, load_model
+from ..specs import HardwareSpec, load_hardware, load_model
 from .schema import E2ERow
 
 
@@ -42,44 +43,54 @@ def row_precision(row: E2ERow) -> Precision:
     return Precision(weights=row.weight_dtype, kv=row.kv_dtype, compute=row.compute_dtype)
 
 
-def max_fitting_batch(model: ModelSpec, hw: HardwareSpec, chips: int, context: float, precision: Precision) -> int:
-    """The largest batch whose weights + KV at ``context`` fit in the replica's HBM (0 if none)."""
-    result = decode_step(model, hw, chips, 1, context, precision)
-    return int(result.max_batch)
+def row_deployment(row: E2ERow, hw: HardwareSpec) -> Deployment:
+    """One replica of the row: tp·pp chips with its tp, pp and ep.
+
+    A row with a measured batch or concurrency ran, so its batch fit: it is priced with all of HBM
+    (memory utilization 1); max-load rows size their batch with the default usable fraction.
+    """
+    measured_batch = row.load in ("static", "concurrency")
+    return deployment(load_model(row.model), hw, row.tp * row.pp, row_precision(row), tp=row.tp,
+                      pp=row.pp if row.pp > 1 else None, ep=row.ep if row.ep > 1 else None,
+                      memory_utilization=1.0 if measured_batch else DEFAULT_MEMORY_UTILIZATION)
+
+
+def max_fitting_batch(dep: Deployment, context: float) -> int:
+    """The largest batch whose weights + KV at ``context`` fit in the replica's usable HBM (0 if none)."""
+    return int(step_from(dep, 1, context).max_batch)
 
 
 def predict_row(row: E2ERow, hw_ref: str | HardwareSpec | None = None) -> dict[str, float]:
     """Predicted ttft_s, tpot_s, output_tokens_per_s, requests_per_s of one row (see module doc)."""
-    model = load_model(row.model)
     hw = load_hardware(hw_ref if hw_ref is not None else row.hardware)
-    precision = row_precision(row)
+    dep = row_deployment(row, hw)
     chips = row.tp * row.pp
     i = row.mean_input_len
     o = row.mean_output_len
     isl, osl = max(int(round(i)), 1), max(int(round(o)), 1)
     if row.load == "static":
-        return _serve(model, hw, "static", isl, osl, chips, int(row.batch or 1), precision, row.dp)
+        return _serve(dep, "static", isl, osl, int(row.batch or 1), row.dp)
     if row.load == "concurrency":
         per_replica = max(int(math.ceil((row.concurrency or 1) / row.dp)), 1)
-        return _serve(model, hw, "interleaved", isl, osl, chips, per_replica, precision, row.dp)
+        return _serve(dep, "interleaved", isl, osl, per_replica, row.dp)
     rate = row.arrival_rate if row.arrival_rate is not None else math.inf
     if math.isfinite(rate):
-        res = serve(model, hw, "interleaved", isl, osl, chips, 1, precision, arrival_rate=rate / row.dp)
+        res = serve(dep, "interleaved", isl, osl, 1, arrival_rate=rate / row.dp)
         cont = res.continuous or {}
         if cont.get("decode_replicas") == 1:
             return {"ttft_s": float(cont["ttft_s"]), "tpot_s": float(cont["tpot_s"]),
                     "output_tokens_per_s": rate * o, "requests_per_s": rate}
-    batch = max_fitting_batch(model, hw, chips, i + o, precision)
+    batch = max_fitting_batch(dep, i + o)
     if batch < 1:
-        raise RooflineError(f"{row.id}: {model.name} does not fit on {chips}x {hw.name} at context {i + o:g}")
+        raise RooflineError(f"{row.id}: {row.model} does not fit on {chips}x {hw.name} at context {i + o:g}")
     if row.num_requests is not None:
         batch = min(batch, max(int(math.ceil(row.num_requests / row.dp)), 1))
-    return _serve(model, hw, "interleaved", isl, osl, chips, batch, precision, row.dp)
+    return _serve(dep, "interleaved", isl, osl, batch, row.dp)
 
 
-def _serve(model: ModelSpec, hw: HardwareSpec, mode: str, isl: int, osl: int, chips: int, batch: int,
-           precision: Precision, replicas: int) -> dict[str, float]:
-    res = serve(model, hw, mode, isl, osl, chips, batch, precision)
-    tokens = res.tokens_per_s_per_chip * res.chips * replicas
+def _serve(dep: Deployment, mode: str, isl: int, osl: int, batch: int, replicas: int) -> dict[str, float]:
+    res = serve(dep, mode, isl, osl, batch)
+    # A measured batch ran, so it fit on the real chip even where the catalog's capacity says otherwise.
+    tokens = res.tokens_per_s_per_chip_unchecked * res.chips * replicas
     return {"ttft_s": res.ttft_s, "tpot_s": res.tpot_s, "output_tokens_per_s": tokens,
             "requests_per_s": tokens / osl}

@@ -1,114 +1,104 @@
-"""TEMPORARY step-cost adapter built from the existing estimators (roofline.analysis / roofline.step).
+"""The simulator's step cost from the one step model: :func:`roofline.terms.step_terms` of a deployment.
 
-To be replaced by the one step model (issue 9): only :func:`cost_for` is imported elsewhere.
-A step's terms come from the same pieces ``decode_step`` and ``request`` use:
-
-    t = KV read / W_kv + max(FLOPs / C, (weights read + KV written) / W) + overhead (if any decode)
-    FLOPs = 2·P_active·(decode seqs + prefill tokens) + attention FLOPs per pair · prefill pairs
-
-so a lone prefill equals ``request``'s TTFT and a lone decode equals ``decode_step``'s step time
-(``request --batch 1`` at vanishing load).  tp > 1 takes max(local, activation collectives) of
-the step's tokens, as ``decode_step`` does.  Simplifications: decode attention FLOPs are left out
-(as in ``decode_step``), KV read/written is per token with no sliding-window cap, and activation
-memory is not subtracted from the KV capacity.
+A simulated step (``decode_seqs`` sequences over ``decode_kv_tokens`` cached tokens, plus
+``prefill_tokens`` new prompt tokens with ``prefill_attention_pairs`` causal pairs) is the
+step model's :class:`~roofline.terms.Work` with the decodes at their mean context and the
+prefill chunks as one sequence of T tokens after c cached ones, c = pairs/T − (T+1)/2 (so the
+causal pairs match).  For speed the terms are tabulated, never restated: each distinct
+(decode sequences, prefill tokens, cached offset) row is priced once by ``step_terms`` over a
+grid of decode contexts and interpolated linearly between grid points (exact for the spec
+sheet, whose step is affine in context; within a fraction of a percent for fitted kernels).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .. import compute, memory, serving
-from ..analysis import Precision, tensor_parallel_comms
-from ..chip import chip_rates
+from .. import memory, serving
+from ..deploy import DEFAULT_MEMORY_UTILIZATION, Deployment, Precision, deployment
 from ..errors import RooflineError
 from ..specs import HardwareSpec, ModelSpec
-from ..units import dtype_bytes
+from ..terms import Work, step_terms
 
-#: Token counts whose tp collectives are tabulated once (a step never holds more than its token budget).
-COMMS_TABLE_TOKENS = 1 << 16
 DEFAULT_PRECISION = Precision()
+#: Decode-context grid points per row (the step is interpolated linearly between them).
+GRID_POINTS = 257
 
 
-@dataclass(frozen=True)
-class AnalysisStepCost:
-    """A :class:`~roofline.simulate.cost.StepCost` from the analysis terms (see the module docstring)."""
+@dataclass
+class DeploymentStepCost:
+    """A :class:`~roofline.simulate.cost.StepCost` reading the step model of one replica's deployment."""
 
-    model: ModelSpec
-    hw: HardwareSpec
-    tp: int
-    precision: Precision
+    dep: Deployment
     kv_capacity_tokens: int
-    flops_per_s: float
-    weight_bandwidth_bytes_per_s: float
-    kv_bandwidth_bytes_per_s: float
-    overhead_s: float
-    active_params: float
-    total_params: float
-    kv_bytes_per_token: float
-    attention_flops_per_pair: float
-    comms_s: np.ndarray  # tp collectives by tokens in the step (zeros for tp = 1)
+    max_context: float
     source: str
+    _grid: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    _rows: dict[tuple[int, int, int], np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._grid = np.linspace(0.0, max(self.max_context, 1.0), GRID_POINTS)
+
+    def _row(self, n: int, tokens: int, cached: int) -> np.ndarray:
+        """Step times over the context grid for n decodes + one prefill chunk of ``tokens`` after ``cached``."""
+        key = (n, tokens, cached)
+        row = self._rows.get(key)
+        if row is None:
+            work = Work(decode_seqs=float(n), decode_context=self._grid, prefill_seqs=1.0 if tokens else 0.0,
+                        prefill_len=float(tokens), prefill_cached=float(cached))
+            row = np.broadcast_to(np.asarray(step_terms(self.dep, work).time_s, dtype=float), self._grid.shape)
+            self._rows[key] = row
+        return row
 
     def step_time_s(self, decode_seqs: ArrayLike, decode_kv_tokens: ArrayLike, prefill_tokens: ArrayLike,
                     prefill_attention_pairs: ArrayLike) -> np.ndarray:
-        """KV/W_kv + max(FLOPs/C, (weights + KV written)/W) + overhead; max with tp comms."""
-        n = np.asarray(decode_seqs, dtype=float)
-        tokens = n + np.asarray(prefill_tokens, dtype=float)
-        flops = 2.0 * self.active_params * tokens + self.attention_flops_per_pair * np.asarray(
-            prefill_attention_pairs, dtype=float)
-        weights = memory.weight_bytes_read_per_step(self.model, self.total_params, self.precision.weight_bytes,
-                                                    np.maximum(tokens, 1.0))
-        written = self.kv_bytes_per_token * np.asarray(prefill_tokens, dtype=float)
-        local = (self.kv_bytes_per_token * np.asarray(decode_kv_tokens, dtype=float) / self.kv_bandwidth_bytes_per_s
-                 + np.maximum(flops / self.flops_per_s, (weights + written) / self.weight_bandwidth_bytes_per_s)
-                 + np.where(n > 0, self.overhead_s, 0.0))
-        if self.tp == 1:
-            return local
-        index = np.minimum(tokens, COMMS_TABLE_TOKENS).astype(np.int64)
-        return np.maximum(local, self.comms_s[index])
+        """Seconds of each step: the tabulated step model, interpolated over the mean decode context."""
+        n, kv, t, pairs = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (
+            decode_seqs, decode_kv_tokens, prefill_tokens, prefill_attention_pairs)))
+        out = np.empty(n.shape)
+        flat = [a.reshape(-1) for a in (n, kv, t, pairs)]
+        context = np.divide(flat[1], np.maximum(flat[0], 1.0))
+        cached = np.where(flat[2] > 0, np.maximum(flat[3] / np.maximum(flat[2], 1.0) - (flat[2] + 1.0) / 2.0, 0.0),
+                          0.0)
+        keys = np.stack([flat[0], flat[2], np.rint(cached)], axis=1).astype(np.int64)
+        result = out.reshape(-1)
+        for key in np.unique(keys, axis=0):
+            sel = np.all(keys == key, axis=1)
+            ctx = context[sel]
+            if np.any(ctx > self._grid[-1]):
+                raise RooflineError(f"simulated context {ctx.max():.0f} exceeds the tabulated {self._grid[-1]:.0f}")
+            result[sel] = np.interp(ctx, self._grid, self._row(int(key[0]), int(key[1]), int(key[2])))
+        return out
 
     def kv_transfer_time_s(self, tokens: float) -> float:
-        """tokens·KV bytes / (tp·DCN bandwidth) + DCN latency (serve --mode disaggregated's transfer)."""
-        if self.hw.dcn_bandwidth_bytes_per_s is None:
-            raise RooflineError(f"{self.hw.name}: disaggregated mode needs dcn_bandwidth_bytes_per_s in the "
-                                "hardware file")
-        return float(serving.kv_transfer_time_s(tokens * self.kv_bytes_per_token,
-                                                self.tp * self.hw.dcn_bandwidth_bytes_per_s,
-                                                self.hw.dcn_latency_s or 0.0))
+        """tokens·KV bytes / (replica chips · DCN bandwidth) + DCN latency (serve's disaggregated transfer)."""
+        hw = self.dep.hw
+        if hw.dcn_bandwidth_bytes_per_s is None:
+            raise RooflineError(f"{hw.name}: disaggregated mode needs dcn_bandwidth_bytes_per_s in the hardware file")
+        kv_token = float(memory.kv_cache_bytes_per_token(self.dep.model, self.dep.precision.kv_bytes))
+        chips = float(np.max(self.dep.group_chips))
+        return float(serving.kv_transfer_time_s(tokens * kv_token, chips * hw.dcn_bandwidth_bytes_per_s,
+                                                hw.dcn_latency_s or 0.0))
 
 
-def cost_for(model: ModelSpec, hw: HardwareSpec, tp: int = 1, precision: Precision = DEFAULT_PRECISION,
-             memory_utilization: float = 0.9) -> AnalysisStepCost:
-    """TEMPORARY: the step cost of one tp-way replica (weights sharded over tp chips) from spec or profile."""
-    if tp < 1:
-        raise RooflineError(f"--tp must be at least 1 (got {tp})")
-    if not 0 < memory_utilization <= 1:
-        raise RooflineError(f"--memory-utilization must be in (0, 1] (got {memory_utilization})")
-    rates = chip_rates(hw, precision.compute)
-    counts = memory.param_counts(model)
-    weights = float(memory.param_bytes(counts.total, precision.weight_bytes))
+def cost_for(model: ModelSpec, hw: HardwareSpec, tp: int | None = 1, precision: Precision = DEFAULT_PRECISION,
+             memory_utilization: float = DEFAULT_MEMORY_UTILIZATION, pp: int | None = None, ep: int | None = None,
+             max_context: float = 1 << 17, reserve_tokens: float = 8192) -> DeploymentStepCost:
+    """The step cost of one replica (tp·pp chips), its KV capacity in tokens within the usable HBM."""
+    tp_d = tp or 1
+    chips = tp_d * (pp or 1)
+    dep = deployment(model, hw, chips, precision, tp=tp_d, pp=pp, ep=ep, memory_utilization=memory_utilization)
     kv_token = float(memory.kv_cache_bytes_per_token(model, precision.kv_bytes))
-    usable = memory_utilization * tp * hw.hbm_bytes - weights
+    usable = float(dep.usable_hbm_bytes(reserve_tokens)) - dep.weight_bytes
     capacity = int(usable // kv_token) if usable > 0 else 0
     if capacity < 1:
-        raise RooflineError(f"{model.name} weights ({weights / 1e9:.1f} GB) leave no KV cache in "
-                            f"{memory_utilization:g} of {tp}x {hw.name} HBM; raise --tp")
-    comms = np.zeros(1)
-    if tp > 1:
-        tokens = np.arange(COMMS_TABLE_TOKENS + 1, dtype=float)
-        _, comms, _, _ = tensor_parallel_comms(model, hw, tp, np.maximum(tokens, 1.0), tp, None,
-                                               dtype_bytes(precision.compute))
-        comms = np.broadcast_to(np.asarray(comms, dtype=float), tokens.shape).copy()
-    return AnalysisStepCost(
-        model=model, hw=hw, tp=tp, precision=precision, kv_capacity_tokens=capacity,
-        flops_per_s=tp * rates.flops_per_s, weight_bandwidth_bytes_per_s=tp * rates.weight_bandwidth_bytes_per_s,
-        kv_bandwidth_bytes_per_s=tp * rates.kv_bandwidth_bytes_per_s,
-        overhead_s=rates.step_overhead_s(model.num_layers), active_params=counts.active, total_params=counts.total,
-        kv_bytes_per_token=kv_token, attention_flops_per_pair=float(compute.prefill_attention_flops(model, 1.0)),
-        comms_s=comms,
-        source=f"TEMPORARY adapter over roofline.analysis terms; {rates.source}; tp {tp}, "
+        raise RooflineError(f"{model.name} weights ({dep.weight_bytes / 1e9:.1f} GB) leave no KV cache in "
+                            f"{memory_utilization:g} of {chips}x {hw.name} HBM; raise --tp or --pp")
+    return DeploymentStepCost(
+        dep=dep, kv_capacity_tokens=capacity, max_context=max_context,
+        source=f"step model (roofline.terms) of {dep.par.describe()} on {chips}x {hw.name}; {dep.rates.source}; "
                f"{memory_utilization:g} of HBM",
     )
