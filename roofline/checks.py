@@ -35,6 +35,8 @@ def _fail(name: str, message: str) -> OptionError:
 
 def _plain(x: float) -> str:
     """2147483647 for a whole number, else 1e+21 style."""
+    if isinstance(x, int):
+        return str(x)
     return str(int(x)) if float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
 
 

@@ -99,11 +99,13 @@ def read_text_limited(path: str | Path, limit: int, error: type[RooflineError], 
 class LimitedReader(io.RawIOBase):
     """A binary stream that raises ``error`` once more than ``limit`` bytes were read from it.
 
-    Wraps a decompressing stream so a small ``.gz`` cannot expand without bound.
+    Wraps a decompressing stream so a small ``.gz`` cannot expand without bound; with
+    ``nul_error``, a NUL byte (a binary file) raises that error.
     """
 
-    def __init__(self, raw: IO[bytes], limit: int, error: RooflineError) -> None:
-        self._raw, self._left, self._error = raw, limit, error
+    def __init__(self, raw: IO[bytes], limit: int, error: RooflineError,
+                 nul_error: RooflineError | None = None) -> None:
+        self._raw, self._left, self._error, self._nul = raw, limit, error, nul_error
 
     def readable(self) -> bool:
         return True
@@ -113,6 +115,8 @@ class LimitedReader(io.RawIOBase):
         self._left -= len(data)
         if self._left < 0:
             raise self._error
+        if self._nul is not None and b"\x00" in data:
+            raise self._nul
         buffer[: len(data)] = data
         return len(data)
 

@@ -18,7 +18,7 @@ import numpy as np
 from ..specs import HardwareSpec, SpecError, hardware_from_dict
 from ..units import DTYPE_BYTES
 from . import models
-from .schema import COLLECTIVE_OPS, CalibrationError, Measurements
+from .schema import COLLECTIVE_OPS, CalibrationError, Measurements, check_fit_request
 
 # --------------------------------------------------------------------------- op models
 
@@ -535,6 +535,7 @@ def calibrate(
     seed: int = 0, ops: list[str] | None = None,
 ) -> tuple[HardwareSpec, dict[str, OpFit]]:
     """A calibrated profile of ``hw`` from ``table`` (rows of other hardware are ignored)."""
+    max_rows, seed = check_fit_request(dtype, max_rows, seed)
     rows = table.where(hardware=hw.name) if hw.name in table.unique("hardware") else table
     if dtype:
         compute = np.isin(rows["op"], list(MODELS))
