@@ -9,13 +9,18 @@ in the result carries a note saying which config key (or which architecture rule
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .checks import MAX_COUNT
 from .errors import SpecError, listed, shown
+from .hf_checks import as_int as _as_int
+from .hf_checks import bad_key as _bad
+from .hf_checks import check_config_types
+from .hf_checks import flag_key as _flag
+from .hf_checks import int_key as _int
+from .hf_checks import note_text as _text
+from .hf_checks import optional_int as _opt_int
 
 #: Keys the shared mapping code reads for every family (positions, windows, activations, tying).
 SHARED_KEYS = frozenset({
@@ -70,50 +75,6 @@ class Value:
 
 
 Mapped = dict[str, Value]
-
-
-def _get(cfg: dict[str, Any], key: str, origin: str, *aliases: str) -> Any:
-    for k in (key, *aliases):
-        if k in cfg and cfg[k] is not None:
-            return cfg[k]
-    raise SpecError(f"{origin}: config field {key!r} is missing (needed for the model shape)")
-
-
-def _bad(origin: str, key: str, value: Any, allowed: str) -> SpecError:
-    return SpecError(f"{origin}: config field {key!r} must be {allowed} (got {shown(value)})")
-
-
-def _as_int(value: Any, key: str, origin: str, minimum: int = 1) -> int:
-    """A whole number in [minimum, MAX_COUNT]: no booleans, fractions (not truncated), text or lists."""
-    whole = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)
-                                       and value.is_integer())
-    if isinstance(value, bool) or not whole or not minimum <= value <= MAX_COUNT:
-        raise _bad(origin, key, value, f"a whole number in [{minimum}, {MAX_COUNT}]")
-    return int(value)
-
-
-def _int(cfg: dict[str, Any], key: str, origin: str, minimum: int = 1) -> int:
-    """A required whole-number key."""
-    return _as_int(_get(cfg, key, origin), key, origin, minimum)
-
-
-def _opt_int(cfg: dict[str, Any], key: str, origin: str, default: int, minimum: int = 0) -> int:
-    """An optional whole-number key (``default`` when absent or null)."""
-    value = cfg.get(key)
-    return default if value is None else _as_int(value, key, origin, minimum)
-
-
-def _flag(cfg: dict[str, Any], key: str, origin: str) -> bool | None:
-    """An optional true/false key (None when absent); "no", 0 or a list is refused, not guessed."""
-    value = cfg.get(key)
-    if value is not None and not isinstance(value, bool):
-        raise _bad(origin, key, value, "true or false")
-    return value
-
-
-def _text(value: Any) -> str:
-    """A config value shown inside a note (an activation name), shortened."""
-    return value if isinstance(value, str) and len(value) <= 40 else shown(value)
 
 
 def _f(value: Any, key: str) -> Value:
@@ -523,7 +484,10 @@ def map_hf_config(config: dict[str, Any], origin: str = "config.json") -> tuple[
     """(architecture, ModelSpec fields with a note each, remark); unknown input is an error."""
     if not isinstance(config, dict):
         raise SpecError(f"{origin}: expected a JSON object of config fields (got {type(config).__name__})")
+    check_config_types(config, origin)
     cfg, nested_note = _text_config(config, origin)
+    if cfg is not config:
+        check_config_types(cfg, f"{origin} (text_config)")
     family_name, arch = _family_of(cfg, origin)
     family = FAMILIES[family_name]
     unknown = _unmapped(cfg, family)
