@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import io
 import os
 import tempfile
@@ -50,8 +51,9 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> Path:
 
 # --------------------------------------------------------------------------- reading
 
-#: Largest spec YAML or config.json read (real ones are a few kB): bounds parse time and memory.
-MAX_SPEC_FILE_BYTES = 2 * 2**20
+#: Largest spec YAML or config.json read (real ones are a few kB): bounds parse time (about
+#: 1 s for a full 1 MiB YAML file) and memory.
+MAX_SPEC_FILE_BYTES = 2**20
 #: Largest measurement CSV read, counted after gzip decompression (public tables: up to ~9 MB).
 MAX_MEASUREMENT_FILE_BYTES = 64 * 2**20
 
@@ -94,6 +96,21 @@ def decode_text(data: bytes, path: str | Path, error: type[RooflineError]) -> st
 def read_text_limited(path: str | Path, limit: int, error: type[RooflineError], kind: str) -> str:
     """:func:`read_bytes_limited` then :func:`decode_text`."""
     return decode_text(read_bytes_limited(path, limit, error, kind), path, error)
+
+
+def gzip_size_within(path: str | Path, limit: int) -> bool:
+    """True when ``path`` decompresses to at most ``limit`` bytes (one fast pass, nothing kept).
+
+    Lets a small ``.gz`` that expands past the limit be refused before any parsing.
+    Raises what :mod:`gzip` raises for a corrupt or truncated file.
+    """
+    total = 0
+    with gzip.open(path, "rb") as handle:
+        while chunk := handle.read(2**20):
+            total += len(chunk)
+            if total > limit:
+                return False
+    return True
 
 
 class LimitedReader(io.RawIOBase):

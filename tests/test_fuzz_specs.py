@@ -308,7 +308,7 @@ def test_bad_spec_file_cli_exit_2(tmp_path, name):
 def test_spec_file_size_limit(tmp_path, monkeypatch):
     path = tmp_path / "big.yaml"
     path.write_text(V5E + "#" * (spec_files.MAX_SPEC_FILE_BYTES + 1))
-    _refused(lambda: load_hardware(str(path)), str(path), "limited to 2 MiB")
+    _refused(lambda: load_hardware(str(path)), str(path), "limited to 1 MiB")
     monkeypatch.setattr(spec_files, "MAX_SPEC_FILE_BYTES", 100)
     small = tmp_path / "small.yaml"
     small.write_text(V5E)

@@ -36,7 +36,7 @@ import numpy as np
 
 from ..checks import MAX_COUNT, interval
 from ..errors import MeasurementError, shown
-from ..files import MAX_MEASUREMENT_FILE_BYTES, LimitedReader, write_bytes_atomic
+from ..files import MAX_MEASUREMENT_FILE_BYTES, LimitedReader, gzip_size_within, write_bytes_atomic
 from ..units import DTYPE_BYTES
 
 OPS = (
@@ -175,7 +175,11 @@ def open_text(path: Path) -> io.TextIOBase:
             raise CalibrationError(f"{path}: is a folder, give a measurement file")
         if Path(path).stat().st_size > limit:
             raise too_big
+        if Path(path).suffix == ".gz" and not gzip_size_within(path, limit):
+            raise too_big
         raw = gzip.open(path, "rb") if Path(path).suffix == ".gz" else open(path, "rb")  # noqa: SIM115
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise CalibrationError(f"{path}: truncated or corrupt gzip file ({str(exc)[:60]})") from None
     except OSError as exc:
         raise CalibrationError(f"{path}: cannot read file ({exc.strerror or exc})") from None
     binary = CalibrationError(f"{path}: binary file (contains NUL bytes); expected CSV text")
