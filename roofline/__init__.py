@@ -83,6 +83,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     # errors
     "RooflineError": ("errors", "RooflineError"),
     "SpecError": ("errors", "SpecError"),
+    "OptionError": ("errors", "OptionError"),
+    "MeasurementError": ("errors", "MeasurementError"),
     # estimator and helper modules
     "memory": ("memory", None),
     "compute": ("compute", None),

@@ -13,7 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import SpecError
+from .errors import SpecError, listed, shown
+from .hf_checks import as_int as _as_int
+from .hf_checks import bad_key as _bad
+from .hf_checks import check_config_types
+from .hf_checks import flag_key as _flag
+from .hf_checks import int_key as _int
+from .hf_checks import note_text as _text
+from .hf_checks import optional_int as _opt_int
 
 #: Keys the shared mapping code reads for every family (positions, windows, activations, tying).
 SHARED_KEYS = frozenset({
@@ -70,30 +77,21 @@ class Value:
 Mapped = dict[str, Value]
 
 
-def _get(cfg: dict[str, Any], key: str, origin: str, *aliases: str) -> Any:
-    for k in (key, *aliases):
-        if k in cfg and cfg[k] is not None:
-            return cfg[k]
-    raise SpecError(f"{origin}: config field {key!r} is missing (needed for the model shape)")
-
-
-def _opt(cfg: dict[str, Any], key: str, default: Any) -> Any:
-    value = cfg.get(key)
-    return default if value is None else value
-
-
 def _f(value: Any, key: str) -> Value:
     return Value(value, f"config.json: {key}")
 
 
 def _attention_fields(cfg: dict[str, Any], origin: str) -> Mapped:
     """Heads and head size: num_attention_heads, num_key_value_heads (default N), head_dim."""
-    d = int(_get(cfg, "hidden_size", origin))
-    n = int(_get(cfg, "num_attention_heads", origin))
+    d = _int(cfg, "hidden_size", origin)
+    n = _int(cfg, "num_attention_heads", origin)
     kv_key = "num_key_value_heads" if cfg.get("num_key_value_heads") is not None else None
-    k = int(cfg[kv_key]) if kv_key else n
+    k = _as_int(cfg[kv_key], kv_key, origin) if kv_key else n
     if cfg.get("head_dim") is not None:
-        head = Value(int(cfg["head_dim"]), "config.json: head_dim")
+        head = Value(_as_int(cfg["head_dim"], "head_dim", origin), "config.json: head_dim")
+    elif d % n:
+        raise SpecError(f"{origin}: hidden_size {d} is not a multiple of num_attention_heads {n} "
+                        "and head_dim is not given")
     else:
         head = Value(d // n, f"hidden_size / num_attention_heads = {d} / {n}")
     return {
@@ -107,35 +105,38 @@ def _attention_fields(cfg: dict[str, Any], origin: str) -> Mapped:
 def _core(cfg: dict[str, Any], origin: str, tie_default: bool) -> Mapped:
     """L, D, V, tied embeddings and max positions, shared by the Llama-like families."""
     out: Mapped = {
-        "num_layers": _f(int(_get(cfg, "num_hidden_layers", origin)), "num_hidden_layers"),
-        "d_model": _f(int(_get(cfg, "hidden_size", origin)), "hidden_size"),
-        "vocab_size": _f(int(_get(cfg, "vocab_size", origin)), "vocab_size"),
+        "num_layers": _f(_int(cfg, "num_hidden_layers", origin), "num_hidden_layers"),
+        "d_model": _f(_int(cfg, "hidden_size", origin), "hidden_size"),
+        "vocab_size": _f(_int(cfg, "vocab_size", origin), "vocab_size"),
     }
     out.update(_attention_fields(cfg, origin))
-    tie = cfg.get("tie_word_embeddings")
+    tie = _flag(cfg, "tie_word_embeddings", origin)
     out["tie_embeddings"] = (
-        _f(bool(tie), "tie_word_embeddings") if tie is not None
+        _f(tie, "tie_word_embeddings") if tie is not None
         else Value(tie_default, f"tie_word_embeddings absent: this architecture's default ({tie_default})")
     )
     if cfg.get("max_position_embeddings") is not None:
-        out["max_position_embeddings"] = _f(int(cfg["max_position_embeddings"]), "max_position_embeddings")
+        out["max_position_embeddings"] = _f(_int(cfg, "max_position_embeddings", origin),
+                                            "max_position_embeddings")
     return out
 
 
 def _gated(act_key: str, cfg: dict[str, Any]) -> Value:
     act = cfg.get(act_key, "silu")
-    return Value(True, f"gated MLP: gate_proj/up_proj/down_proj ({act_key} {act})")
+    return Value(True, f"gated MLP: gate_proj/up_proj/down_proj ({act_key} {_text(act)})")
 
 
 def _local_layers(cfg: dict[str, Any], origin: str, rule: str) -> Mapped:
     """Sliding-window layers: from ``layer_types`` when present, else the family's rule."""
     window = cfg.get("sliding_window")
-    layers = int(_get(cfg, "num_hidden_layers", origin))
+    layers = _int(cfg, "num_hidden_layers", origin)
     types = cfg.get("layer_types")
     if types is not None:
+        if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
+            raise _bad(origin, "layer_types", types, "a list of layer type names")
         unknown = sorted(set(types) - {"sliding_attention", "full_attention"})
         if unknown:
-            raise SpecError(f"{origin}: layer_types has unknown entries {unknown}; "
+            raise SpecError(f"{origin}: layer_types has unknown entries {listed(unknown, 4)}; "
                             "understood: sliding_attention, full_attention")
         local = sum(t == "sliding_attention" for t in types)
         note = f"layer_types: {local} of {len(types)} are sliding_attention"
@@ -144,15 +145,15 @@ def _local_layers(cfg: dict[str, Any], origin: str, rule: str) -> Mapped:
     elif rule == "all":
         local, note = layers, "sliding_window set: every layer uses the window"
     elif rule == "qwen":
-        if not cfg.get("use_sliding_window", False):
+        if not _flag(cfg, "use_sliding_window", origin):
             return {}
-        first = int(_opt(cfg, "max_window_layers", layers))
+        first = _opt_int(cfg, "max_window_layers", origin, layers)
         local = max(layers - first, 0)
         note = f"use_sliding_window: layers from max_window_layers ({first}) on are local"
     elif rule == "alternate":
         local, note = (layers + 1) // 2, "Gemma 2: even-numbered layers are local (alternating)"
     elif rule == "pattern":
-        pattern = int(_opt(cfg, "sliding_window_pattern", 6))
+        pattern = _opt_int(cfg, "sliding_window_pattern", origin, 6, minimum=1)
         local = layers - layers // pattern
         note = f"Gemma 3: every {pattern}th layer is global (sliding_window_pattern {pattern})"
     else:  # pragma: no cover - rules are fixed above
@@ -161,7 +162,7 @@ def _local_layers(cfg: dict[str, Any], origin: str, rule: str) -> Mapped:
         return {}
     if window is None:
         raise SpecError(f"{origin}: layer_types lists sliding layers but sliding_window is missing")
-    return {"sliding_window": _f(int(window), "sliding_window"),
+    return {"sliding_window": _f(_as_int(window, "sliding_window", origin), "sliding_window"),
             "num_local_layers": Value(local, note)}
 
 
@@ -171,34 +172,34 @@ def _local_layers(cfg: dict[str, Any], origin: str, rule: str) -> Mapped:
 def _llama(cfg: dict[str, Any], origin: str) -> Mapped:
     """Llama 2/3, Mistral: SwiGLU, RMSNorm, optional attention/MLP biases."""
     out = _core(cfg, origin, tie_default=False)
-    out["d_ff"] = _f(int(_get(cfg, "intermediate_size", origin)), "intermediate_size")
+    out["d_ff"] = _f(_int(cfg, "intermediate_size", origin), "intermediate_size")
     out["gated_mlp"] = _gated("hidden_act", cfg)
-    out.update(_bias_fields(cfg))
+    out.update(_bias_fields(cfg, origin))
     out.update(_local_layers(cfg, origin, "all"))
     return out
 
 
-def _bias_fields(cfg: dict[str, Any]) -> Mapped:
+def _bias_fields(cfg: dict[str, Any], origin: str) -> Mapped:
     """attention_bias: biases on q, k, v and o; mlp_bias: on the MLP projections."""
     out: Mapped = {}
-    if cfg.get("attention_bias"):
+    if _flag(cfg, "attention_bias", origin):
         out["qkv_bias"] = _f(True, "attention_bias")
         out["o_bias"] = _f(True, "attention_bias")
-    if cfg.get("mlp_bias"):
+    if _flag(cfg, "mlp_bias", origin):
         out["mlp_bias"] = _f(True, "mlp_bias")
     return out
 
 
 def _qwen(cfg: dict[str, Any], origin: str, qkv_bias_default: bool, qk_norm: bool) -> Mapped:
     out = _core(cfg, origin, tie_default=False)
-    out["d_ff"] = _f(int(_get(cfg, "intermediate_size", origin)), "intermediate_size")
+    out["d_ff"] = _f(_int(cfg, "intermediate_size", origin), "intermediate_size")
     out["gated_mlp"] = _gated("hidden_act", cfg)
-    bias = cfg.get("attention_bias")
+    bias = _flag(cfg, "attention_bias", origin)
     if bias is None and qkv_bias_default:
         out["qkv_bias"] = Value(True, "Qwen2: q/k/v projections carry biases (o_proj does not)")
     else:
-        out.update(_bias_fields({"attention_bias": bias}))
-    out.update(_bias_fields({"mlp_bias": cfg.get("mlp_bias")}))
+        out.update(_bias_fields({"attention_bias": bias}, origin))
+    out.update(_bias_fields({"mlp_bias": cfg.get("mlp_bias")}, origin))
     if qk_norm:
         h = out["head_dim"].value
         out["extra_params_per_layer"] = Value(2 * h, f"Qwen3: q_norm and k_norm, 2 x head_dim ({h})")
@@ -215,20 +216,22 @@ def _qwen3(cfg: dict[str, Any], origin: str) -> Mapped:
 
 
 def _check_every_layer_sparse(cfg: dict[str, Any], origin: str) -> None:
-    step_ = int(_opt(cfg, "decoder_sparse_step", 1))
-    dense_only = _opt(cfg, "mlp_only_layers", [])
+    step_ = _opt_int(cfg, "decoder_sparse_step", origin, 1, minimum=1)
+    dense_only = cfg.get("mlp_only_layers") or []
+    if not isinstance(dense_only, list):
+        raise _bad(origin, "mlp_only_layers", dense_only, "a list of layer indices")
     if step_ != 1 or dense_only:
-        raise SpecError(f"{origin}: decoder_sparse_step {step_} / mlp_only_layers {dense_only} "
+        raise SpecError(f"{origin}: decoder_sparse_step {step_} / mlp_only_layers {shown(dense_only)} "
                         "(MoE on only some layers) is not mapped; only every-layer MoE is")
 
 
 def _qwen_moe(cfg: dict[str, Any], origin: str, qwen3: bool) -> Mapped:
     out = _qwen(cfg, origin, qkv_bias_default=not qwen3, qk_norm=qwen3)
     _check_every_layer_sparse(cfg, origin)
-    out["d_ff"] = _f(int(_get(cfg, "moe_intermediate_size", origin)), "moe_intermediate_size (per expert)")
-    out["num_experts"] = _f(int(_get(cfg, "num_experts", origin)), "num_experts")
-    out["experts_per_token"] = _f(int(_get(cfg, "num_experts_per_tok", origin)), "num_experts_per_tok")
-    shared = int(_opt(cfg, "shared_expert_intermediate_size", 0))
+    out["d_ff"] = _f(_int(cfg, "moe_intermediate_size", origin), "moe_intermediate_size (per expert)")
+    out["num_experts"] = _f(_int(cfg, "num_experts", origin), "num_experts")
+    out["experts_per_token"] = _f(_int(cfg, "num_experts_per_tok", origin), "num_experts_per_tok")
+    shared = _opt_int(cfg, "shared_expert_intermediate_size", origin, 0)
     if shared:
         d = out["d_model"].value
         out["num_shared_experts"] = Value(1, "Qwen2-MoE: one shared expert")
@@ -247,17 +250,17 @@ def _qwen3_moe(cfg: dict[str, Any], origin: str) -> Mapped:
 
 def _mixtral(cfg: dict[str, Any], origin: str) -> Mapped:
     out = _llama(cfg, origin)
-    out["d_ff"] = _f(int(_get(cfg, "intermediate_size", origin)), "intermediate_size (per expert)")
-    out["num_experts"] = _f(int(_get(cfg, "num_local_experts", origin)), "num_local_experts")
-    out["experts_per_token"] = _f(int(_get(cfg, "num_experts_per_tok", origin)), "num_experts_per_tok")
+    out["d_ff"] = _f(_int(cfg, "intermediate_size", origin), "intermediate_size (per expert)")
+    out["num_experts"] = _f(_int(cfg, "num_local_experts", origin), "num_local_experts")
+    out["experts_per_token"] = _f(_int(cfg, "num_experts_per_tok", origin), "num_experts_per_tok")
     return out
 
 
 def _gemma(cfg: dict[str, Any], origin: str, version: int) -> Mapped:
     out = _core(cfg, origin, tie_default=True)
-    out["d_ff"] = _f(int(_get(cfg, "intermediate_size", origin)), "intermediate_size")
+    out["d_ff"] = _f(_int(cfg, "intermediate_size", origin), "intermediate_size")
     out["gated_mlp"] = _gated("hidden_activation" if "hidden_activation" in cfg else "hidden_act", cfg)
-    out.update(_bias_fields(cfg))
+    out.update(_bias_fields(cfg, origin))
     d, h = out["d_model"].value, out["head_dim"].value
     if version == 2:
         out["extra_params_per_layer"] = Value(
@@ -294,18 +297,19 @@ def _plain_mlp_fields(act: str) -> Mapped:
 
 def _opt_family(cfg: dict[str, Any], origin: str) -> Mapped:
     """OPT: ReLU MLP, LayerNorm with bias, learned positions with an offset of 2 rows."""
-    d = int(_get(cfg, "hidden_size", origin))
+    d = _int(cfg, "hidden_size", origin)
     proj = cfg.get("word_embed_proj_dim")
-    if proj is not None and int(proj) != d:
+    if proj is not None and _as_int(proj, "word_embed_proj_dim", origin) != d:
         raise SpecError(f"{origin}: word_embed_proj_dim {proj} != hidden_size {d} "
                         "(OPT-350m-style embedding projections are not mapped)")
-    if False in (cfg.get("do_layer_norm_before"), cfg.get("enable_bias"), cfg.get("layer_norm_elementwise_affine")):
+    flags = ("do_layer_norm_before", "enable_bias", "layer_norm_elementwise_affine")
+    if False in [_flag(cfg, key, origin) for key in flags]:
         raise SpecError(f"{origin}: do_layer_norm_before / enable_bias / layer_norm_elementwise_affine false "
                         "is not mapped")
     out = _core(cfg, origin, tie_default=True)
-    out["d_ff"] = _f(int(_get(cfg, "ffn_dim", origin)), "ffn_dim")
-    out.update(_plain_mlp_fields(str(cfg.get("activation_function", "relu"))))
-    positions = int(_get(cfg, "max_position_embeddings", origin))
+    out["d_ff"] = _f(_int(cfg, "ffn_dim", origin), "ffn_dim")
+    out.update(_plain_mlp_fields(_text(cfg.get("activation_function", "relu"))))
+    positions = _int(cfg, "max_position_embeddings", origin)
     out["learned_position_embeddings"] = Value(
         positions + 2, f"OPTLearnedPositionalEmbedding: max_position_embeddings {positions} + offset 2")
     return out
@@ -313,62 +317,66 @@ def _opt_family(cfg: dict[str, Any], origin: str) -> Mapped:
 
 def _gpt2(cfg: dict[str, Any], origin: str) -> Mapped:
     """GPT-2: n_embd, n_layer, n_head, n_inner (default 4·D), learned positions n_positions."""
-    d = int(_get(cfg, "n_embd", origin))
-    n = int(_get(cfg, "n_head", origin))
-    positions = int(_get(cfg, "n_positions", origin))
+    d = _int(cfg, "n_embd", origin)
+    n = _int(cfg, "n_head", origin)
+    if d % n:
+        raise SpecError(f"{origin}: n_embd {d} is not a multiple of n_head {n}")
+    positions = _int(cfg, "n_positions", origin)
     inner = cfg.get("n_inner")
+    tie = _flag(cfg, "tie_word_embeddings", origin)
     out: Mapped = {
-        "num_layers": _f(int(_get(cfg, "n_layer", origin)), "n_layer"),
+        "num_layers": _f(_int(cfg, "n_layer", origin), "n_layer"),
         "d_model": _f(d, "n_embd"),
         "num_heads": _f(n, "n_head"),
         "num_kv_heads": Value(n, "GPT-2: multi-head attention (K = N)"),
         "head_dim": Value(d // n, f"n_embd / n_head = {d} / {n}"),
-        "vocab_size": _f(int(_get(cfg, "vocab_size", origin)), "vocab_size"),
-        "d_ff": _f(int(inner), "n_inner") if inner is not None else Value(4 * d, f"n_inner null: 4 x n_embd = {4 * d}"),
-        "tie_embeddings": Value(bool(cfg.get("tie_word_embeddings", True)), "GPT-2 ties lm_head to wte"),
+        "vocab_size": _f(_int(cfg, "vocab_size", origin), "vocab_size"),
+        "d_ff": _f(_as_int(inner, "n_inner", origin), "n_inner") if inner is not None
+        else Value(4 * d, f"n_inner null: 4 x n_embd = {4 * d}"),
+        "tie_embeddings": Value(True if tie is None else tie, "GPT-2 ties lm_head to wte"),
         "learned_position_embeddings": _f(positions, "n_positions (wpe rows)"),
         "max_position_embeddings": _f(positions, "n_positions"),
     }
-    out.update(_plain_mlp_fields(str(cfg.get("activation_function", "gelu_new"))))
+    out.update(_plain_mlp_fields(_text(cfg.get("activation_function", "gelu_new"))))
     return out
 
 
 def _deepseek(cfg: dict[str, Any], origin: str) -> Mapped:
     """DeepSeek-V2/V3: MLA attention, routed + shared experts, the first k layers dense."""
-    freq = int(_opt(cfg, "moe_layer_freq", 1))
+    freq = _opt_int(cfg, "moe_layer_freq", origin, 1, minimum=1)
     if freq != 1:
         raise SpecError(f"{origin}: moe_layer_freq {freq} is not mapped (only 1: every layer after "
                         "first_k_dense_replace is MoE)")
     out = _core(cfg, origin, tie_default=False)
     n = out["num_heads"].value
-    rope = int(_get(cfg, "qk_rope_head_dim", origin))
-    nope = int(_get(cfg, "qk_nope_head_dim", origin))
-    kv_rank = int(_get(cfg, "kv_lora_rank", origin))
-    q_rank = cfg.get("q_lora_rank")
-    routed_ff = int(_get(cfg, "moe_intermediate_size", origin))
-    shared = int(_opt(cfg, "n_shared_experts", 0))
+    rope = _int(cfg, "qk_rope_head_dim", origin, minimum=0)
+    nope = _int(cfg, "qk_nope_head_dim", origin)
+    kv_rank = _int(cfg, "kv_lora_rank", origin)
+    q_rank = _opt_int(cfg, "q_lora_rank", origin, 0)
+    routed_ff = _int(cfg, "moe_intermediate_size", origin)
+    shared = _opt_int(cfg, "n_shared_experts", origin, 0)
     out.update({
         "num_kv_heads": Value(n, "MLA: every head has its own K/V after up-projection (K = N)"),
         "head_dim": Value(nope + rope, f"qk_nope_head_dim + qk_rope_head_dim = {nope} + {rope} (attention FLOPs)"),
         "d_ff": _f(routed_ff, "moe_intermediate_size (per routed expert)"),
         "gated_mlp": _gated("hidden_act", cfg),
-        "num_experts": _f(int(_get(cfg, "n_routed_experts", origin)), "n_routed_experts"),
-        "experts_per_token": _f(int(_get(cfg, "num_experts_per_tok", origin)), "num_experts_per_tok"),
-        "num_dense_layers": _f(int(_opt(cfg, "first_k_dense_replace", 0)), "first_k_dense_replace"),
-        "dense_d_ff": _f(int(_get(cfg, "intermediate_size", origin)), "intermediate_size (dense layers)"),
+        "num_experts": _f(_int(cfg, "n_routed_experts", origin), "n_routed_experts"),
+        "experts_per_token": _f(_int(cfg, "num_experts_per_tok", origin), "num_experts_per_tok"),
+        "num_dense_layers": _f(_opt_int(cfg, "first_k_dense_replace", origin, 0), "first_k_dense_replace"),
+        "dense_d_ff": _f(_int(cfg, "intermediate_size", origin), "intermediate_size (dense layers)"),
         "kv_lora_rank": _f(kv_rank, "kv_lora_rank"),
         "qk_rope_head_dim": _f(rope, "qk_rope_head_dim"),
         "qk_nope_head_dim": _f(nope, "qk_nope_head_dim"),
-        "v_head_dim": _f(int(_get(cfg, "v_head_dim", origin)), "v_head_dim"),
+        "v_head_dim": _f(_int(cfg, "v_head_dim", origin), "v_head_dim"),
         "extra_params_per_layer": Value(
-            kv_rank + int(q_rank or 0), "MLA: kv_a_layernorm (kv_lora_rank) + q_a_layernorm (q_lora_rank)"),
+            kv_rank + q_rank, "MLA: kv_a_layernorm (kv_lora_rank) + q_a_layernorm (q_lora_rank)"),
     })
     if shared:
         out["num_shared_experts"] = _f(shared, "n_shared_experts")
         out["shared_expert_d_ff"] = _f(routed_ff, "moe_intermediate_size (each shared expert)")
     if q_rank:
-        out["q_lora_rank"] = _f(int(q_rank), "q_lora_rank")
-    if cfg.get("attention_bias") or cfg.get("mlp_bias"):
+        out["q_lora_rank"] = _f(q_rank, "q_lora_rank")
+    if _flag(cfg, "attention_bias", origin) or _flag(cfg, "mlp_bias", origin):
         raise SpecError(f"{origin}: attention_bias / mlp_bias true is not mapped for DeepSeek (MLA)")
     return out
 
@@ -431,13 +439,17 @@ def _family_of(cfg: dict[str, Any], origin: str) -> tuple[str, str]:
     families, architectures = all_families()
     archs = cfg.get("architectures") or []
     model_type = cfg.get("model_type")
+    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
+        raise _bad(origin, "architectures", archs, 'a list of class names, e.g. ["LlamaForCausalLM"]')
+    if model_type is not None and not isinstance(model_type, str):
+        raise _bad(origin, "model_type", model_type, 'a name, e.g. "llama"')
     if archs and archs[0] in architectures:
         return architectures[archs[0]], archs[0]
     if model_type in families:
         return str(model_type), str(model_type)
-    shown = archs[0] if archs else model_type
+    label = archs[0] if archs else model_type
     raise SpecError(
-        f"{origin}: unknown architecture {shown!r} (architectures/model_type); supported: "
+        f"{origin}: unknown architecture {shown(label)} (architectures/model_type); supported: "
         f"{', '.join(sorted(architectures))}")
 
 
@@ -453,11 +465,13 @@ def _text_config(cfg: dict[str, Any], origin: str) -> tuple[dict[str, Any], str]
     """Multimodal configs (Gemma 3 4B+) nest the language model in ``text_config``."""
     if "text_config" not in cfg:
         return cfg, ""
+    if not isinstance(cfg["text_config"], dict):
+        raise _bad(origin, "text_config", cfg["text_config"], "a mapping of the language model's keys")
     extra = sorted(set(cfg) - {"text_config", "vision_config", "architectures", "model_type",
                                "transformers_version", "torch_dtype", "dtype", "initializer_range"}
                    - IGNORED_KEYS - SHARED_KEYS)
     if extra:
-        raise SpecError(f"{origin}: unmapped fields next to text_config: {', '.join(extra)}")
+        raise SpecError(f"{origin}: unmapped fields next to text_config: {listed(extra)}")
     text = dict(cfg["text_config"])
     text.setdefault("architectures", cfg.get("architectures"))
     text.setdefault("tie_word_embeddings", cfg.get("tie_word_embeddings", True))
@@ -476,13 +490,18 @@ CLASS_DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
 
 def map_hf_config(config: dict[str, Any], origin: str = "config.json") -> tuple[str, Mapped, str]:
     """(architecture, ModelSpec fields with a note each, remark); unknown input is an error."""
+    if not isinstance(config, dict):
+        raise SpecError(f"{origin}: expected a JSON object of config fields (got {type(config).__name__})")
+    check_config_types(config, origin)
     cfg, nested_note = _text_config(config, origin)
+    if cfg is not config:
+        check_config_types(cfg, f"{origin} (text_config)")
     family_name, arch = _family_of(cfg, origin)
     family = all_families()[0][family_name]
     unknown = _unmapped(cfg, family)
     if unknown:
         raise SpecError(
-            f"{origin}: unmapped config fields for {arch}: {', '.join(unknown)} "
+            f"{origin}: unmapped config fields for {arch}: {listed(unknown)} "
             "(roofline cannot tell whether they change the parameter count or KV cache)")
     label, defaults = CLASS_DEFAULTS.get(family_name, ("", {}))
     filled = {k: v for k, v in defaults.items() if cfg.get(k) is None}

@@ -9,15 +9,27 @@ the field.
 from __future__ import annotations
 
 import functools
-import json
+import types
+import typing
 from pathlib import Path
 from typing import Any, Literal
 
+import annotated_types
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
-from .errors import SpecError, nearest, unknown_name_message
-from .units import DTYPE_BYTES, parse_quantity
+from .checks import MAX_COUNT, check_count, check_flag, check_name, check_number, check_text
+from .errors import SpecError, nearest, shown, unknown_name_message
+from .spec_files import check_tree, read_json, read_yaml
+from .units import DTYPE_BYTES, Dimension, parse_quantity
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -37,6 +49,75 @@ def _number(value: Any) -> Any:
             return parse_quantity(value)
         except ValueError as exc:
             raise ValueError(str(exc)) from None
+    return value
+
+
+def dimension_of(field: str) -> Dimension:
+    """A field's dimension from its SI name: ``*_bytes_per_s``, ``*flops_per_s``, ``*_bytes``, ``*_s``."""
+    if field.endswith("flops_per_s"):
+        return "FLOP/s"
+    if field.endswith("_bytes_per_s"):
+        return "bytes/s"
+    if field.endswith("_bytes"):
+        return "bytes"
+    if field.endswith("_s"):
+        return "seconds"
+    return "dimensionless"
+
+
+#: Smallest value of a positive byte count or rate: a smaller one would divide to infinity.
+_MIN_POSITIVE: dict[str, float] = {"bytes": 1.0, "bytes/s": 1.0, "FLOP/s": 1.0}
+#: Upper limits tighter than :data:`roofline.checks.MAX_VALUE` for a dimension.
+_FIELD_MAX: dict[str, float] = {"price_per_chip_hour": 1e6}
+#: Text fields that are names (non-empty, one line) rather than free text.
+_NAME_FIELDS = ("name",)
+
+
+def _field_kind(annotation: Any) -> tuple[Any, bool]:
+    """(base type, optional) of an annotation such as ``int | None``."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return (args[0] if len(args) == 1 else annotation), True
+    return annotation, False
+
+
+def _lower_bound(metadata: list[Any]) -> tuple[float | None, bool]:
+    """(bound, open) from a field's ``gt=``/``ge=`` constraint."""
+    for item in metadata:
+        if isinstance(item, annotated_types.Gt):
+            return float(item.gt), True
+        if isinstance(item, annotated_types.Ge):
+            return float(item.ge), False
+    return None, False
+
+
+def check_spec_field(cls: type[BaseModel], value: Any, info: ValidationInfo) -> Any:
+    """Every spec field once: type (no bool for int, no text for bool), finiteness, range, unit.
+
+    Integers are whole numbers in [gt+1 or ge, MAX_COUNT]; floats are finite numbers of the
+    field's dimension (its SI name); names are non-empty single lines.
+    """
+    name = info.field_name or ""
+    field = cls.model_fields.get(name)
+    if field is None:
+        return value
+    base, optional = _field_kind(field.annotation)
+    if value is None and optional:
+        return None
+    low, open_low = _lower_bound(field.metadata)
+    if base is bool:
+        return check_flag(value, "")
+    if base is int:
+        minimum = 0 if low is None else int(low) + (1 if open_low else 0)
+        return check_count(value, "", minimum=minimum, maximum=MAX_COUNT)
+    if base is float:
+        dimension = dimension_of(name)
+        if low == 0 and open_low and dimension in _MIN_POSITIVE:
+            low, open_low = _MIN_POSITIVE[dimension], False
+        return check_number(value, "", dimension=dimension, minimum=low, open_low=open_low,
+                            maximum=_FIELD_MAX.get(name))
+    if base is str:
+        return check_name(value, "") if name in _NAME_FIELDS else check_text(value, "")
     return value
 
 
@@ -94,18 +175,7 @@ class HardwareSpec(_Spec):
     source: str = ""
     calibration: CalibrationSpec | None = None
 
-    _numbers = field_validator(
-        "hbm_bytes",
-        "hbm_bandwidth_bytes_per_s",
-        "ici_bandwidth_bytes_per_s",
-        "ici_hop_latency_s",
-        "price_per_chip_hour",
-        "dcn_bandwidth_bytes_per_s",
-        "dcn_latency_s",
-        "host_dram_bytes",
-        "host_bandwidth_bytes_per_s",
-        mode="before",
-    )(_number)
+    _fields = field_validator("*", mode="before")(classmethod(check_spec_field))
 
     @field_validator("flops_per_s", mode="before")
     @classmethod
@@ -115,11 +185,9 @@ class HardwareSpec(_Spec):
         out = {}
         for dtype, rate in value.items():
             if dtype not in DTYPE_BYTES:
-                raise ValueError(f"unknown dtype {dtype!r}; allowed: {', '.join(DTYPE_BYTES)}")
-            number = _number(rate)
-            if not isinstance(number, (int, float)) or number <= 0:
-                raise ValueError(f"flops_per_s.{dtype} must be a positive number (got {rate!r})")
-            out[dtype] = float(number)
+                raise ValueError(f"unknown dtype {shown(dtype)}; allowed: {', '.join(DTYPE_BYTES)}")
+            out[dtype] = check_number(rate, dtype, dimension="FLOP/s", minimum=1.0,
+                                      open_low=False)
         return out
 
     def flops_for(self, dtype: str) -> float:
@@ -180,6 +248,8 @@ class ModelSpec(_Spec):
     max_position_embeddings: int | None = Field(None, gt=0)
     source: str = ""
 
+    _fields = field_validator("*", mode="before")(classmethod(check_spec_field))
+
     @model_validator(mode="after")
     def _consistent(self) -> ModelSpec:
         if self.num_heads % self.num_kv_heads:
@@ -218,41 +288,38 @@ class ModelSpec(_Spec):
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read file ({exc.strerror})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError(f"{path}: malformed YAML{where}: {problem}") from None
-    if not isinstance(data, dict):
-        raise SpecError(f"{path}: expected a mapping of keys to values at the top level")
-    return data
+    """A spec YAML file as a mapping (see :mod:`roofline.spec_files` for the limits)."""
+    return read_yaml(path)
+
+
+#: Problems listed in one spec error line at most.
+_MAX_PROBLEMS = 3
 
 
 def _validation_message(path: str, exc: ValidationError, schema: type[BaseModel]) -> str:
     parts = []
-    for err in exc.errors():
-        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    errors = exc.errors()
+    for err in errors[:_MAX_PROBLEMS]:
+        field = shown(".".join(str(p) for p in err["loc"]) or "(top level)")
         if err["type"] == "extra_forbidden":
             close = nearest(str(err["loc"][-1]), schema.model_fields)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            parts.append(f"field {field!r}: unknown key{hint}")
+            parts.append(f"field {field}: unknown key{hint}")
         elif err["type"] == "missing":
-            parts.append(f"field {field!r}: missing (required)")
+            parts.append(f"field {field}: missing (required)")
         else:
             got = err.get("input")
-            shown = "" if isinstance(got, dict) else f" (got {got!r})"
             msg = err["msg"].removeprefix("Value error, ")
-            parts.append(f"field {field!r}: {msg}{shown}")
-    return f"{path}: " + "; ".join(parts)
+            value = "" if isinstance(got, dict) or "(got " in msg or shown(got) in msg else f" (got {shown(got)})"
+            parts.append(f"field {field}: {msg}{value}")
+    more = len(errors) - _MAX_PROBLEMS
+    return f"{path}: " + "; ".join(parts) + (f"; and {more} more problems" if more > 0 else "")
 
 
 def _validate(schema: type[_Spec], data: dict[str, Any], origin: str) -> Any:
+    if not isinstance(data, dict):
+        raise SpecError(f"{origin}: expected a mapping of fields (got {type(data).__name__})")
+    check_tree(data, origin)
     try:
         return schema.model_validate(data)
     except ValidationError as exc:
@@ -330,19 +397,6 @@ def hardware_from_dict(data: dict[str, Any], origin: str = "<dict>") -> Hardware
 def model_from_dict(data: dict[str, Any], origin: str = "<dict>") -> ModelSpec:
     """Validate a model mapping into a spec."""
     return _validate(ModelSpec, data, origin)
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    """Read a JSON object, with a one-line error naming the file."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read file ({exc.strerror})") from None
-    except json.JSONDecodeError as exc:
-        raise SpecError(f"{path}: malformed JSON at line {exc.lineno}: {exc.msg}") from None
-    if not isinstance(data, dict):
-        raise SpecError(f"{path}: expected a JSON object at the top level")
-    return data
 
 
 def model_from_config_file(path: Path) -> ModelSpec:

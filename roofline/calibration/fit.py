@@ -43,7 +43,7 @@ from .predict import (
     spec_predict,
     uncovered,
 )
-from .schema import COLLECTIVE_OPS, CalibrationError, Measurements
+from .schema import COLLECTIVE_OPS, CalibrationError, Measurements, check_fit_request
 
 __all__ = [
     "COLLECTIVE_PARAMS", "COLLECTIVE_RANGE_MAX", "MODELS", "SEPARATE_IMPLS", "SHAPE_COLUMNS",
@@ -269,6 +269,7 @@ def calibrate(
     ``dtype`` keeps only compute rows (GEMM, attention) of that dtype; rows of other hardware
     are ignored when ``table`` has rows of ``hw``.
     """
+    max_rows, seed = check_fit_request(dtype, max_rows, seed)
     rows = table.where(hardware=hw.name) if hw.name in table.unique("hardware") else table
     if dtype:
         compute = np.isin(rows["op"], list(COMPUTE_OPS))

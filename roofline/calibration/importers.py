@@ -21,19 +21,20 @@ are skipped (the schema has one dtype per row).  SmoothQuant (``sq``) GEMMs are 
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from ..errors import shown
 from ..units import MS
 from .schema import (
     CalibrationError,
     Measurements,
+    TableBuilder,
     concat,
-    from_records,
+    iter_csv,
     parse_table,
-    read_csv_dicts,
-    validate,
 )
 
 DTYPES = {
@@ -81,83 +82,111 @@ def guess_hardware(path: Path) -> str:
     return "unknown"
 
 
+class RowError(ValueError):
+    """A bad cell of a public table; the importer adds the file and the row."""
+
+
+def _cell(row: dict[str, str], key: str) -> str:
+    value = row.get(key)
+    if value is None:
+        raise RowError(f"missing column {shown(key)}")
+    return value
+
+
+def _num(row: dict[str, str], key: str, positive: bool = False) -> float:
+    """A finite number >= 0 (> 0 with ``positive``: a divisor such as n_head or a TP degree)."""
+    text = _cell(row, key)
+    try:
+        value = float(text)
+    except ValueError:
+        raise RowError(f"column {shown(key)} is not a number (got {shown(text)})") from None
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        sign = "> 0" if positive else ">= 0"
+        raise RowError(f"column {shown(key)} must be a finite number {sign} (got {shown(text)})")
+    return value
+
+
+def _ms(row: dict[str, str], key: str) -> float:
+    """A latency column in milliseconds, in seconds."""
+    return _num(row, key) * MS
+
+
 def _dtype(value: str, origin: str) -> str:
     try:
         return DTYPES[value]
     except KeyError:
-        raise CalibrationError(
-            f"{origin}: unknown dtype {value!r}; allowed: {', '.join(DTYPES)}"
-        ) from None
+        raise RowError(f"unknown dtype {shown(value)}; allowed: {', '.join(DTYPES)}") from None
 
 
 def _gemm(row: dict[str, str], ctx: dict[str, str]) -> list[Row]:
-    if row["gemm_dtype"] in WEIGHT_ONLY:
+    kind = _cell(row, "gemm_dtype")
+    if kind in WEIGHT_ONLY:
         return []
     return [{
-        "op": "gemm", "dtype": _dtype(row["gemm_dtype"], ctx["origin"]),
-        "m": row["m"], "n": row["n"], "k": row["k"],
-        "time_s": float(row["latency"]) * MS,
-        "impl": row["gemm_dtype"] if row["gemm_dtype"] in ("fp8_block", "sq") else "",
+        "op": "gemm", "dtype": _dtype(kind, ctx["origin"]),
+        "m": _num(row, "m"), "n": _num(row, "n"), "k": _num(row, "k"),
+        "time_s": _ms(row, "latency"),
+        "impl": kind if kind in ("fp8_block", "sq") else "",
     }]
 
 
 def _attention(row: dict[str, str], ctx: dict[str, str]) -> list[Row]:
-    window = row.get("window_size", "0") or "0"
-    if float(window) != 0 or float(row.get("beam_width", "1") or 1) != 1:
+    window = _num({"window_size": row.get("window_size") or "0"}, "window_size")
+    if window != 0 or _num({"beam_width": row.get("beam_width") or "1"}, "beam_width") != 1:
         return []
-    dtype = _dtype(row["attn_dtype"], ctx["origin"])
-    if _dtype(row["kv_cache_dtype"], ctx["origin"]) != dtype:
+    dtype = _dtype(_cell(row, "attn_dtype"), ctx["origin"])
+    if _dtype(_cell(row, "kv_cache_dtype"), ctx["origin"]) != dtype:
         return []
     decode = ctx["format"] == "aiconfigurator-generation-attention"
-    isl = float(row["isl"])
+    isl = _num(row, "isl")
     return [{
         "op": "attention_decode" if decode else "attention_prefill", "dtype": dtype,
-        "batch": row["batch_size"], "q_len": 1.0 if decode else isl,
-        "kv_len": float(row["step"]) + 1.0 if decode else isl,
-        "num_heads": row["num_heads"], "num_kv_heads": row["num_key_value_heads"],
-        "head_dim": row["head_dim"], "time_s": float(row["latency"]) * MS,
-        "impl": row.get("kernel_source", ""),
+        "batch": _num(row, "batch_size"), "q_len": 1.0 if decode else isl,
+        "kv_len": _num(row, "step") + 1.0 if decode else isl,
+        "num_heads": _num(row, "num_heads"), "num_kv_heads": _num(row, "num_key_value_heads"),
+        "head_dim": _num(row, "head_dim"), "time_s": _ms(row, "latency"),
+        "impl": row.get("kernel_source") or "",
     }]
 
 
 def _nccl(row: dict[str, str], ctx: dict[str, str]) -> list[Row]:
-    dtype = _dtype(row["nccl_dtype"], ctx["origin"])
-    op = NCCL_OPS.get(row["op_name"])
+    dtype = _dtype(_cell(row, "nccl_dtype"), ctx["origin"])
+    op = NCCL_OPS.get(_cell(row, "op_name"))
     if op is None:
         return []
     return [{
-        "op": op, "dtype": dtype, "num_devices": row["num_gpus"],
-        "message_bytes": float(row["message_size"]) * ELEMENT_BYTES[dtype],
-        "time_s": float(row["latency"]) * MS, "impl": "nccl",
+        "op": op, "dtype": dtype, "num_devices": _num(row, "num_gpus"),
+        "message_bytes": _num(row, "message_size") * ELEMENT_BYTES[dtype],
+        "time_s": _ms(row, "latency"), "impl": "nccl",
     }]
 
 
 def _custom_allreduce(row: dict[str, str], ctx: dict[str, str]) -> list[Row]:
-    dtype = _dtype(row["allreduce_dtype"], ctx["origin"])
+    dtype = _dtype(_cell(row, "allreduce_dtype"), ctx["origin"])
     return [{
-        "op": "allreduce", "dtype": dtype, "num_devices": row["num_gpus"],
-        "message_bytes": float(row["message_size"]) * ELEMENT_BYTES[dtype],
-        "time_s": float(row["latency"]) * MS, "impl": "custom",
+        "op": "allreduce", "dtype": dtype, "num_devices": _num(row, "num_gpus"),
+        "message_bytes": _num(row, "message_size") * ELEMENT_BYTES[dtype],
+        "time_s": _ms(row, "latency"), "impl": "custom",
     }]
 
 
 def _vidur_allreduce(row: dict[str, str], ctx: dict[str, str]) -> list[Row]:
-    workers = float(row["num_workers"])
-    if float(row["rank"]) != 0 or float(row["devices_per_node"]) < workers:
+    workers = _num(row, "num_workers")
+    if _num(row, "rank") != 0 or _num(row, "devices_per_node") < workers:
         return []
     return [{
         "op": "allreduce", "dtype": "fp16", "num_devices": workers,
-        "message_bytes": row["size"], "impl": "nccl",
-        "time_s": float(row["time_stats.all_reduce.median"]) * MS,
+        "message_bytes": _num(row, "size"), "impl": "nccl",
+        "time_s": _ms(row, "time_stats.all_reduce.median"),
     }]
 
 
 def _vidur_mlp(row: dict[str, str], ctx: dict[str, str]) -> list[Row]:
-    d, f = float(row["n_embd"]), float(row["n_expanded_embd"])
-    heads, kv_heads = float(row["n_head"]), float(row["n_kv_head"])
-    tp = float(row["num_tensor_parallel_workers"])
+    d, f = _num(row, "n_embd"), _num(row, "n_expanded_embd")
+    heads, kv_heads = _num(row, "n_head", positive=True), _num(row, "n_kv_head")
+    tp = _num(row, "num_tensor_parallel_workers", positive=True)
     head_dim = d / heads
-    gated = row["use_gated_mlp"].strip().lower() == "true"
+    gated = _cell(row, "use_gated_mlp").strip().lower() == "true"
     shapes = {  # op -> (k, n) of the per-GPU shard
         "attn_pre_proj": (d, (heads + 2 * kv_heads) * head_dim / tp),
         "attn_post_proj": (heads * head_dim / tp, d),
@@ -165,8 +194,8 @@ def _vidur_mlp(row: dict[str, str], ctx: dict[str, str]) -> list[Row]:
         "mlp_down_proj": (f / tp, d),
     }
     return [{
-        "op": "gemm", "dtype": "fp16", "m": row["num_tokens"], "k": k, "n": n,
-        "time_s": float(row[f"time_stats.{name}.median"]) * MS, "impl": f"vidur:{name}",
+        "op": "gemm", "dtype": "fp16", "m": _num(row, "num_tokens"), "k": k, "n": n,
+        "time_s": _ms(row, f"time_stats.{name}.median"), "impl": f"vidur:{name}",
     } for name, (k, n) in shapes.items()]
 
 
@@ -199,7 +228,7 @@ def detect_format(header: list[str], path: Path) -> str:
     if not matches:
         known = ", ".join(["schema", *FORMATS])
         raise CalibrationError(
-            f"{path}: unrecognised measurement columns ({', '.join(header[:6])}, ...); "
+            f"{path}: unrecognised measurement columns ({shown(', '.join(header[:6]), 60)}, ...); "
             f"known formats: {known}"
         )
     return matches[0]
@@ -212,26 +241,45 @@ def _source(path: Path) -> str:
 
 
 def import_file(path: str | Path, hardware: str | None = None) -> Measurements:
-    """Read a measurement file in this schema or any public format above."""
+    """Read a measurement file in this schema or any public format above.
+
+    Rows are streamed and checked one by one; a bad cell is one line naming the file, the
+    row and the source column.  A file whose every row is skipped is an error, not an empty table.
+    """
     path = Path(path)
-    header, rows = read_csv_dicts(path)
-    fmt = detect_format(header, path)
-    if fmt == "schema":
-        return parse_table(header, rows, str(path))
+    header, rows = iter_csv(path)
+    try:
+        fmt = detect_format(header, path)
+        if fmt == "schema":
+            return parse_table(header, rows, str(path))
+        return _convert(path, fmt, rows, hardware or guess_hardware(path))
+    finally:
+        rows.close()
+
+
+def _convert(path: Path, fmt: str, rows: Iterator[tuple[int, dict[str, str]]], hardware: str) -> Measurements:
+    """Rows of a public table converted into the schema, each checked as it is added."""
     convert = FORMATS[fmt][1]
     ctx = {"origin": str(path), "format": fmt}
-    records: list[Row] = []
-    for lineno, row in enumerate(rows, start=2):
+    builder, seen, source = TableBuilder(), 0, _source(path)
+    for lineno, row in rows:
+        seen += 1
+        where = f"{path}: row {lineno}"
         try:
-            records.extend(convert(row, ctx))
-        except (KeyError, ValueError, TypeError, AttributeError) as exc:
-            raise CalibrationError(f"{path}: row {lineno}: cannot read {fmt} row ({exc})") from None
-    name = hardware or guess_hardware(path)
-    source = f"{_source(path)}"
-    for rec in records:
-        rec.setdefault("hardware", name)
-        rec.setdefault("source", source)
-    return validate(from_records(records), str(path))
+            records = convert(row, ctx)
+        except RowError as exc:
+            raise CalibrationError(f"{where}: {exc}") from None
+        except (KeyError, ValueError, TypeError, AttributeError, ArithmeticError) as exc:
+            raise CalibrationError(f"{where}: cannot read {fmt} row ({shown(exc, 60)})") from None
+        for rec in records:
+            rec.setdefault("hardware", hardware)
+            rec.setdefault("source", source)
+            builder.add(rec, f"{where} ({fmt})")
+    if not len(builder):
+        raise CalibrationError(
+            f"{path}: none of its {seen} rows could be imported (sliding-window, beam-search, mixed "
+            "KV-dtype and weight-only rows, other ranks and unknown ops are skipped)")
+    return builder.build()
 
 
 def import_files(paths: list[str | Path], hardware: str | None = None) -> Measurements:
