@@ -77,6 +77,12 @@ class Value:
 Mapped = dict[str, Value]
 
 
+def _opt(cfg: dict[str, Any], key: str, default: Any) -> Any:
+    """``cfg[key]``, or ``default`` where the key is absent or null (types checked by check_config_types)."""
+    value = cfg.get(key)
+    return default if value is None else value
+
+
 def _f(value: Any, key: str) -> Value:
     return Value(value, f"config.json: {key}")
 

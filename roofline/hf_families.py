@@ -11,20 +11,27 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import SpecError
+from .hf_checks import required
 from .hf_config import (
     _DEEPSEEK_KEYS,
     _LLAMA_KEYS,
     Family,
     Mapped,
     Value,
+    _as_int,
     _core,
     _deepseek,
     _f,
     _gated,
-    _get,
+    _int,
     _local_layers,
     _opt,
 )
+
+
+def _layers(cfg: dict[str, Any], origin: str) -> int:
+    """num_hidden_layers (or Falcon's older n_layer), a whole number ≥ 1."""
+    return _as_int(required(cfg, "num_hidden_layers", origin, "n_layer"), "num_hidden_layers", origin)
 
 
 def _plain_mlp(act: str, d_ff: Value, bias: bool) -> Mapped:
@@ -50,15 +57,15 @@ def _four_d(cfg: dict[str, Any], key: str, d: int) -> Value:
 
 def _gptj(cfg: dict[str, Any], origin: str) -> Mapped:
     """GPT-J: rotary, attention and MLP in parallel after one LayerNorm (ln_1), untied lm_head with bias."""
-    d = int(_get(cfg, "n_embd", origin))
-    n = int(_get(cfg, "n_head", origin))
+    d = _int(cfg, "n_embd", origin)
+    n = _int(cfg, "n_head", origin)
     out: Mapped = {
-        "num_layers": _f(int(_get(cfg, "n_layer", origin)), "n_layer"),
+        "num_layers": _f(_int(cfg, "n_layer", origin), "n_layer"),
         "d_model": _f(d, "n_embd"),
         "num_heads": _f(n, "n_head"),
         "num_kv_heads": Value(n, "GPT-J: multi-head attention (K = N)"),
         "head_dim": Value(d // n, f"n_embd / n_head = {d} / {n}"),
-        "vocab_size": _f(int(_get(cfg, "vocab_size", origin)), "vocab_size"),
+        "vocab_size": _f(_int(cfg, "vocab_size", origin), "vocab_size"),
         "tie_embeddings": Value(bool(cfg.get("tie_word_embeddings", False)),
                                 "GPT-J: lm_head is its own matrix (tie_word_embeddings default false)"),
         "lm_head_bias": Value(True, "GPT-J: lm_head carries a bias (V)"),
@@ -74,7 +81,7 @@ def _gpt_neox(cfg: dict[str, Any], origin: str) -> Mapped:
     """GPT-NeoX / Pythia: fused QKV with biases, two LayerNorms per block (parallel residual or not)."""
     out = _core(cfg, origin, tie_default=False)
     out.update(_plain_mlp(str(cfg.get("hidden_act", "gelu")),
-                          _f(int(_get(cfg, "intermediate_size", origin)), "intermediate_size"), bias=True))
+                          _f(_int(cfg, "intermediate_size", origin), "intermediate_size"), bias=True))
     if cfg.get("attention_bias", True):
         note = "attention_bias" if "attention_bias" in cfg else "GPT-NeoX: attention_bias default true"
         out["qkv_bias"] = Value(True, f"{note}: query_key_value bias")
@@ -85,19 +92,19 @@ def _gpt_neox(cfg: dict[str, Any], origin: str) -> Mapped:
 
 def _bloom(cfg: dict[str, Any], origin: str) -> Mapped:
     """BLOOM: ALiBi (no position weights), LayerNorm on the embeddings, biases everywhere, tied head."""
-    d = int(_get(cfg, "hidden_size", origin, "n_embed"))
-    n = int(_get(cfg, "num_attention_heads", origin, "n_head"))
+    d = _as_int(required(cfg, "hidden_size", origin, "n_embed"), "hidden_size", origin)
+    n = _as_int(required(cfg, "num_attention_heads", origin, "n_head"), "num_attention_heads", origin)
     inner = cfg.get("n_inner")
     if inner is not None and int(inner) != 4 * d:
         raise SpecError(f"{origin}: n_inner {inner} is not mapped for BLOOM (its MLP is 4 x hidden = {4 * d})")
     d_key = "hidden_size" if cfg.get("hidden_size") is not None else "n_embed"
     out: Mapped = {
-        "num_layers": _f(int(_get(cfg, "num_hidden_layers", origin, "n_layer")), "n_layer"),
+        "num_layers": _f(_layers(cfg, origin), "n_layer"),
         "d_model": _f(d, d_key),
         "num_heads": _f(n, "n_head"),
         "num_kv_heads": Value(n, "BLOOM: multi-head attention (K = N)"),
         "head_dim": Value(d // n, f"hidden / heads = {d} / {n}"),
-        "vocab_size": _f(int(_get(cfg, "vocab_size", origin)), "vocab_size"),
+        "vocab_size": _f(_int(cfg, "vocab_size", origin), "vocab_size"),
         "tie_embeddings": Value(bool(cfg.get("tie_word_embeddings", True)), "BLOOM ties lm_head to word_embeddings"),
         "qkv_bias": Value(True, "BLOOM: query_key_value bias"),
         "o_bias": Value(True, "BLOOM: dense (output) bias"),
@@ -113,8 +120,8 @@ def _falcon(cfg: dict[str, Any], origin: str) -> Mapped:
     num_kv_heads groups, ln_attn + ln_mlp); optional biases; tied head."""
     new_default = cfg.get("model_type") == "RefinedWeb"  # the pre-transformers 40B/180B configs
     new_arch = bool(_opt(cfg, "new_decoder_architecture", new_default))
-    d = int(_get(cfg, "hidden_size", origin))
-    n = int(_get(cfg, "num_attention_heads", origin, "n_head"))
+    d = _int(cfg, "hidden_size", origin)
+    n = _as_int(required(cfg, "num_attention_heads", origin, "n_head"), "num_attention_heads", origin)
     kv = cfg.get("num_kv_heads", cfg.get("n_head_kv"))
     if new_arch:
         k = Value(int(kv) if kv is not None else n, "new_decoder_architecture: num_kv_heads groups (GQA)")
@@ -123,12 +130,12 @@ def _falcon(cfg: dict[str, Any], origin: str) -> Mapped:
     else:
         k = Value(int(kv) if kv is not None else n, "old decoder without multi_query: num_kv_heads (default N)")
     out: Mapped = {
-        "num_layers": _f(int(_get(cfg, "num_hidden_layers", origin, "n_layer")), "num_hidden_layers"),
+        "num_layers": _f(_layers(cfg, origin), "num_hidden_layers"),
         "d_model": _f(d, "hidden_size"),
         "num_heads": _f(n, "num_attention_heads"),
         "num_kv_heads": k,
         "head_dim": Value(d // n, f"hidden_size / num_attention_heads = {d} / {n}"),
-        "vocab_size": _f(int(_get(cfg, "vocab_size", origin)), "vocab_size"),
+        "vocab_size": _f(_int(cfg, "vocab_size", origin), "vocab_size"),
         "tie_embeddings": Value(bool(cfg.get("tie_word_embeddings", True)),
                                 "Falcon ties lm_head to word_embeddings (tie_word_embeddings default true)"),
     }
@@ -153,7 +160,7 @@ def _falcon(cfg: dict[str, Any], origin: str) -> Mapped:
 def _phi3(cfg: dict[str, Any], origin: str) -> Mapped:
     """Phi-3 / Phi-4: Llama-shaped (fused qkv_proj and gate_up_proj hold the same weights), no biases."""
     out = _core(cfg, origin, tie_default=False)
-    out["d_ff"] = _f(int(_get(cfg, "intermediate_size", origin)), "intermediate_size")
+    out["d_ff"] = _f(_int(cfg, "intermediate_size", origin), "intermediate_size")
     out["gated_mlp"] = _gated("hidden_act", cfg)
     out.update(_local_layers(cfg, origin, "all"))
     return out
@@ -166,15 +173,15 @@ def _glm4_moe(cfg: dict[str, Any], origin: str) -> Mapped:
     """GLM-4.5: GQA with q/k/v biases and per-head q/k norms; DeepSeek-style routed + shared experts."""
     out = _core(cfg, origin, tie_default=False)
     h = out["head_dim"].value
-    moe_ff = int(_get(cfg, "moe_intermediate_size", origin))
+    moe_ff = _int(cfg, "moe_intermediate_size", origin)
     shared = int(_opt(cfg, "n_shared_experts", 0))
     out.update({
         "d_ff": _f(moe_ff, "moe_intermediate_size (per routed expert)"),
         "gated_mlp": _gated("hidden_act", cfg),
-        "num_experts": _f(int(_get(cfg, "n_routed_experts", origin)), "n_routed_experts"),
-        "experts_per_token": _f(int(_get(cfg, "num_experts_per_tok", origin)), "num_experts_per_tok"),
+        "num_experts": _f(_int(cfg, "n_routed_experts", origin), "n_routed_experts"),
+        "experts_per_token": _f(_int(cfg, "num_experts_per_tok", origin), "num_experts_per_tok"),
         "num_dense_layers": _f(int(_opt(cfg, "first_k_dense_replace", 0)), "first_k_dense_replace"),
-        "dense_d_ff": _f(int(_get(cfg, "intermediate_size", origin)), "intermediate_size (dense layers)"),
+        "dense_d_ff": _f(_int(cfg, "intermediate_size", origin), "intermediate_size (dense layers)"),
     })
     if shared:
         out["num_shared_experts"] = _f(shared, "n_shared_experts")
@@ -196,12 +203,12 @@ def _minimax_m2(cfg: dict[str, Any], origin: str) -> Mapped:
                         "MiniMax lightning (linear) attention layers are not mapped")
     if int(_opt(cfg, "shared_intermediate_size", 0)):
         raise SpecError(f"{origin}: shared_intermediate_size > 0 (a gated shared expert) is not mapped for MiniMax")
-    experts = int(_get(cfg, "num_local_experts", origin))
+    experts = _int(cfg, "num_local_experts", origin)
     out.update({
-        "d_ff": _f(int(_get(cfg, "intermediate_size", origin)), "intermediate_size (per expert)"),
+        "d_ff": _f(_int(cfg, "intermediate_size", origin), "intermediate_size (per expert)"),
         "gated_mlp": _gated("hidden_act", cfg),
         "num_experts": _f(experts, "num_local_experts"),
-        "experts_per_token": _f(int(_get(cfg, "num_experts_per_tok", origin)), "num_experts_per_tok"),
+        "experts_per_token": _f(_int(cfg, "num_experts_per_tok", origin), "num_experts_per_tok"),
     })
     extra, notes = 0, []
     if cfg.get("use_qk_norm"):
