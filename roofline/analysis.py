@@ -181,6 +181,7 @@ def result_sources(dep: Deployment, t: StepTerms) -> dict[str, str]:
         "model": dep.model.source or dep.model.name,
         "price": dep.price_source,
         **t.sources,
+        **({"overhead": f"{t.sources.get('overhead', '')}; {dep.engine.source}"} if dep.engine.active else {}),
         "parallelism": dep.par.describe(),
         "memory": (f"usable HBM = physical × {dep.memory_utilization:g} − activation reserve"
                    if dep.memory_utilization < 1 else "all of physical HBM for weights + KV (the book's accounting)"),

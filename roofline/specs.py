@@ -35,8 +35,13 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def catalog_dirs(kind: Literal["hardware", "models"]) -> list[Path]:
-    """Built-in catalog folders: inside the installed package, else the repo's top level."""
+    """Built-in catalog folders: inside the installed package, else the repo's top level.
+
+    Hardware also finds the shipped calibrated profiles (``<chip>-cal``, roofline/data/profiles).
+    """
     candidates = [PACKAGE_DIR / "_catalog" / kind, PACKAGE_DIR.parent / kind]
+    if kind == "hardware":
+        candidates.append(PACKAGE_DIR / "data" / "profiles")
     return [d for d in candidates if d.is_dir()]
 
 
@@ -154,6 +159,26 @@ class CalibrationSpec(_Spec):
     ops: dict[str, OpCalibration] = Field(default_factory=dict)
 
 
+class EngineCalibration(_Spec):
+    """A serving engine's fitted terms beyond the kernels (``roofline calibrate fit`` on end-to-end rows).
+
+    Each is a physical quantity: per step, per layer, per token and layer, per sampled or
+    prefilled sequence, and the engine's GEMM slowdown against the calibrated kernels.
+    """
+
+    step_overhead_s: float = Field(0.0, ge=0, le=10.0)
+    layer_overhead_s: float = Field(0.0, ge=0, le=1.0)
+    layer_bytes_per_token: float = Field(0.0, ge=0, le=1e12)
+    sample_s_per_seq: float = Field(0.0, ge=0, le=1.0)
+    prefill_seq_overhead_s: float = Field(0.0, ge=0, le=10.0)
+    gemm_slowdown: float = Field(0.0, ge=0, le=100.0)
+    comms_overlap: float = Field(0.0, ge=0, le=1.0)
+    rows: int = Field(0, ge=0)
+    sources: list[str] = Field(default_factory=list)
+    at_bound: list[str] = Field(default_factory=list)
+    fit: dict[str, float] = Field(default_factory=dict)
+
+
 class HardwareSpec(_Spec):
     """One accelerator chip; the YAML keys here are a contract relied on by scripts."""
 
@@ -174,6 +199,7 @@ class HardwareSpec(_Spec):
     host_bandwidth_bytes_per_s: float | None = Field(None, gt=0)
     source: str = ""
     calibration: CalibrationSpec | None = None
+    engine: dict[str, EngineCalibration] | None = None
 
     _fields = field_validator("*", mode="before")(classmethod(check_spec_field))
 

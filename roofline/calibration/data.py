@@ -4,7 +4,8 @@
 compute rows and the collectives (``h100-sxm-bf16.csv.gz``) and fp8 GEMM rows, per-tensor
 and block-scaled (``h100-sxm-fp8.csv.gz``), converted from NVIDIA aiconfigurator's kernel
 tables (Apache-2.0; see NOTICE.md there).  ``builtin:h100-sxm-bf16`` and
-``builtin:h100-sxm-fp8`` name one file each.  Rebuild with
+``builtin:h100-sxm-fp8`` name one file each; ``builtin:a100-80gb`` the A100 SXM tables (GEMM,
+vLLM attention, NCCL and custom all-reduce).  Rebuild with
 ``python -m roofline.calibration.data ../shared/measurements``.
 """
 
@@ -23,6 +24,7 @@ BUILTIN = {
     "h100-sxm": ("h100-sxm-bf16.csv.gz", "h100-sxm-fp8.csv.gz"),
     "h100-sxm-bf16": ("h100-sxm-bf16.csv.gz",),
     "h100-sxm-fp8": ("h100-sxm-fp8.csv.gz",),
+    "a100-80gb": ("a100-80gb.csv.gz",),
 }
 PREFIX = "builtin:"
 #: Public tables (relative to the shared measurements folder) -> rows kept (0 = all).
@@ -82,6 +84,21 @@ def build_h100(shared: Path, seed: int = 0, only: str = "") -> Measurements:
     return concat(parts)
 
 
+#: A100 SXM tables (aiconfigurator @ the same commit): all rows, every dtype they hold.
+A100_SOURCES = (
+    "aiconfigurator/systems/data/a100_sxm/gemm/trtllm/1.0.0/gemm_perf.csv",
+    "aiconfigurator/systems/data/a100_sxm/attention/vllm/0.14.0/context_attention_perf.csv",
+    "aiconfigurator/systems/data/a100_sxm/attention/vllm/0.14.0/generation_attention_perf.csv",
+    "aiconfigurator/systems/data/a100_sxm/comm/nccl/2.27.3/nccl_perf.csv",
+    "aiconfigurator/systems/data/a100_sxm/comm/trtllm/1.0.0/custom_allreduce_perf.csv",
+)
+
+
+def build_a100(shared: Path) -> Measurements:
+    """Every row of the A100 SXM tables (GEMM bf16/fp16/int8 SmoothQuant, vLLM attention, NCCL, custom)."""
+    return concat([import_file(shared / rel, "a100-80gb") for rel in A100_SOURCES])
+
+
 H100_GEMM = "aiconfigurator/systems/data/h100_sxm/gemm/trtllm/1.3.0rc20/gemm_perf.csv"
 
 
@@ -96,7 +113,8 @@ def main(argv: list[str]) -> int:
     if not shared.is_dir():
         print(f"{shared}: no such folder (the shared measurements)", file=sys.stderr)
         return 2
-    for table, name in ((build_h100(shared), "h100-sxm-bf16"), (build_h100_fp8(shared), "h100-sxm-fp8")):
+    for table, name in ((build_h100(shared), "h100-sxm-bf16"), (build_h100_fp8(shared), "h100-sxm-fp8"),
+                        (build_a100(shared), "a100-80gb")):
         out = write_measurements(table, DATA_DIR / BUILTIN[name][0])
         print(f"wrote {out} ({len(table)} rows, {out.stat().st_size / 1e6:.2f} MB)")
     return 0

@@ -76,6 +76,8 @@ def plan_command(
     pp: str = typer.Option(None, "--pp", help="Pipeline depths to try, comma-separated (default 1)."),
     ep: int = typer.Option(None, "--ep", help="Expert-parallel degree for MoE models (divides tp)."),
     memory_utilization: float = MEMORY_UTILIZATION,
+    percentile: str = typer.Option(None, "--percentile", help="Size the cheapest candidates by simulation so the "
+                                                              "SLOs hold at p50, p90 or p99 (slower)."),
     explain: bool = typer.Option(False, "--explain", help="Show formulas and values behind the best plan."),
     as_json: bool = JSON_OPTION,
 ) -> None:
@@ -90,12 +92,21 @@ def plan_command(
     if max_chips < 1 or top < 1:
         raise RooflineError("--max-chips and --top must be at least 1")
     dist = lengths_from_options(input_len, output_len, lengths, lengths_csv)
-    res = plan(m, hws, qps, dist, parse_seconds("--ttft-slo", ttft_slo), parse_seconds("--tpot-slo", tpot_slo),
-               parse_prices(price, [h.name for h in hws]), max_chips,
-               weights=_names(weights), kv_dtypes=_names(kv_dtype), mfu=mfu, top=top,
-               tp=None if tp is None else parse_int_list(tp, "--tp").tolist(),
-               pp=None if pp is None else parse_int_list(pp, "--pp").tolist(), ep=ep,
-               memory_utilization=memory_utilization)
+    options: dict[str, Any] = dict(
+        prices=parse_prices(price, [h.name for h in hws]), max_chips=max_chips,
+        weights=_names(weights), kv_dtypes=_names(kv_dtype), mfu=mfu,
+        tp=None if tp is None else parse_int_list(tp, "--tp").tolist(),
+        pp=None if pp is None else parse_int_list(pp, "--pp").tolist(), ep=ep,
+        memory_utilization=memory_utilization)
+    ttft_s, tpot_s = parse_seconds("--ttft-slo", ttft_slo), parse_seconds("--tpot-slo", tpot_slo)
+    sized: list[Any] = []
+    if percentile is not None:
+        from ..plan_sim import plan_at_percentile
+
+        res, sized = plan_at_percentile(m, hws, qps, dist, percentile, ttft_s, tpot_s, candidates=max(top, 4),
+                                        **options)
+    else:
+        res = plan(m, hws, qps, dist, ttft_s, tpot_s, top=top, **options)
     explanations = explain_deployment(res.best, qps, dist.mean_output) if (explain and res.best) else []
     data: dict[str, Any] = {
         "model": m.name, "hardware": [h.name for h in hws], "qps": qps, "lengths": dist.source,
@@ -105,6 +116,12 @@ def plan_command(
         "candidates": [asdict(d) for d in res.candidates],
         "best_per_hardware": {k: asdict(d) for k, d in res.best_per_hardware.items()}, "evaluated": res.evaluated,
         "feasible": res.feasible, "infeasible_by": res.reasons, "sources": res.sources,
+        "percentile": percentile,
+        "simulated": [{"hardware": z.candidate.hardware, "chips_per_replica": z.candidate.chips_per_replica,
+                       "batch": z.candidate.batch, "weights": z.candidate.weights, "kv_dtype": z.candidate.kv_dtype,
+                       "closed_form_replicas": z.candidate.replicas, "replicas": z.replicas,
+                       f"ttft_{percentile}_s": z.ttft_s, f"tpot_{percentile}_s": z.tpot_s, "meets": z.meets}
+                      for z in sized],
     }
     if explain:
         data["explain"] = [e.as_dict() for e in explanations]

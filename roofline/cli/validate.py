@@ -17,6 +17,8 @@ SOURCE = typer.Option(None, "--source", help="Only rows of this source (or sourc
 ROWS = typer.Option(None, "--rows", help="Validate these end-to-end files (schema CSV or importable tables) instead.")
 HTML = typer.Option(None, "--html", help="Also write an HTML page (predicted vs measured) here.")
 CASES = typer.Option(False, "--cases", help="Also print one line per case.")
+HOLDOUT = typer.Option(False, "--holdout", help="Engine terms held out: each row predicted by terms fitted "
+                       "without it (5-fold by case); also a by-source hold-out. Slower (~1 min).")
 
 
 def validate_command(
@@ -25,6 +27,7 @@ def validate_command(
     rows_files: list[Path] = ROWS,
     html_out: Path = HTML,
     show_cases: bool = CASES,
+    holdout: bool = HOLDOUT,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Predict measured TTFT, TPOT and tokens/s of end-to-end rows and report the errors.
@@ -45,7 +48,7 @@ def validate_command(
                 raise E2EError(f"--source {source!r} matches no rows of --rows")
     else:
         rows = load_shipped(source)
-    result = validate(rows, load_profiles(hardware or []))
+    result = validate(rows, load_profiles(hardware or []), holdout=holdout)
     if html_out is not None:
         write_validation_page(result, html_out)
     data = result.as_dict()
@@ -59,13 +62,19 @@ def validate_command(
                 cases.add_row(c.id, c.quantity, f"{c.measured:.4g}", f"{c.predicted:.4g}", f"{c.ratio:.3f}")
             console.print(cases)
         table = Table(title=f"End-to-end validation: {len(result.cases)} cases from {len(rows)} rows",
-                      caption="median: median APE; gmean: geometric-mean ratio predicted / measured")
-        for col in ("quantity", "group", "n", "MAPE", "median", "gmean"):
+                      caption="MAPE/median/gmean: the prediction; spec: MAPE of the spec sheet; gmean: "
+                              "geometric-mean ratio predicted / measured")
+        for col in ("quantity", "group", "n", "MAPE", "median", "gmean", "spec"):
             table.add_column(col, no_wrap=col == "group", overflow="fold",
                              justify="left" if col in ("quantity", "group") else "right")
-        for row in summary_rows(result.summary):
+        for row in summary_rows(result.summary, result.summary_spec):
             table.add_row(*row)
         console.print(table)
+        console.print(f"prediction: {result.tier}", highlight=False)
+        if result.summary_by_source_holdout:
+            held = result.summary_by_source_holdout
+            console.print("held out by source (engine terms from the other sources on the chip): "
+                          + "; ".join(f"{q} {e['mape']:.1%} (n {e['n']})" for q, e in held.items()), highlight=False)
         reasons = Counter(s.reason for s in result.skipped)
         for reason, n in reasons.most_common():
             console.print(f"skipped {n} row(s): {reason}", highlight=False)

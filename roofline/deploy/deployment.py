@@ -19,6 +19,7 @@ from ..errors import RooflineError
 from ..memory import Number
 from ..specs import HardwareSpec, ModelSpec
 from ..units import dtype_bytes
+from .engine import NO_ENGINE, EngineTerms, engine_terms
 from .layout import Parallelism, parallelism, replicas
 from .rates import Rates, chip_rates
 
@@ -61,6 +62,7 @@ class Deployment:
     price_per_chip_hour: float = 0.0
     price_source: str = "hardware spec"
     comms_overlap: float = 0.0
+    engine: EngineTerms = NO_ENGINE
 
     @property
     def replicas(self) -> np.ndarray:
@@ -116,8 +118,13 @@ def deployment(
     price_per_chip_hour: float | None = None,
     rates: Rates | None = None,
     comms_overlap: float | None = None,
+    engine: str | EngineTerms | None = None,
 ) -> Deployment:
-    """Validate and build a Deployment; collectives overlap by default on TPUs only (XLA), not GPUs."""
+    """Validate and build a Deployment; collectives overlap by default on TPUs only (XLA), not GPUs.
+
+    ``engine`` names an entry of the profile's ``engine:`` section (fitted engine terms), or gives
+    the terms themselves; the engine's fitted collective overlap then applies.
+    """
     precision = precision or Precision()
     if not (0.0 < memory_utilization <= 1.0) or not np.isfinite(memory_utilization):
         raise RooflineError(f"memory_utilization (--memory-utilization) must be in (0, 1] (got {memory_utilization})")
@@ -130,6 +137,9 @@ def deployment(
     price = hw.price_per_chip_hour if price_per_chip_hour is None else float(price_per_chip_hour)
     if not np.isfinite(price) or price <= 0:
         raise RooflineError(f"price_per_chip_hour (--price) must be a positive finite number (got {price})")
+    eng = engine if isinstance(engine, EngineTerms) else engine_terms(hw, engine)
+    if comms_overlap is None and eng.comms_overlap is not None and eng.active:
+        comms_overlap = eng.comms_overlap
     overlap = (1.0 if hw.kind == "tpu" else 0.0) if comms_overlap is None else float(comms_overlap)
     if not 0.0 <= overlap <= 1.0:
         raise RooflineError(f"comms_overlap must be in [0, 1] (got {overlap})")
@@ -138,5 +148,5 @@ def deployment(
         chips=chips_arr if chips_arr.ndim else float(chips_arr), memory_utilization=float(memory_utilization),
         price_per_chip_hour=price,
         price_source="command line" if price_per_chip_hour is not None else "hardware spec",
-        comms_overlap=overlap,
+        comms_overlap=overlap, engine=eng,
     )

@@ -29,9 +29,10 @@ deployment has dp replicas (throughputs × dp, rates ÷ dp).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from ..analysis import Precision, step_from
-from ..deploy import DEFAULT_MEMORY_UTILIZATION, Deployment, deployment
+from ..deploy import DEFAULT_MEMORY_UTILIZATION, NO_ENGINE, Deployment, EngineTerms, deployment, engine_terms
 from ..engines import serve
 from ..errors import RooflineError
 from ..specs import HardwareSpec, load_hardware, load_model
@@ -43,7 +44,20 @@ def row_precision(row: E2ERow) -> Precision:
     return Precision(weights=row.weight_dtype, kv=row.kv_dtype, compute=row.compute_dtype)
 
 
-def row_deployment(row: E2ERow, hw: HardwareSpec) -> Deployment:
+def engine_key(row: E2ERow) -> str:
+    """The profile's ``engine:`` key of a row: '<engine>/<version>' ('any' when the version is not given)."""
+    return f"{row.engine}/{row.engine_version or 'any'}"
+
+
+def row_engine(row: E2ERow, hw: HardwareSpec) -> EngineTerms:
+    """The profile's fitted terms for the row's engine and version, else none (kernel times only)."""
+    key = engine_key(row)
+    if hw.engine and key in hw.engine:
+        return engine_terms(hw, key)
+    return NO_ENGINE
+
+
+def row_deployment(row: E2ERow, hw: HardwareSpec, engine: EngineTerms | None = None) -> Deployment:
     """One replica of the row: tp·pp chips with its tp, pp and ep.
 
     A row with a measured batch or concurrency ran, so its batch fit: it is priced with all of HBM
@@ -52,7 +66,16 @@ def row_deployment(row: E2ERow, hw: HardwareSpec) -> Deployment:
     measured_batch = row.load in ("static", "concurrency")
     return deployment(load_model(row.model), hw, row.tp * row.pp, row_precision(row), tp=row.tp,
                       pp=row.pp if row.pp > 1 else None, ep=row.ep if row.ep > 1 else None,
-                      memory_utilization=1.0 if measured_batch else DEFAULT_MEMORY_UTILIZATION)
+                      memory_utilization=1.0 if measured_batch else DEFAULT_MEMORY_UTILIZATION,
+                      engine=row_engine(row, hw) if engine is None else engine)
+
+
+def wave_batch(row: E2ERow, hw: HardwareSpec, dep: Deployment, context: float) -> int:
+    """The batch a static run holds at once: the row's batch, or the most that fit in the default usable
+    HBM (the engine's KV pool), when the row's batch does not: it then runs in waves of that size."""
+    batch = int(row.batch or 1)
+    fits = max_fitting_batch(replace(dep, memory_utilization=DEFAULT_MEMORY_UTILIZATION), context)
+    return max(min(batch, fits), 1)
 
 
 def max_fitting_batch(dep: Deployment, context: float) -> int:
@@ -60,16 +83,20 @@ def max_fitting_batch(dep: Deployment, context: float) -> int:
     return int(step_from(dep, 1, context).max_batch)
 
 
-def predict_row(row: E2ERow, hw_ref: str | HardwareSpec | None = None) -> dict[str, float]:
-    """Predicted ttft_s, tpot_s, output_tokens_per_s, requests_per_s of one row (see module doc)."""
+def predict_row(row: E2ERow, hw_ref: str | HardwareSpec | None = None,
+                engine: EngineTerms | None = None) -> dict[str, float]:
+    """Predicted ttft_s, tpot_s, output_tokens_per_s, requests_per_s of one row (see module doc).
+
+    ``engine`` overrides the profile's entry for the row's engine (the engine fit uses it).
+    """
     hw = load_hardware(hw_ref if hw_ref is not None else row.hardware)
-    dep = row_deployment(row, hw)
+    dep = row_deployment(row, hw, engine)
     chips = row.tp * row.pp
     i = row.mean_input_len
     o = row.mean_output_len
     isl, osl = max(int(round(i)), 1), max(int(round(o)), 1)
     if row.load == "static":
-        return _serve(dep, "static", isl, osl, int(row.batch or 1), row.dp)
+        return _serve(dep, "static", isl, osl, wave_batch(row, hw, dep, i + o), row.dp)
     if row.load == "concurrency":
         per_replica = max(int(math.ceil((row.concurrency or 1) / row.dp)), 1)
         return _serve(dep, "interleaved", isl, osl, per_replica, row.dp)

@@ -59,16 +59,21 @@ def _ratio(value: object) -> str:
     return "-" if value is None else f"{float(value):.3f}"  # type: ignore[arg-type]
 
 
-def summary_rows(summary: dict[str, dict[str, Any]]) -> list[list[str]]:
-    """Rows (quantity, group, n, MAPE, median APE, gmean ratio) for tables."""
+def summary_rows(summary: dict[str, dict[str, Any]],
+                 spec: dict[str, dict[str, Any]] | None = None) -> list[list[str]]:
+    """Rows (quantity, group, n, MAPE, median APE, gmean ratio[, spec-sheet MAPE]) for tables."""
     rows = []
     for quantity, entry in summary.items():
+        base = (spec or {}).get(quantity, {})
+        extra = [_pct(base["mape"])] if base else ([] if spec is None else ["-"])
         rows.append([quantity, "all", str(entry["n"]), _pct(entry["mape"]), _pct(entry["median_ape"]),
-                     _ratio(entry["gmean_ratio"])])
+                     _ratio(entry["gmean_ratio"]), *extra])
         for group, label in (("by_source", "source"), ("by_tp", "tp"), ("by_dtype", "dtype")):
             for key, stats in entry[group].items():
+                other = base.get(group, {}).get(key) if base else None
+                extra = [] if spec is None else [_pct(other["mape"]) if other else "-"]
                 rows.append([quantity, f"{label} {key}", str(stats["n"]), _pct(stats["mape"]),
-                             _pct(stats["median_ape"]), _ratio(stats["gmean_ratio"])])
+                             _pct(stats["median_ape"]), _ratio(stats["gmean_ratio"]), *extra])
     return rows
 
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from ..errors import RooflineError
-from ..specs import HardwareSpec, load_hardware
+from ..specs import HardwareSpec, hardware_names, load_hardware
 from .predict import predict_row
 from .schema import E2ERow
 
@@ -50,6 +50,9 @@ class Case:
     tp: int
     dtype: str
     conditions: str
+    predicted_spec: float = math.nan
+    ratio_spec: float = math.nan
+    tier: str = ""
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -71,10 +74,14 @@ class Validation:
     cases: list[Case]
     skipped: list[Skipped] = field(default_factory=list)
     summary: dict[str, dict[str, object]] = field(default_factory=dict)
+    summary_spec: dict[str, dict[str, object]] = field(default_factory=dict)
+    summary_by_source_holdout: dict[str, dict[str, object]] = field(default_factory=dict)
+    tier: str = ""
 
     def as_dict(self) -> dict[str, object]:
         return {"cases": [c.as_dict() for c in self.cases], "summary": self.summary,
-                "skipped": [asdict(s) for s in self.skipped]}
+                "summary_spec": self.summary_spec, "summary_by_source_holdout": self.summary_by_source_holdout,
+                "tier": self.tier, "skipped": [asdict(s) for s in self.skipped]}
 
 
 def abs_pct_error(predicted: float, measured: float) -> float:
@@ -152,27 +159,67 @@ def load_profiles(refs: Iterable[str]) -> list[HardwareSpec]:
     return [load_hardware(r) for r in refs]
 
 
-def validate(rows: Sequence[E2ERow], profiles: Sequence[HardwareSpec] = (),
-             predict: Predictor = predict_row) -> Validation:
-    """Predict every row (on its matching profile when profiles are given, else its own hardware).
+def shipped_profiles(rows: Sequence[E2ERow]) -> list[HardwareSpec]:
+    """The shipped calibrated profile ``<chip>-cal`` of every chip the rows use, where one exists."""
+    names = set(hardware_names())
+    return [load_hardware(f"{chip}-cal") for chip in sorted({r.hardware for r in rows}) if f"{chip}-cal" in names]
 
-    With profiles, rows whose hardware matches none are skipped.  A row the model cannot run
-    (unknown model or hardware, does not fit) is skipped with the error's line as reason.
+
+def _with_predictions(cases: Sequence[Case], predictions: Mapping[tuple[str, str], float], tier: str) -> list[Case]:
+    """Cases whose prediction is replaced by ``predictions`` (held out); cases without one are dropped."""
+    out = []
+    for c in cases:
+        value = predictions.get((c.id, c.quantity))
+        if value is not None and math.isfinite(value) and value > 0:
+            out.append(replace(c, predicted=value, ratio=value / c.measured, tier=tier))
+    return out
+
+
+def validate(rows: Sequence[E2ERow], profiles: Sequence[HardwareSpec] = (),
+             predict: Predictor = predict_row, holdout: bool = False, shipped: bool = True) -> Validation:
+    """Predict every row with the spec sheet and with its chip's calibrated profile, and score both.
+
+    The profile is the given one for the row's chip, else the shipped ``<chip>-cal`` (``shipped``).
+    With ``holdout`` the calibrated predictions use engine terms fitted without the row (k-fold by
+    case), and a by-source hold-out (engine terms fitted on the other sources) is summarised too.
+    Rows whose chip has no profile are skipped when profiles were given, else predicted on the spec
+    sheet only.  A row the model cannot run is skipped with the error's line as reason.
     """
+    chosen = list(profiles) or (shipped_profiles(rows) if shipped else [])
     cases: list[Case] = []
     skipped: list[Skipped] = []
     for row in rows:
-        hw = profile_for(row, profiles) if profiles else None
+        hw = profile_for(row, chosen) if chosen else None
         if profiles and hw is None:
             skipped.append(Skipped(row.id, row.source, f"no --hardware profile for {row.hardware}"))
             continue
         try:
-            predicted = predict(row, hw)
+            spec = predict(row, None)
+            predicted = predict(row, hw) if hw is not None else spec
         except RooflineError as exc:
             skipped.append(Skipped(row.id, row.source, str(exc)))
             continue
-        mine = row_cases(row, predicted, hw.name if hw is not None else "")
+        tier = f"calibrated profile {hw.name}" if hw is not None else "spec sheet"
+        mine = [replace(c, predicted_spec=float(spec[QUANTITIES[c.quantity][1]]),
+                        ratio_spec=float(spec[QUANTITIES[c.quantity][1]]) / c.measured, tier=tier)
+                for c in row_cases(row, predicted, hw.name if hw is not None else "")
+                if QUANTITIES[c.quantity][1] in spec]
         if not mine:
             skipped.append(Skipped(row.id, row.source, "no quantity both measured and predicted"))
         cases.extend(mine)
-    return Validation(cases=cases, skipped=skipped, summary=summarize(cases))
+    spec_cases = [replace(c, predicted=c.predicted_spec, ratio=c.ratio_spec) for c in cases]
+    by_source: dict[str, dict[str, object]] = {}
+    label = "spec sheet and calibrated profiles (engine terms fitted on these rows: in-sample)"
+    if holdout and chosen:
+        from .engine_fit import holdout_predictions, row_designs, source_holdout_predictions
+
+        designs = row_designs(rows, {row.hardware: hw for row in rows
+                                     if (hw := profile_for(row, chosen)) is not None})
+        held = _with_predictions(cases, holdout_predictions(designs), "held out by case")
+        dropped = len(cases) - len(held)
+        by_source = summarize(_with_predictions(cases, source_holdout_predictions(designs), "held out by source"))
+        cases = held
+        label = ("calibrated profiles with engine terms held out by case (5-fold, seeded)"
+                 + (f"; {dropped} case(s) without a held-out fit dropped" if dropped else ""))
+    return Validation(cases=cases, skipped=skipped, summary=summarize(cases), summary_spec=summarize(spec_cases),
+                      summary_by_source_holdout=by_source, tier=label)

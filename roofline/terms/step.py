@@ -74,6 +74,22 @@ def microbatches(dep: Deployment, decode_seqs: Number) -> Number:
     return np.where(np.asarray(decode_seqs) > 0, np.clip(decode_seqs, 1.0, dep.par.pp), 1.0)
 
 
+def engine_overhead_s(dep: Deployment, stage: Work, layers: float, share: float, bw: Number,
+                      gemm_s: Number) -> Number:
+    """One stage's engine work outside the kernels (profile's ``engine:`` terms; 0 without an engine).
+
+    share·(step overhead + sampled sequences·sampling + prefill sequences·prefill overhead)
+    + layers·(layer overhead + tokens·non-GEMM bytes per token / W_hbm) + GEMM·slowdown.
+    """
+    e = dep.engine
+    sampled = np.add(stage.decode_seqs, stage.prefill_seqs)
+    per_step = e.step_overhead_s + np.multiply(sampled, e.sample_s_per_seq) + np.multiply(
+        stage.prefill_seqs, e.prefill_seq_overhead_s)
+    per_layer = e.layer_overhead_s + np.multiply(stage.tokens, e.layer_bytes_per_token) / bw
+    active = np.asarray(sampled) > 0
+    return np.where(active, share * per_step + layers * per_layer, 0.0) + e.gemm_slowdown * np.asarray(gemm_s)
+
+
 def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     """Price one step of ``work`` (whole slice) on ``dep``: per-replica terms, prediction and bounds.
 
@@ -120,7 +136,7 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     attn_decode = (attention.decode_attention_fitted_s(dep, stage.decode_seqs, stage.decode_context, layers,
                                                        float(np.max(chips)))
                    if rates.uses("attention_decode") else kv_time)
-    overhead = _zeros(tokens)
+    overhead = engine_overhead_s(dep, stage, layers, share, bw, gemm)
     stage_local = attn_decode + gemm + attn_prefill + overhead
     c = comms.stage_comms(dep, tokens, stage.decode_seqs, layers)
     send = comms.pipeline_send_time_s(dep, tokens)
@@ -144,7 +160,7 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
         lower_s=pp * (np.maximum(stage_local, c.lower_s) + send),
         upper_s=pp * (stage_local + c.time_s + send),
         bound=bound,
-        sources={**rates.sources, "comms": c.source,
+        sources={**rates.sources, "comms": c.source, "engine": dep.engine.source,
                  "overlap": f"collectives overlap {dep.comms_overlap:g} of local work "
                             f"({'TPU: XLA overlaps' if dep.hw.kind == 'tpu' else 'GPU: on the critical path'})",
                  "formulas": f"{BOOK}, 'Theoretical estimates for LLM latency and throughput'"},

@@ -1,0 +1,214 @@
+"""Fit a serving engine's terms to end-to-end rows, honestly held out.
+
+Every engine term enters a step's time linearly (:func:`roofline.terms.step.engine_overhead_s`),
+so a row's predicted latency — and the reciprocal of its predicted throughput — is affine in
+the terms: y(θ) = y₀ + J·θ.  y₀ and J come from the one prediction path (:func:`predict_row`,
+the step model) evaluated with no engine and with one unit of each term, so the fit uses the
+same roofline terms as every prediction.  The fit minimises Σ log(y/y_measured)² with θ ≥ 0
+(Levenberg-Marquardt in bounded coordinates, several starts), and reports held-out error by
+case (k-fold, seeded) and by source (fit on the other sources).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..calibration.lsq import Param, at_bound, fit_params
+from ..deploy import ENGINE_TERMS, NO_ENGINE, EngineTerms
+from ..errors import RooflineError
+from ..specs import HardwareSpec
+from .predict import engine_key, predict_row
+from .schema import E2ERow
+from .validate import QUANTITIES, measured_value
+
+#: One unit of each term for the finite differences (exact: the prediction is affine in each).
+UNITS = {"step_overhead_s": 1e-3, "layer_overhead_s": 1e-5, "layer_bytes_per_token": 1e5,
+         "sample_s_per_seq": 1e-4, "prefill_seq_overhead_s": 1e-3, "gemm_slowdown": 0.1}
+#: Bounds of each term (SI); the lower bound stands for "absent".
+BOUNDS = {"step_overhead_s": (1e-9, 0.2), "layer_overhead_s": (1e-11, 2e-3), "layer_bytes_per_token": (1e-3, 1e9),
+          "sample_s_per_seq": (1e-11, 5e-3), "prefill_seq_overhead_s": (1e-9, 0.5), "gemm_slowdown": (1e-6, 5.0)}
+#: Validation quantities whose reciprocal is affine in the terms (rates); the others are latencies.
+RATES = ("throughput",)
+
+
+@dataclass(frozen=True)
+class Design:
+    """One measured quantity of one row: y₀, J and the measured y (reciprocals for rates)."""
+
+    row: E2ERow
+    quantity: str
+    measured: float
+    y0: float
+    jacobian: np.ndarray
+
+    def predict(self, theta: np.ndarray) -> float:
+        """The prediction in the quantity's own units at engine terms θ."""
+        y = self.y0 + float(self.jacobian @ theta)
+        return 1.0 / y if self.quantity in RATES else y
+
+
+def _as_y(quantity: str, value: float) -> float:
+    return 1.0 / value if quantity in RATES else value
+
+
+def unit_engine(name: str) -> EngineTerms:
+    """EngineTerms with one unit of ``name`` and nothing else."""
+    return replace(NO_ENGINE, **{name: UNITS[name]}, key="unit", source="engine fit: unit term")
+
+
+def designs_for(row: E2ERow, hw: HardwareSpec) -> list[Design]:
+    """The row's designs on ``hw``; raises RooflineError when the row cannot be predicted."""
+    base = predict_row(row, hw, NO_ENGINE)
+    wanted = [(q, key) for q, (_, key) in QUANTITIES.items() if key in base and measured_value(row, q) is not None]
+    if not wanted:
+        return []
+    units = {name: predict_row(row, hw, unit_engine(name)) for name in ENGINE_TERMS}
+    out = []
+    for q, key in wanted:
+        y0 = _as_y(q, base[key])
+        jac = np.array([(_as_y(q, units[n][key]) - y0) / UNITS[n] for n in ENGINE_TERMS])
+        measured = measured_value(row, q)
+        assert measured is not None
+        out.append(Design(row, q, measured[0], y0, jac))
+    return out
+
+
+def spec() -> tuple[Param, ...]:
+    return tuple(Param(n, np.sqrt(BOUNDS[n][0] * BOUNDS[n][1]) * 1e-2, *BOUNDS[n]) for n in ENGINE_TERMS)
+
+
+def fit_terms(designs: Sequence[Design], seed: int = 0) -> dict[str, float]:
+    """Least log error θ ≥ 0 over ``designs`` (LM, robust rounds, several starts)."""
+    if len(designs) < len(ENGINE_TERMS):
+        raise RooflineError(f"engine fit needs at least {len(ENGINE_TERMS)} measured quantities "
+                            f"(got {len(designs)})")
+    y0 = np.array([d.y0 for d in designs])
+    jac = np.stack([d.jacobian for d in designs])
+    measured = np.array([_as_y(d.quantity, d.measured) for d in designs])
+
+    def predict(values: dict[str, float]) -> np.ndarray:
+        return y0 + jac @ np.array([values[n] for n in ENGINE_TERMS])
+
+    return fit_params(spec(), predict, measured, seed=seed)
+
+
+def theta_of(values: dict[str, float]) -> np.ndarray:
+    return np.array([values[n] for n in ENGINE_TERMS])
+
+
+def ape(designs: Sequence[Design], theta: np.ndarray) -> np.ndarray:
+    """Absolute percentage errors of the designs' predictions at θ."""
+    return np.array([abs(d.predict(theta) - d.measured) / d.measured for d in designs])
+
+
+def kfold_predictions(designs: Sequence[Design], folds: int = 5, seed: int = 0) -> dict[tuple[str, str], float]:
+    """Held-out by case: each row's predictions from a fit on the other folds' rows."""
+    ids = sorted({d.row.id for d in designs})
+    order = np.random.default_rng(seed).permutation(len(ids))
+    fold_of = {ids[i]: k % folds for k, i in enumerate(order)}
+    out: dict[tuple[str, str], float] = {}
+    for k in range(folds):
+        train = [d for d in designs if fold_of[d.row.id] != k]
+        test = [d for d in designs if fold_of[d.row.id] == k]
+        if not test or len(train) < len(ENGINE_TERMS):
+            continue
+        theta = theta_of(fit_terms(train, seed))
+        out.update({(d.row.id, d.quantity): d.predict(theta) for d in test})
+    return out
+
+
+@dataclass(frozen=True)
+class EngineFit:
+    """An engine entry: fitted terms, terms at a bound, and errors before, in-sample and held out."""
+
+    key: str
+    terms: dict[str, float]
+    at_lower: list[str]
+    at_upper: list[str]
+    rows: int
+    sources: list[str]
+    stats: dict[str, float]
+
+    def profile_entry(self) -> dict[str, object]:
+        """The ``engine[key]`` mapping of a profile."""
+        return {**{n: float(v) for n, v in self.terms.items()}, "comms_overlap": 0.0, "rows": self.rows,
+                "sources": self.sources, "at_bound": sorted(self.at_lower + self.at_upper),
+                "fit": {k: float(v) for k, v in self.stats.items() if np.isfinite(v)}}
+
+
+def fit_engine(key: str, designs: Sequence[Design], seed: int = 0) -> EngineFit:
+    """Fit one engine on its designs and score it: kernel terms only, in-sample, held out by case."""
+    values = fit_terms(designs, seed)
+    theta = theta_of(values)
+    held = kfold_predictions(designs, seed=seed)
+    held_ape = np.array([abs(held[(d.row.id, d.quantity)] - d.measured) / d.measured
+                         for d in designs if (d.row.id, d.quantity) in held])
+    bounds = {p.name: p for p in spec()}
+    flagged = at_bound(spec(), values)
+    lower = [n for n in flagged if abs(np.log(values[n] / bounds[n].lo)) < abs(np.log(values[n] / bounds[n].hi))]
+    stats = {"before_mape": float(ape(designs, np.zeros(len(ENGINE_TERMS))).mean()),
+             "after_mape": float(ape(designs, theta).mean()),
+             "holdout_mape": float(held_ape.mean()) if held_ape.size else float("nan"),
+             "holdout_cases": float(held_ape.size)}
+    return EngineFit(key, {n: (0.0 if n in lower else v) for n, v in values.items()}, lower,
+                     [n for n in flagged if n not in lower], len({d.row.id for d in designs}),
+                     sorted({d.row.source for d in designs}), stats)
+
+
+#: Fewest measured quantities an engine entry is fitted on by itself.
+MIN_DESIGNS = 12
+
+
+def row_designs(rows: Sequence[E2ERow], profiles: Mapping[str, HardwareSpec]) -> dict[str, list[Design]]:
+    """Designs of every row that its chip's profile can predict, by chip."""
+    out: dict[str, list[Design]] = {}
+    for row in rows:
+        hw = profiles.get(row.hardware)
+        if hw is None:
+            continue
+        try:
+            out.setdefault(row.hardware, []).extend(designs_for(row, hw))
+        except RooflineError:
+            continue
+    return out
+
+
+def engine_groups(designs: Mapping[str, Sequence[Design]]) -> dict[tuple[str, str], list[Design]]:
+    """(chip, engine key) -> the designs its terms are fitted on: that engine/version on that chip, else
+    every version of the engine on that chip, else that engine/version on every chip (too few otherwise)."""
+    out: dict[tuple[str, str], list[Design]] = {}
+    for chip, mine in designs.items():
+        for key in sorted({engine_key(d.row) for d in mine}):
+            group = [d for d in mine if engine_key(d.row) == key]
+            if len(group) < MIN_DESIGNS:
+                group = [d for d in mine if d.row.engine == key.split("/")[0]]
+            if len(group) < MIN_DESIGNS:
+                group = [d for ds in designs.values() for d in ds if engine_key(d.row) == key]
+            if len(group) >= MIN_DESIGNS:
+                out[(chip, key)] = list(group)
+    return out
+
+
+def holdout_predictions(designs: Mapping[str, Sequence[Design]], seed: int = 0) -> dict[tuple[str, str], float]:
+    """(row id, quantity) -> prediction with engine terms fitted without that row (k-fold by case)."""
+    out: dict[tuple[str, str], float] = {}
+    for (chip, key), group in engine_groups(designs).items():
+        mine = {(d.row.id, d.quantity) for d in group if d.row.hardware == chip and engine_key(d.row) == key}
+        out.update({k: v for k, v in kfold_predictions(group, seed=seed).items() if k in mine})
+    return out
+
+
+def source_holdout_predictions(designs: Mapping[str, Sequence[Design]], seed: int = 0) -> dict[tuple[str, str], float]:
+    """(row id, quantity) -> prediction with engine terms fitted on the other sources' rows of its chip."""
+    out: dict[tuple[str, str], float] = {}
+    for mine in designs.values():
+        for source in sorted({d.row.source for d in mine}):
+            train = [d for d in mine if d.row.source != source]
+            if len(train) < MIN_DESIGNS:
+                continue
+            theta = theta_of(fit_terms(train, seed))
+            out.update({(d.row.id, d.quantity): d.predict(theta) for d in mine if d.row.source == source})
+    return out

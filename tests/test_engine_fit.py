@@ -1,0 +1,71 @@
+"""Engine terms: how they enter a step (hand-derived), the affine design of the fit, and recovery."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from roofline.analysis import step_from
+from roofline.deploy import NO_ENGINE, deployment
+from roofline.e2e import engine_fit as ef
+from roofline.e2e.data import load_shipped
+from roofline.e2e.predict import engine_key, predict_row
+from roofline.errors import RooflineError
+from roofline.specs import load_hardware, load_model
+
+H100 = load_hardware("h100-sxm")
+LLAMA = load_model("llama-3-8b")
+
+
+def test_engine_terms_add_to_a_step_as_derived_by_hand():
+    base = float(step_from(deployment(LLAMA, H100, 1), 8, 1024).step_time_s)
+    # One step of 8 decodes on one H100: + step overhead + 8 sampled sequences' sampling
+    # + 32 layers x (layer overhead + 8 tokens x bytes / 3.35 TB/s).
+    eng = replace(NO_ENGINE, step_overhead_s=1e-3, sample_s_per_seq=1e-5, layer_overhead_s=2e-6,
+                  layer_bytes_per_token=1e5, key="test", source="test")
+    with_engine = float(step_from(deployment(LLAMA, H100, 1, engine=eng), 8, 1024).step_time_s)
+    expected = 1e-3 + 8 * 1e-5 + 32 * (2e-6 + 8 * 1e5 / 3.35e12)
+    assert with_engine - base == pytest.approx(expected, rel=1e-9)
+
+
+def test_gemm_slowdown_scales_the_gemm_term():
+    dep = deployment(LLAMA, H100, 1)
+    res = step_from(dep, 8, 1024)
+    slow = step_from(deployment(LLAMA, H100, 1, engine=replace(NO_ENGINE, gemm_slowdown=0.5, key="t")), 8, 1024)
+    # 1.5 x the GEMM time: the weight-read bound max(T_flops, T_weights) = 16.06 GB / 3.35 TB/s = 4.79 ms.
+    assert float(slow.step_time_s) - float(res.step_time_s) == pytest.approx(0.5 * float(res.gemm_time_s))
+    assert float(res.gemm_time_s) == pytest.approx(16.06e9 / 3.35e12, rel=0.01)
+
+
+def test_asking_for_an_engine_the_profile_lacks_names_what_it_has():
+    with pytest.raises(RooflineError, match="has no such engine entry"):
+        deployment(LLAMA, load_hardware("h100-sxm-cal"), 1, engine="vllm/0.0")
+
+
+@pytest.fixture(scope="module")
+def designs():
+    rows = [r for r in load_shipped("trtllm-first-token") if r.hardware == "h100-sxm"]
+    hw = load_hardware("h100-sxm-cal")
+    return [d for r in rows for d in ef.designs_for(r, hw)], hw
+
+
+def test_design_is_the_prediction_path(designs):
+    # The fit's affine design y0 + J·θ reproduces predict_row with those engine terms exactly.
+    ds, hw = designs
+    theta = np.array([2e-3, 3e-5, 2e5, 1e-4, 5e-3, 0.3])
+    eng = replace(NO_ENGINE, **dict(zip(ef.ENGINE_TERMS, theta, strict=True)), key="t", source="t")
+    for d in ds[:4]:
+        direct = predict_row(d.row, hw, eng)["ttft_s"]
+        assert d.predict(theta) == pytest.approx(direct, rel=1e-9)
+
+
+def test_fit_recovers_known_terms(designs):
+    # Measurements synthesised from known terms are fitted back (the rows identify them).
+    ds, _ = designs
+    truth = np.array([0.0, 4e-5, 0.0, 0.0, 3e-3, 0.4])
+    fake = [replace(d, measured=d.predict(truth)) for d in ds]
+    fitted = ef.theta_of(ef.fit_terms(fake * 2))
+    assert float(np.max(ef.ape(fake, fitted))) < 0.01
+    assert engine_key(ds[0].row) == "trtllm/0.5.0"
