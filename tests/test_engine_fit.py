@@ -69,3 +69,24 @@ def test_fit_recovers_known_terms(designs):
     fitted = ef.theta_of(ef.fit_terms(fake * 2))
     assert float(np.max(ef.ape(fake, fitted))) < 0.01
     assert engine_key(ds[0].row) == "trtllm/0.5.0"
+
+
+def test_calibrate_fit_adds_an_engine_from_end_to_end_rows(tmp_path):
+    # A user's end-to-end rows (here 20 shipped splitwise rows of one H100 engine) on top of a kernel
+    # profile: `calibrate fit ROWS.csv --hardware PROFILE` writes an engine: entry that step then uses.
+    from roofline.e2e.schema import write_rows
+    from tests.conftest import run_cli, run_json
+
+    rows = [r for r in load_shipped("splitwise-sim") if r.hardware == "h100-sxm"][:20]
+    path = tmp_path / "mine.csv"
+    write_rows(rows, path)
+    out = tmp_path / "mine-cal.yaml"
+    proc = run_cli("calibrate", "fit", str(path), "--hardware", "h100-sxm-cal", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    profile = load_hardware(str(out))
+    assert "unknown/any" in (profile.engine or {}) and profile.engine["unknown/any"].rows == 20
+    step = run_json("step", "--model", "llama-2-70b", "--hardware", str(out), "--chips", "4", "--tp", "4",
+                    "--engine", "unknown/any")
+    plain = run_json("step", "--model", "llama-2-70b", "--hardware", "h100-sxm", "--chips", "4", "--tp", "4")
+    assert "calibrated engine unknown/any" in step["sources"]["engine"]
+    assert step["step_time_s"] > plain["step_time_s"]  # the engine's work outside the kernels

@@ -132,20 +132,39 @@ def fit_command(
     from ..calibration.data import load_all
     from ..calibration.fit import calibrate
     from ..calibration.report import render_calibration_report
+    from ..calibration.schema import CalibrationError
+    from ..e2e.importers import import_file as import_e2e
+    from ..e2e.importers import is_end_to_end
     from ..files import write_bytes_atomic
     from ..specs import dump_yaml
 
-    table = load_all(measurements)
-    base = _base_hardware(hardware, table)
-    profile, fits = calibrate(table, base, dtype=dtype or None, max_rows=max_rows, seed=seed,
-                              ops=ops or None)
-    page = render_calibration_report(profile, fits, table) if report else None
+    e2e_files = [m for m in measurements if is_end_to_end(m)]
+    kernel_files = [m for m in measurements if m not in e2e_files]
+    engines: dict[str, Any] = {}
+    if kernel_files:
+        table = load_all(kernel_files)
+        base = _base_hardware(hardware, table)
+        profile, fits = calibrate(table, base, dtype=dtype or None, max_rows=max_rows, seed=seed,
+                                  ops=ops or None)
+    elif hardware:  # end-to-end rows only: the engine terms go on top of the given spec or profile
+        from ..specs import load_hardware
+
+        profile, fits, table = load_hardware(hardware), {}, None
+    else:
+        raise CalibrationError("end-to-end rows alone need --hardware (a spec or a calibrated profile to extend)")
+    if e2e_files:
+        from ..e2e.profiles import with_engines
+
+        profile, engine_fits = with_engines(profile, [r for f in e2e_files for r in import_e2e(f)])
+        engines = {k: {"rows": f.rows, **f.stats, "terms": f.terms, "at_bound": f.at_lower + f.at_upper}
+                   for k, f in engine_fits.items()}
+    page = render_calibration_report(profile, fits, table) if (report and fits) else None
     write_bytes_atomic(out, dump_yaml(profile.model_dump(exclude_none=True)).encode("utf-8"))
     if page is not None:
         write_bytes_atomic(report, page.encode("utf-8"))
     rows = _fit_rows(fits)
     data = {"profile": str(out), "hardware": profile.name, "report": str(report) if report
-            else None, "ops": rows}
+            else None, "ops": rows, "engines": engines}
 
     def render() -> None:
         table_ = Table(title=f"calibrated {profile.name} -> {out}", box=box.SIMPLE,
@@ -167,7 +186,13 @@ def fit_command(
         for key, fit in fits.items():
             if fit.at_bound:
                 console.print(f"missing term? {key}: {', '.join(fit.at_bound)} at a bound")
-        if report:
+        for key, e in engines.items():
+            terms = ", ".join(f"{n} {v:.3g}" for n, v in e["terms"].items() if v)
+            console.print(f"engine {key}: {e['rows']} rows; MAPE {e['before_mape']:.1%} kernels only -> "
+                          f"{e['after_mape']:.1%} fitted, {e.get('holdout_mape', float('nan')):.1%} held out by "
+                          f"case; {terms or 'no term needed'}; at a bound (absent): "
+                          f"{', '.join(e['at_bound']) or 'none'}", highlight=False)
+        if report and fits:
             console.print(f"report: {report}")
 
     emit(data, as_json, render)

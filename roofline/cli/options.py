@@ -26,6 +26,9 @@ MEMORY_UTILIZATION = typer.Option(
     help=f"Fraction of physical HBM the engine may use (default {DEFAULT_MEMORY_UTILIZATION}, vLLM's "
          "gpu_memory_utilization); 1 = the book's accounting (no activation reserve).")
 
+ENGINE = typer.Option(None, "--engine", help="Engine entry of a calibrated profile's engine: section, e.g. "
+                                            "trtllm/1.0 (default: its only entry, else none).")
+
 #: Largest whole number accepted for counts (batch, chips, degrees, lengths): far above any real system.
 MAX_COUNT = 1 << 40
 
@@ -49,7 +52,7 @@ def deployment_from_options(model: ModelSpec, hw: HardwareSpec, chips: int, weig
                             compute_dtype: str, tp: int | None = None, pp: int | None = None,
                             ep: int | None = None, topology: str | None = None,
                             memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
-                            price: float | None = None) -> Deployment:
+                            price: float | None = None, engine: str | None = None) -> Deployment:
     """Parse the shared options once into a Deployment (one-line errors name the flag)."""
     check_count("--chips", chips)
     for option, value in (("--tp", tp), ("--pp", pp), ("--ep", ep)):
@@ -58,4 +61,4 @@ def deployment_from_options(model: ModelSpec, hw: HardwareSpec, chips: int, weig
         raise RooflineError("--topology is empty; give axes such as 4x4")
     prec = precision_from_options(weights, kv_dtype, compute_dtype)
     return deployment(model, hw, chips, prec, tp=tp, pp=pp, ep=ep, topology_text=topology,
-                      memory_utilization=memory_utilization, price_per_chip_hour=price)
+                      memory_utilization=memory_utilization, price_per_chip_hour=price, engine=engine)

@@ -16,6 +16,7 @@ from .options import (
     BATCH,
     CHIPS,
     COMPUTE,
+    ENGINE,
     EP,
     HARDWARE,
     KV_DTYPE,
@@ -53,6 +54,7 @@ def serve_command(
     pp: int = PP,
     ep: int = EP,
     memory_utilization: float = MEMORY_UTILIZATION,
+    engine: str = ENGINE,
     explain: bool = EXPLAIN_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
@@ -65,7 +67,7 @@ def serve_command(
     m, hw = load_model(model), load_hardware(hardware)
     draft = load_model(draft_model) if draft_model else None
     dep = deployment_from_options(m, hw, chips, weights, kv_dtype, compute_dtype, tp, pp, ep, None,
-                                  memory_utilization)
+                                  memory_utilization, engine=engine)
     res = serve(dep, mode, input_len, output_len, batch, mfu, arrival_rate, prefix_len,
                 prefix_hit_rate, num_prefixes, prefix_store, draft, draft_len, acceptance)
     data: dict[str, Any] = {"model": m.name, "hardware": hw.name, "input_len": input_len,

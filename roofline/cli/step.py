@@ -25,6 +25,7 @@ from .options import (  # noqa: E402  (re-exported: other command modules import
     BATCH,
     CHIPS,
     COMPUTE,
+    ENGINE,
     EP,
     HARDWARE,
     KV_DTYPE,
@@ -72,6 +73,7 @@ def step_command(
     ep: int = EP,
     topology: str = TOPOLOGY,
     memory_utilization: float = MEMORY_UTILIZATION,
+    engine: str = ENGINE,
     explain: bool = EXPLAIN_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
@@ -83,7 +85,7 @@ def step_command(
     check_count("--context", context)
     m, hw = load_model(model), load_hardware(hardware)
     dep = deployment_from_options(m, hw, chips, weights, kv_dtype, compute_dtype, tp, pp, ep, topology,
-                                  memory_utilization, price)
+                                  memory_utilization, price, engine)
     prec = dep.precision
     res = step_from(dep, batch, context)
     data: dict[str, Any] = {
@@ -166,6 +168,7 @@ def request_command(
     pp: int = PP,
     ep: int = EP,
     memory_utilization: float = MEMORY_UTILIZATION,
+    engine: str = ENGINE,
     explain: bool = EXPLAIN_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
@@ -176,7 +179,7 @@ def request_command(
     check_count("--batch", batch)
     m, hw = load_model(model), load_hardware(hardware)
     dep = deployment_from_options(m, hw, chips, weights, kv_dtype, compute_dtype, tp, pp, ep, None,
-                                  memory_utilization)
+                                  memory_utilization, engine=engine)
     dist = lengths_from_options(input_len, output_len, lengths, lengths_csv)
     data: dict[str, Any]
     if dist.input_len.size > 1:

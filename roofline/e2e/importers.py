@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import nearest
+from ..errors import RooflineError, nearest
 from ..units import DTYPE_BYTES, MS
 from .schema import E2EError, E2ERow, is_schema_header, parse_rows, read_csv_dicts, row_cells
 
@@ -434,6 +434,21 @@ def detect_format(path: Path, header: list[str] | None) -> str:
         return "splitwise"
     raise E2EError(f"{path}: cannot tell the format from the header ({', '.join(sorted(cols)[:8])}...); "
                    f"pass --format, one of: {', '.join(FORMATS[1:])}")
+
+
+def is_end_to_end(path: str | Path) -> bool:
+    """True when ``path`` holds end-to-end rows (vLLM JSON, the schema or a published table), not kernels."""
+    p = Path(path)
+    if p.suffix in (".json", ".jsonl"):
+        return True
+    if not p.is_file():
+        return False
+    try:
+        header, _ = read_csv_dicts(p)
+        detect_format(p, header)
+    except (E2EError, RooflineError):
+        return False
+    return True
 
 
 def import_file(path: str | Path, fmt: str = "auto", options: ImportOptions | None = None) -> list[E2ERow]:
