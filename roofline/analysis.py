@@ -71,6 +71,7 @@ class StepResult:
     attention_time_s: Number = 0.0
     comms_exposed_s: Number = 0.0
     pipeline_bubble_s: Number = 0.0
+    state_bytes: Number = 0.0
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -121,7 +122,9 @@ def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResu
     chips = np.asarray(dep.chips, dtype=float)
     g_batch = np.divide(batch, replicas)
     weights = dep.weight_bytes
-    kv_seq = memory.kv_cache_bytes_per_sequence(m, context, prec.kv_bytes)
+    kv_only = memory.kv_cache_bytes_per_sequence(m, context, prec.kv_bytes)
+    state_seq = memory.state_bytes_per_sequence(m, prec.kv_bytes)
+    kv_seq = np.add(kv_only, state_seq)  # what a sequence holds: KV + its constant recurrent state
     g_total = memory.total_memory_bytes(weights, np.multiply(g_batch, kv_seq))
     g_usable = dep.usable_hbm_bytes(g_batch)
     act = dep.activation_reserve_bytes(1.0)
@@ -132,7 +135,7 @@ def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResu
         active_param_count=counts.active,
         param_bytes=weights,
         kv_bytes_per_token=memory.kv_cache_bytes_per_token(m, prec.kv_bytes),
-        kv_bytes=np.multiply(batch, kv_seq),
+        kv_bytes=np.multiply(batch, kv_only),
         total_bytes=replicas * g_total,
         hbm_capacity_bytes=memory.hbm_capacity_bytes(chips, dep.hw.hbm_bytes),
         usable_hbm_bytes=replicas * g_usable,
@@ -142,11 +145,13 @@ def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResu
         min_chips=memory.min_chips(np.add(memory.total_memory_bytes(weights, np.multiply(batch, kv_seq)),
                                           dep.activation_reserve_bytes(batch)),
                                    dep.hw.hbm_bytes * dep.memory_utilization),
-        critical_batch=float(compute.critical_batch_size(dep.rates.flops_per_s, dep.rates.hbm_bandwidth_bytes_per_s,
-                                                         prec.weight_bytes, m.num_experts, m.experts_per_token)),
+        critical_batch=float(compute.critical_batch_size(
+            dep.rates.flops_per_s, dep.rates.hbm_bandwidth_bytes_per_s,
+            memory.mean_bytes_per_param(m, prec.bytes_by_component) if prec.mixed else prec.weight_bytes,
+            m.num_experts, m.experts_per_token)),
         step_time_s=t.time_s,
         max_context=memory.max_context_length(m, g_batch, budget - np.multiply(g_batch, act), weights, prec.kv_bytes),
-        min_step_time_s=np.maximum((t.kv_read_bytes + t.weight_read_bytes) * dep.par.pp
+        min_step_time_s=np.maximum((t.kv_read_bytes + t.weight_read_bytes + t.state_bytes) * dep.par.pp
                                    / (dep.stage_chips * dep.rates.hbm_bandwidth_bytes_per_s), t.comms_lower_s),
         local_step_time_s=t.local_s,
         tokens_per_s=tps,
@@ -171,6 +176,7 @@ def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResu
         attention_time_s=(t.attention_decode_s + t.attention_prefill_s) * dep.par.pp,
         comms_exposed_s=t.comms_exposed_s,
         pipeline_bubble_s=t.pipeline_bubble_s,
+        state_bytes=np.multiply(batch, state_seq),
     )
 
 
@@ -285,7 +291,8 @@ def request_from(dep: Deployment, input_len: ArrayLike, output_len: ArrayLike, b
     no_cache = no_cache_generation_time_s(nc_flops, weights, o, chips * rates.flops_per_s * mfu,
                                           chips * rates.hbm_bandwidth_bytes_per_s)
     g_batch = np.divide(batch, dep.replicas)
-    g_total = memory.total_memory_bytes(weights, memory.kv_cache_bytes(m, g_batch, i + o, prec.kv_bytes))
+    g_total = memory.total_memory_bytes(weights, np.multiply(g_batch, memory.cache_bytes_per_sequence(
+        m, i + o, prec.kv_bytes)))
     g_usable = dep.usable_hbm_bytes(np.multiply(g_batch, i))
     return RequestResult(
         input_len=i,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .memory import ModelShape, Number, capped_token_sum
+from .memory import ModelShape, Number, capped_token_sum, layer_mix
 
 
 def matmul_flops(batch: ArrayLike, d_in: ArrayLike, d_out: ArrayLike) -> Number:
@@ -82,7 +82,33 @@ def attention_flops_per_token(m: ModelShape, context_len: ArrayLike) -> Number:
     positions = global_layers * s
     if local_layers:
         positions = positions + local_layers * np.minimum(s, float(m.sliding_window or 0))
-    return per_position * positions
+    chunked, chunk = _chunked_layers(m)
+    if chunked:
+        positions = positions + chunked * np.minimum(s, chunk)
+    return per_position * positions + recurrent_flops_per_token(m)
+
+
+#: FLOPs per recurrent-state element per token: Mamba h = exp(dt·A)·h + dt·B·x (3) and y = C·h (2);
+#: Gated DeltaNet S = g·S (1), S·k (2), S += k·(β(v − S·k))ᵀ (2), o = S·q (2) (Yang et al. 2024).
+STATE_FLOPS_PER_ELEMENT = {"linear": 7.0, "mamba": 5.0}
+
+
+def recurrent_flops_per_token(m: ModelShape) -> float:
+    """Linear-attention and mamba layers, one token: per-element state FLOPs × recurrent state + 2·conv taps.
+
+    The projections are matmuls (in 2·active params); this is the recurrence and depthwise conv.
+    """
+    mix = layer_mix(m)
+    if not (mix.linear or mix.mamba):
+        return 0.0
+    nk, nv = m.linear_num_key_heads or 0, m.linear_num_value_heads or 0
+    dk, dv = m.linear_key_head_dim or 0, m.linear_value_head_dim or 0
+    inner, n = m.mamba_d_inner or 0, m.mamba_state_size or 0
+    lin_conv = 2.0 * (m.linear_conv_kernel or 0) * (2 * nk * dk + nv * dv)
+    mam_conv = 2.0 * (m.mamba_conv_kernel or 0) * (inner + (2 * m.mamba_n_groups * n if m.mamba_num_heads else 0))
+    lin = STATE_FLOPS_PER_ELEMENT["linear"] * nv * dk * dv + lin_conv
+    mam = STATE_FLOPS_PER_ELEMENT["mamba"] * inner * n + mam_conv
+    return float(mix.linear * lin + mix.mamba * mam)
 
 
 def decode_flops_per_token(m: ModelShape, active_params: float, context_len: ArrayLike) -> Number:
@@ -97,7 +123,17 @@ def prefill_attention_flops(m: ModelShape, prompt_len: ArrayLike) -> Number:
     pairs = global_layers * capped_token_sum(1.0, prompt_len, None)
     if local_layers:
         pairs = pairs + local_layers * capped_token_sum(1.0, prompt_len, float(m.sliding_window or 0))
-    return per_position * pairs
+    chunked, chunk = _chunked_layers(m)
+    if chunked:
+        pairs = pairs + chunked * chunked_causal_pairs(prompt_len, chunk)
+    return per_position * pairs + recurrent_flops_per_token(m) * np.asarray(prompt_len, dtype=float)
+
+
+def chunked_causal_pairs(prompt_len: ArrayLike, chunk: float) -> Number:
+    """Causal pairs within chunks of C: q·C(C+1)/2 + r(r+1)/2 for T = q·C + r (Llama 4 chunked attention)."""
+    t = np.asarray(prompt_len, dtype=float)
+    full, rest = np.floor(t / chunk), np.mod(t, chunk)
+    return full * chunk * (chunk + 1.0) / 2.0 + rest * (rest + 1.0) / 2.0
 
 
 def prefill_flops(m: ModelShape, active_params: float, prompt_len: ArrayLike) -> Number:
@@ -120,7 +156,10 @@ def no_cache_generation_flops(
     if local_layers:
         w = float(m.sliding_window or 0)
         pairs = pairs + local_layers * _windowed_prefix_pairs(i, o, w)
-    return linear + per_position * pairs
+    chunked, chunk = _chunked_layers(m)
+    if chunked:  # priced as a window of C: an upper bound on in-chunk pairs
+        pairs = pairs + chunked * _windowed_prefix_pairs(i, o, chunk)
+    return linear + per_position * pairs + recurrent_flops_per_token(m) * capped_token_sum(i, o, None)
 
 
 def _qk_plus_v_dim(m: ModelShape) -> float:
@@ -131,7 +170,13 @@ def _qk_plus_v_dim(m: ModelShape) -> float:
 
 def _attention_layers(m: ModelShape) -> tuple[float, float]:
     """(global, local) attention layers; KV sharing saves memory, not attention FLOPs."""
-    return float(m.num_layers - m.num_local_layers), float(m.num_local_layers)
+    mix = layer_mix(m)
+    return float(mix.full), float(mix.sliding)
+
+
+def _chunked_layers(m: ModelShape) -> tuple[float, float]:
+    """(chunked-attention layers, chunk size C)."""
+    return float(layer_mix(m).chunked), float(getattr(m, "attention_chunk_size", 0) or 0)
 
 
 def _tetrahedral(n: Number) -> Number:

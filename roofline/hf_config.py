@@ -437,8 +437,10 @@ ARCHITECTURES = {
 def all_families() -> tuple[dict[str, Family], dict[str, str]]:
     """Every mapped family and architecture: the ones above plus :mod:`roofline.hf_families`."""
     from .hf_families import MORE_ARCHITECTURES, MORE_FAMILIES
+    from .hf_hybrid import HYBRID_ARCHITECTURES, HYBRID_FAMILIES
 
-    return {**FAMILIES, **MORE_FAMILIES}, {**ARCHITECTURES, **MORE_ARCHITECTURES}
+    return ({**FAMILIES, **MORE_FAMILIES, **HYBRID_FAMILIES},
+            {**ARCHITECTURES, **MORE_ARCHITECTURES, **HYBRID_ARCHITECTURES})
 
 
 def _family_of(cfg: dict[str, Any], origin: str) -> tuple[str, str]:
@@ -516,6 +518,13 @@ def map_hf_config(config: dict[str, Any], origin: str = "config.json") -> tuple[
         used = value.note.removeprefix("config.json: ").split(" ")[0]
         if used in filled:
             fields[key] = Value(value.value, f"{label}: {used} = {filled[used]}")
+    from .hf_quant import checkpoint_precision
+
+    quant = config.get("quantization_config", cfg.get("quantization_config"))
+    dtype = config.get("torch_dtype", config.get("dtype", cfg.get("torch_dtype")))
+    precision = checkpoint_precision(quant, dtype, origin)
+    if precision is not None:
+        fields["precision"] = precision
     return arch, fields, nested_note
 
 

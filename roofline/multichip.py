@@ -228,9 +228,10 @@ def moe_sharding(
     model: ModelSpec, hw: HardwareSpec, chips: int, batch: int, precision: Precision, expert_ways: int | None
 ) -> dict[str, Any]:
     """Expert sharding [E_Z, D, F_Y]: bytes and weight-load time per chip, free HBM, smallest slice."""
-    counts = memory.param_counts(model)
-    expert_bytes = float(memory.param_bytes(memory.routed_expert_params(model), precision.weight_bytes))
-    other_bytes = float(memory.param_bytes(counts.total, precision.weight_bytes)) - expert_bytes
+    parts = memory.component_bytes(model, precision.bytes_by_component)
+    expert_bytes = (parts["experts"] + parts["expert_other"] if precision.mixed
+                    else float(memory.param_bytes(memory.routed_expert_params(model), precision.weight_bytes)))
+    other_bytes = memory.model_weight_bytes(model, precision.bytes_by_component) - expert_bytes
     if expert_ways is None:
         z, y, per_chip = sharding.best_expert_split(chips, model.num_experts, expert_bytes, other_bytes)
     else:
@@ -251,8 +252,7 @@ def moe_sharding(
         "smallest_slice_chips": smallest[0] if smallest else None,
         "experts_touched_per_step": float(memory.expected_experts_touched(
             model.num_experts, model.experts_per_token, batch)),
-        "weight_bytes_read_per_step": float(memory.weight_bytes_read_per_step(
-            model, counts.total, precision.weight_bytes, batch)),
+        "weight_bytes_read_per_step": float(memory.weight_bytes_read(model, precision.bytes_by_component, batch)),
     }
 
 

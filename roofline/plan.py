@@ -156,9 +156,8 @@ def inverse_questions(
         raise RooflineError(f"--tpot-slo must be positive (got {tpot_s})")
     precision = precision or Precision()
     res = decode_step(model, hw, chips, batch, context, precision, memory_utilization=memory_utilization)
-    counts = memory.param_counts(model)
-    weights_read = float(memory.weight_bytes_read_per_step(model, counts.total, precision.weight_bytes, batch))
-    kv_seq = float(memory.kv_cache_bytes_per_sequence(model, context, precision.kv_bytes))
+    weights_read = float(memory.weight_bytes_read(model, precision.bytes_by_component, batch))
+    kv_seq = float(memory.cache_bytes_per_sequence(model, context, precision.kv_bytes))
     target = tpot_s - float(res.overhead_time_s)
     one_chip = decode_step(model, hw, 1, batch, context, precision)
     bandwidth = float(bandwidth_for_tpot(target, batch, kv_seq, weights_read, res.compute_time_s))
@@ -314,7 +313,7 @@ def plan(
     weight_b = np.array([dtype_bytes(w) for w in w_col], dtype=float)
     kv_b = np.array([dtype_bytes(k) for k in kv_col], dtype=float)
     params = memory.param_counts(model).total
-    longest = memory.param_bytes(params, weight_b) + memory.kv_cache_bytes_per_sequence(
+    longest = memory.param_bytes(params, weight_b) + memory.cache_bytes_per_sequence(
         model, lengths.max_context, kv_b)
     usable_hbm = cols["hbm_capacity_bytes"] * memory_utilization
     usable = in_domain & np.asarray(memory.fits_in_memory(longest, usable_hbm))

@@ -29,7 +29,7 @@ from pydantic import (
 from .checks import MAX_COUNT, check_count, check_flag, check_name, check_number, check_text
 from .errors import SpecError, nearest, shown, unknown_name_message
 from .spec_files import check_tree, read_json, read_yaml
-from .units import DTYPE_BYTES, Dimension, parse_quantity
+from .units import DTYPE_BYTES, RATE_DTYPE, Dimension, parse_quantity
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -217,14 +217,25 @@ class HardwareSpec(_Spec):
         return out
 
     def flops_for(self, dtype: str) -> float:
-        """Dense FLOP/s for ``dtype``; a clear error when the chip does not support it."""
+        """Dense FLOP/s for ``dtype`` (a block-scaled format without its own entry: its element type's,
+        nvfp4/mxfp4 -> fp4, fp8_block -> fp8); a clear error when the chip does not support it."""
         try:
-            return self.flops_per_s[dtype]
+            return self.flops_per_s[dtype] if dtype in self.flops_per_s else self.flops_per_s[RATE_DTYPE[dtype]]
         except KeyError:
             have = ", ".join(self.flops_per_s)
             raise SpecError(
                 f"hardware {self.name!r} has no {dtype} FLOP/s (flops_per_s has: {have})"
             ) from None
+
+
+#: Mixer kinds of ``layer_types``: attention (full, sliding-window, chunked), linear attention
+#: (Gated DeltaNet), state-space (Mamba), or none (an MLP-only block, Nemotron-H).
+LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention", "mamba", "none")
+ATTENTION_TYPES = ("full_attention", "sliding_attention", "chunked_attention")
+#: MLP kinds of ``mlp_types``.
+MLP_TYPES = ("dense", "moe", "none")
+#: Keys of a model's checkpoint ``precision``: the default and each weight component.
+PRECISION_KEYS = ("default", "attention", "mlp", "experts", "embeddings", "lm_head")
 
 
 class ModelSpec(_Spec):
@@ -272,12 +283,111 @@ class ModelSpec(_Spec):
     embedding_norm: bool = False
     lm_head_bias: bool = False
     max_position_embeddings: int | None = Field(None, gt=0)
+    # Layer pattern (hybrid models): each layer's mixer and MLP kind.  None keeps the rules above
+    # (num_local_layers windowed, num_dense_layers leading dense, the rest full attention / MoE).
+    layer_types: list[str] | None = None
+    mlp_types: list[str] | None = None
+    # Chunked attention (Llama 4): chunked_attention layers attend within fixed chunks of this size.
+    attention_chunk_size: int | None = Field(None, gt=0)
+    # Attention sinks (gpt-oss): one learned logit per head per attention layer (N parameters).
+    attention_sinks: bool = False
+    # Gated attention output (Qwen3-Next): q_proj also emits an N·H gate.
+    attention_output_gate: bool = False
+    # Small weights of each attention layer only (q/k norms in a hybrid model), counted as norms.
+    attention_extra_params: int = Field(0, ge=0)
+    # Attention layers without positional encoding (Llama 4 NoPE): accepted; changes no count.
+    num_nope_layers: int = Field(0, ge=0)
+    # Gated DeltaNet (linear_attention layers): heads and head sizes of keys and values, conv kernel.
+    linear_num_key_heads: int | None = Field(None, gt=0)
+    linear_num_value_heads: int | None = Field(None, gt=0)
+    linear_key_head_dim: int | None = Field(None, gt=0)
+    linear_value_head_dim: int | None = Field(None, gt=0)
+    linear_conv_kernel: int | None = Field(None, gt=0)
+    # State-space (mamba layers): inner width, state size, conv kernel; Mamba-2 has heads and groups,
+    # Mamba-1 (Jamba) a dt rank instead.
+    mamba_d_inner: int | None = Field(None, gt=0)
+    mamba_state_size: int | None = Field(None, gt=0)
+    mamba_conv_kernel: int | None = Field(None, gt=0)
+    mamba_num_heads: int | None = Field(None, gt=0)
+    mamba_n_groups: int = Field(1, gt=0)
+    mamba_dt_rank: int | None = Field(None, gt=0)
+    mamba_conv_bias: bool = True
+    mamba_proj_bias: bool = False
+    mamba_inner_norms: bool = False
+    # The checkpoint's weight dtypes: {default: bf16, experts: mxfp4, ...} (see roofline.deploy.Precision).
+    precision: dict[str, str] | None = None
     source: str = ""
 
     _fields = field_validator("*", mode="before")(classmethod(check_spec_field))
 
+    @field_validator("layer_types", "mlp_types", mode="before")
+    @classmethod
+    def _kinds(cls, value: Any, info: ValidationInfo) -> Any:
+        allowed = LAYER_TYPES if info.field_name == "layer_types" else MLP_TYPES
+        if value is None:
+            return None
+        if not isinstance(value, list) or not value:
+            raise ValueError(f"must be a list of layer kinds, one per layer ({', '.join(allowed)})")
+        bad = sorted({shown(v) for v in value if v not in allowed})
+        if bad:
+            raise ValueError(f"unknown kinds {', '.join(bad[:4])}; allowed: {', '.join(allowed)}")
+        return value
+
+    @field_validator("precision", mode="before")
+    @classmethod
+    def _precision(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, dict) or not value:
+            raise ValueError(f"must map weight components ({', '.join(PRECISION_KEYS)}) to dtypes")
+        for key, dtype in value.items():
+            if key not in PRECISION_KEYS:
+                raise ValueError(f"unknown component {shown(key)}; allowed: {', '.join(PRECISION_KEYS)}")
+            if dtype not in DTYPE_BYTES:
+                raise ValueError(f"{key}: unknown dtype {shown(dtype)}; allowed: {', '.join(DTYPE_BYTES)}")
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derive_counts(cls, data: Any) -> Any:
+        """num_local_layers from layer_types (its sliding_attention entries) when not given."""
+        if isinstance(data, dict) and isinstance(data.get("layer_types"), list) and "num_local_layers" not in data:
+            data = {**data, "num_local_layers": sum(t == "sliding_attention" for t in data["layer_types"])}
+        return data
+
+    def _check_pattern(self) -> None:
+        for key in ("layer_types", "mlp_types"):
+            kinds = getattr(self, key)
+            if kinds is not None and len(kinds) != self.num_layers:
+                raise ValueError(f"{key} has {len(kinds)} entries but num_layers is {self.num_layers}")
+        types = self.layer_types or []
+        if self.layer_types is not None and self.num_local_layers != types.count("sliding_attention"):
+            raise ValueError(f"num_local_layers ({self.num_local_layers}) differs from layer_types' "
+                             f"{types.count('sliding_attention')} sliding_attention layers")
+        needs = {"chunked_attention": ("attention_chunk_size",),
+                 "linear_attention": ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+                                      "linear_value_head_dim", "linear_conv_kernel"),
+                 "mamba": ("mamba_d_inner", "mamba_state_size", "mamba_conv_kernel")}
+        for kind, fields in needs.items():
+            missing = [f for f in fields if getattr(self, f) is None]
+            if kind in types and missing:
+                raise ValueError(f"{kind} layers need {', '.join(missing)}")
+        if "mamba" in types and (self.mamba_num_heads is None) == (self.mamba_dt_rank is None):
+            raise ValueError("mamba layers need mamba_num_heads (Mamba-2) or mamba_dt_rank (Mamba-1), not both")
+        if self.mamba_num_heads and (self.mamba_d_inner or 0) % self.mamba_num_heads:
+            raise ValueError("mamba_d_inner must be a multiple of mamba_num_heads")
+        if self.mlp_types is not None:
+            if self.num_dense_layers:
+                raise ValueError("give num_dense_layers or mlp_types, not both")
+            if ("moe" in self.mlp_types) != (self.num_experts > 1):
+                raise ValueError("mlp_types lists moe layers exactly when num_experts > 1")
+        attention = self.num_layers if self.layer_types is None else sum(t in ATTENTION_TYPES for t in types)
+        if self.num_nope_layers > attention:
+            raise ValueError(f"num_nope_layers ({self.num_nope_layers}) exceeds the {attention} attention layers")
+
     @model_validator(mode="after")
     def _consistent(self) -> ModelSpec:
+        self._check_pattern()
         if self.num_heads % self.num_kv_heads:
             raise ValueError(
                 f"num_heads ({self.num_heads}) must be a multiple of num_kv_heads "

@@ -40,10 +40,17 @@ DTYPE_BYTES: dict[str, float] = {
     "int8": 1.0,
     "fp4": 0.5,
     "int4": 0.5,
+    # Block-scaled formats, scales included (OCP MX spec v1.0; NVIDIA Blackwell NVFP4; DeepSeek-V3 fp8):
+    "nvfp4": (16 * 4 + 8) / 16 / 8,  # 16-element blocks of e2m1 + one fp8 (e4m3) scale: 4.5 bits
+    "mxfp4": (32 * 4 + 8) / 32 / 8,  # 32-element blocks of e2m1 + one 8-bit (e8m0) scale: 4.25 bits
+    "fp8_block": 1.0 + 4.0 / (128 * 128),  # e4m3 + one fp32 scale per 128x128 block
 }
 
+#: Block-scaled formats run at the rate of their element type on a chip that lists no rate of its own.
+RATE_DTYPE: dict[str, str] = {"nvfp4": "fp4", "mxfp4": "fp4", "fp8_block": "fp8"}
+
 #: Weight dtypes the CLI offers.
-WEIGHT_DTYPES = ("bf16", "fp16", "fp8", "int8", "int4", "fp4")
+WEIGHT_DTYPES = ("bf16", "fp16", "fp8", "int8", "int4", "fp4", "nvfp4", "mxfp4", "fp8_block")
 
 
 def dtype_bytes(dtype: str) -> float:

@@ -101,7 +101,11 @@ def model_show(name: str = typer.Argument(..., help="Built-in name, YAML or conf
         "params_mlp": counts.mlp,
         "params_norms": counts.norms,
         "kv_bytes_per_token_bf16": float(memory.kv_cache_bytes_per_token(m, 2.0)),
+        "layer_kinds": memory.layer_mix(m).kinds(),
     }
+    state = float(memory.state_bytes_per_sequence(m, 2.0))
+    if state:
+        data["derived"]["state_bytes_per_sequence"] = state  # bf16, like kv_bytes_per_token_bf16
 
     def render() -> None:
         table = Table(title=m.name, show_header=False)

@@ -29,14 +29,54 @@ DEFAULT_MEMORY_UTILIZATION = 0.9
 
 @dataclass(frozen=True)
 class Precision:
-    """Dtypes of a deployment: weights, KV cache and the matmul compute."""
+    """Dtypes of a deployment: weights, KV cache and the matmul compute.
+
+    ``weights`` is the default weight dtype; ``components`` overrides it per weight component
+    (attention, mlp, experts, embeddings, lm_head), e.g. (("experts", "mxfp4"),).  Norms, biases,
+    routers and SSM scalars keep the default.
+    """
 
     weights: str = "bf16"
     kv: str = "bf16"
     compute: str = "bf16"
+    components: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        for name, dtype in self.components:
+            if name not in memory.WEIGHT_COMPONENTS:
+                raise RooflineError(f"weight component {name!r} is not one of {', '.join(memory.WEIGHT_COMPONENTS)}")
+            dtype_bytes(dtype)
+
+    def weight_dtype(self, component: str) -> str:
+        """The dtype of one weight component (the default where not overridden)."""
+        return dict(self.components).get(component, self.weights)
+
+    @property
+    def bytes_by_component(self) -> dict[str, float]:
+        """Bytes per parameter of every component and of "other" (the default)."""
+        out = {c: dtype_bytes(self.weight_dtype(c)) for c in memory.WEIGHT_COMPONENTS}
+        out["other"] = dtype_bytes(self.weights)
+        return out
+
+    @property
+    def mixed(self) -> bool:
+        """True where some component differs from the default weight dtype."""
+        return any(dtype != self.weights for _, dtype in self.components)
+
+    def describe(self) -> str:
+        """'bf16' or 'bf16, experts=mxfp4' (the --weights syntax)."""
+        return ",".join([self.weights] + [f"{c}={d}" for c, d in self.components])
+
+    @classmethod
+    def checkpoint(cls, model: ModelSpec, kv: str = "bf16", compute: str = "bf16") -> Precision:
+        """The model's own checkpoint precision (its ``precision`` field), bf16 where it has none."""
+        spec = dict(model.precision or {})
+        default = spec.pop("default", "bf16")
+        return cls(default, kv, compute, tuple(sorted(spec.items())))
 
     @property
     def weight_bytes(self) -> float:
+        """Bytes per parameter of the default weight dtype (mixed precision: see bytes_by_component)."""
         return dtype_bytes(self.weights)
 
     @property
@@ -81,8 +121,8 @@ class Deployment:
 
     @property
     def weight_bytes(self) -> float:
-        """Bytes of one full copy of the weights."""
-        return float(memory.param_bytes(memory.param_counts(self.model).total, self.precision.weight_bytes))
+        """Bytes of one full copy of the weights (each component in its dtype)."""
+        return memory.model_weight_bytes(self.model, self.precision.bytes_by_component)
 
     def group_capacity_bytes(self) -> np.ndarray:
         """Physical HBM of one replica: group chips × HBM per chip."""

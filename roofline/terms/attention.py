@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .. import compute, sharding
+from .. import compute, memory, sharding
 from ..deploy import Deployment, kernels
 from ..memory import Number
 
@@ -33,19 +33,31 @@ def _head_dims(dep: Deployment) -> tuple[float, float]:
 
 def decode_attention_fitted_s(dep: Deployment, seqs: ArrayLike, context: ArrayLike, layers: float,
                               shards: float) -> Number:
-    """Σ over layers of the fitted decode kernel (windowed layers at min(S, W))."""
+    """Σ over attention layers of the fitted decode kernel (windowed at min(S, W), chunked at min(S, C))."""
     m, dtype = dep.model, dep.precision.kv
     head_dim, kv_heads = _head_dims(dep)
     heads, kv_chip, batch_div = kv_layout(int(kv_heads), m.num_heads, shards)
     batch = np.divide(seqs, batch_div)
     attended = layers / m.num_layers
-    g = (m.num_layers - m.num_local_layers) * attended
-    total = g * kernels.attention_decode_time_s(dep.hw, dtype, batch, context, heads, kv_chip, head_dim)
-    if m.num_local_layers:
-        local_ctx = np.minimum(context, float(m.sliding_window or 0))
-        total = total + m.num_local_layers * attended * kernels.attention_decode_time_s(
-            dep.hw, dtype, batch, local_ctx, heads, kv_chip, head_dim)
+    mix = memory.layer_mix(m)
+    total = mix.full * attended * kernels.attention_decode_time_s(dep.hw, dtype, batch, context, heads, kv_chip,
+                                                                  head_dim)
+    for count, cap in ((mix.sliding, m.sliding_window), (mix.chunked, m.attention_chunk_size)):
+        if count:
+            total = total + count * attended * kernels.attention_decode_time_s(
+                dep.hw, dtype, batch, np.minimum(context, float(cap or 0)), heads, kv_chip, head_dim)
     return total
+
+
+def state_bytes_per_step(dep: Deployment, seqs: ArrayLike, layers: float) -> Number:
+    """Recurrent state of linear-attention/mamba layers: read and written back once per sequence per step.
+
+    2 × state bytes × sequences (decode or a prefill chunk), for ``layers`` of the model's layers;
+    constant in context (0 for a model without such layers).
+    """
+    m = dep.model
+    state = memory.state_bytes_per_sequence(m, dep.precision.kv_bytes)
+    return 2.0 * layers / m.num_layers * np.multiply(seqs, state)
 
 
 def prefill_attention_flops(dep: Deployment, seqs: ArrayLike, new: ArrayLike, cached: ArrayLike) -> Number:
@@ -66,4 +78,10 @@ def prefill_attention_fitted_s(dep: Deployment, seqs: ArrayLike, new: ArrayLike,
     # The fitted kernel prices q·kv/2 causal pairs; a chunk after c cached tokens attends q·(c + q/2).
     kv_len = np.add(new, 2.0 * np.asarray(cached, dtype=float))
     t = kernels.attention_prefill_time_s(dep.hw, dtype, batch, new, kv_len, heads, kv_chip, head_dim)
-    return layers * t
+    mix = memory.layer_mix(m)
+    if mix.attention == m.num_layers:
+        return layers * t
+    # Hybrid: the fitted kernel on the attention layers; the recurrence of the others at peak FLOP/s.
+    rest = np.multiply(np.multiply(seqs, new), compute.recurrent_flops_per_token(m)) / (
+        shards * dep.rates.flops_per_s)
+    return layers / m.num_layers * (mix.attention * t + rest)

@@ -57,11 +57,16 @@ def gemm_time_s(hw: HardwareSpec, dtype: str, m: ModelSpec, tokens: ArrayLike, l
 
     The LM head runs on ``lm_tokens`` rows only: the positions that are sampled (one per sequence).
     """
-    moe_layers = memory.moe_layer_count(m)
-    dense_layers = m.num_layers - moe_layers
+    mix = memory.layer_mix(m)
+    moe_layers, dense_layers = mix.moe, mix.dense
     dense_ff = m.dense_d_ff if (moe_layers and m.dense_d_ff) else m.d_ff
     share = layers / m.num_layers
-    total = m.num_layers * attention_gemms(hw, dtype, m, tokens, shards)
+    total = mix.attention * attention_gemms(hw, dtype, m, tokens, shards)
+    for count, (matrices, _) in ((mix.linear, memory.linear_attention_params(m)), (mix.mamba, memory.mamba_params(m))):
+        if count:  # in and out projections as one [T, D]x[D, .] and one [T, .]x[., D] GEMM of half the weights
+            width = matrices / (2.0 * m.d_model * shards)
+            total = total + count * (kernels.gemm_time_s(hw, dtype, tokens, width, m.d_model)
+                                     + kernels.gemm_time_s(hw, dtype, tokens, m.d_model, width))
     if dense_layers:
         total = total + dense_layers * mlp_gemm_pair(hw, dtype, tokens, m.d_model, dense_ff, m.gated_mlp, shards)
     if moe_layers:

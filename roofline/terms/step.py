@@ -58,6 +58,7 @@ class StepTerms:
     upper_s: Number
     bound: np.ndarray
     sources: dict[str, str] = field(default_factory=dict)
+    state_bytes: Number = 0.0
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -112,12 +113,13 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     kv_written = share * np.multiply(stage.prefill_seqs, np.subtract(
         memory.kv_cache_bytes_per_sequence(m, np.add(stage.prefill_len, stage.prefill_cached), prec.kv_bytes),
         memory.kv_cache_bytes_per_sequence(m, stage.prefill_cached, prec.kv_bytes)))
-    weights_read = share * memory.weight_bytes_read_per_step(m, counts.total, prec.weight_bytes, tokens)
+    weights_read = share * memory.weight_bytes_read(m, prec.bytes_by_component, tokens)
+    state = attention.state_bytes_per_step(dep, np.add(stage.decode_seqs, stage.prefill_seqs), layers)
     attn_p_flops = share * attention.prefill_attention_flops(dep, stage.prefill_seqs, stage.prefill_len,
                                                              stage.prefill_cached)
     decode_mm = 2.0 * share * np.multiply(stage.decode_seqs, counts.active)
     prefill_mm = 2.0 * share * np.multiply(stage.prefill_tokens, counts.active)
-    kv_time = kv_read / bw
+    kv_time = (kv_read + state) / bw
     weight_time = (weights_read + kv_written) / bw
     cal_prefill = rates.uses("attention_prefill")
     spec_attn_p = _zeros(tokens) if cal_prefill else attn_p_flops
@@ -134,7 +136,7 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
                                                              stage.prefill_cached, layers, float(np.max(chips)))
                         if cal_prefill else _zeros(tokens))
     attn_decode = (attention.decode_attention_fitted_s(dep, stage.decode_seqs, stage.decode_context, layers,
-                                                       float(np.max(chips)))
+                                                       float(np.max(chips))) + state / bw
                    if rates.uses("attention_decode") else kv_time)
     overhead = engine_overhead_s(dep, stage, layers, share, bw, gemm)
     stage_local = attn_decode + gemm + attn_prefill + overhead
@@ -159,7 +161,7 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
         time_s=pp * (stage_pred + send),
         lower_s=pp * (np.maximum(stage_local, c.lower_s) + send),
         upper_s=pp * (stage_local + c.time_s + send),
-        bound=bound,
+        bound=bound, state_bytes=state,
         sources={**rates.sources, "comms": c.source, "engine": dep.engine.source,
                  "overlap": f"collectives overlap {dep.comms_overlap:g} of local work "
                             f"({'TPU: XLA overlaps' if dep.hw.kind == 'tpu' else 'GPU: on the critical path'})",
