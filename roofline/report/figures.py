@@ -54,7 +54,7 @@ def needs_log_axis(values: Any) -> bool:
 
 def tick_label(value: float) -> str:
     """1, 20, 500, 2k, 10k, 1M, 0.05: short and exact for 1-2-5 ticks."""
-    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+    for scale, suffix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if value >= scale:
             return f"{value / scale:g}{suffix}"
     return f"{value:g}"
