@@ -10,9 +10,10 @@ which are counted, and the rest are evaluated and flattened into columns.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,7 +48,8 @@ POINT_COLUMNS = (
     "block",
 )
 #: Per-block labels: one (model, chip, dtypes) block shares them.
-BLOCK_FIELDS = ("model", "hardware", "weights", "kv_dtype", "compute_dtype", "topology", "critical_batch")
+BLOCK_FIELDS = ("model", "hardware", "weights", "kv_dtype", "compute_dtype", "topology", "critical_batch",
+                "price_per_chip_hour")
 #: Columns of a row in ``--json`` / ``--csv`` output, in order.
 COLUMNS = ("model", "hardware", "chips", "topology", "tp", "pp", "batch", "context", "weights", "kv_dtype",
            "compute_dtype", "step_time_s", "step_time_lower_s", "step_time_upper_s", "comms_time_s", "tokens_per_s",
@@ -60,7 +62,8 @@ class SweepResult:
     """The feasible points of a sweep as equal-length 1-D columns, and what was dropped.
 
     Labels shared by a whole block (model, chip, dtypes, critical batch) are stored once in
-    ``blocks``; ``column(name)`` expands them per point.
+    ``blocks``; ``column(name)`` expands them per point.  ``dropped_slots`` describes every
+    dropped point: per block and (chips, context) slot, the batches from the smallest dropped one up.
     """
 
     columns: dict[str, np.ndarray]
@@ -69,6 +72,7 @@ class SweepResult:
     dropped_out_of_memory: int
     dropped_by_hardware: dict[str, int] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
+    dropped_slots: tuple[DroppedSlot, ...] = ()
 
     def __len__(self) -> int:
         return int(self.columns["step_time_s"].shape[0])
@@ -88,7 +92,22 @@ class SweepResult:
         idx = np.asarray(mask)
         return SweepResult({k: v[idx] for k, v in self.columns.items()}, self.blocks,
                            self.evaluated, self.dropped_out_of_memory, self.dropped_by_hardware,
-                           self.sources)
+                           self.sources, self.dropped_slots)
+
+    def with_step_time(self, column: str) -> SweepResult:
+        """The same points priced at another step-time column (``step_time_lower_s``: the bound).
+
+        Throughput, interactivity and cost follow from the new step time as in the sweep itself.
+        """
+        cols = dict(self.columns)
+        step_s = np.asarray(cols[column], dtype=float)
+        tps = step.tokens_per_s(cols["batch"], step_s)
+        price = self.column("price_per_chip_hour").astype(float)
+        cols.update(step_time_s=step_s, tokens_per_s=tps, tokens_per_s_per_chip=tps / cols["chips"],
+                    tokens_per_s_per_user=1.0 / step_s,
+                    cost_per_million_tokens=cost.cost_per_million_tokens(price, cols["chips"], tps))
+        return SweepResult(cols, self.blocks, self.evaluated, self.dropped_out_of_memory,
+                           self.dropped_by_hardware, self.sources, self.dropped_slots)
 
     def group_labels(self, group: str) -> np.ndarray:
         """Per-point labels to split frontiers by: a block field, or 'all' (one group)."""
@@ -102,6 +121,25 @@ class SweepResult:
         """One dict per point (Python scalars), columns in :data:`COLUMNS` order."""
         lists = {k: self.column(k).tolist() for k in COLUMNS}
         return [{k: lists[k][i] for k in COLUMNS} for i in range(len(self))]
+
+
+@dataclass(frozen=True)
+class DroppedSlot:
+    """Batches of one block's (chips, context) slot that do not fit: every batch ≥ ``first_dropped``.
+
+    ``total_bytes`` and ``usable_hbm_bytes`` are decode_step's memory at that first dropped batch.
+    """
+
+    block: int
+    chips: int
+    tp: int
+    pp: int
+    context: int
+    largest_fit: int
+    first_dropped: int
+    dropped: int
+    total_bytes: float
+    usable_hbm_bytes: float
 
 
 def parse_int_list(text: str, option: str) -> np.ndarray:
@@ -181,9 +219,12 @@ def _block_columns(
     slot, b = feasible_points(batch, max_batch)
     c = np.repeat(chips.astype(float), context.size)[slot]
     s = np.tile(context.astype(float), chips.size)[slot]
+    none_fit = b.size == 0
+    if none_fit:  # price one point for the block's sources (fitted kernels need a shape), keep none
+        c, b, s = chips[:1].astype(float), batch[:1].astype(float), context[:1].astype(float)
     res = decode_step(model, hw, c, b, s, precision, price, tp=tp, topology_text=topology_text,
                       pp=pp if pp > 1 else None, ep=ep, memory_utilization=memory_utilization)
-    fits = np.asarray(res.fits)  # all True but for float ties at the HBM edge
+    fits = np.asarray(res.fits) & (not none_fit)  # all True but for float ties at the HBM edge
     keep = slice(None) if fits.all() else fits
     c, b = c[keep], b[keep]
 
@@ -211,6 +252,38 @@ def _block_columns(
         "hbm_capacity_bytes": kept(res.hbm_capacity_bytes),
     }
     return columns, res.sources.get("comms", "")
+
+
+def _memory_at(model: ModelSpec, hw: HardwareSpec, precision: Precision, price: float, tp: int, pp: int,
+               topology_text: str | None, ep: int | None, memory_utilization: float, chips: np.ndarray,
+               batch: np.ndarray, context: np.ndarray) -> tuple[Any, Any]:
+    """(weights + KV bytes, usable HBM bytes) of a block's configurations, from decode_step."""
+    res = decode_step(model, hw, chips, batch, context, precision, price, tp=tp, topology_text=topology_text,
+                      pp=pp if pp > 1 else None, ep=ep, memory_utilization=memory_utilization)
+    return res.total_bytes, res.usable_hbm_bytes
+
+
+def _dropped_slots(
+    block: int, tp: int, pp: int, batch: np.ndarray, chips: np.ndarray, context: np.ndarray,
+    cols: dict[str, np.ndarray], memory: Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[Any, Any]],
+) -> list[DroppedSlot]:
+    """Each (chips, context) slot of a block that lost batches: the kept ones are a prefix of ``batch``.
+
+    ``memory(chips, batch, context)`` gives (total bytes, usable bytes) at the first dropped batch.
+    """
+    slots = [(int(c), int(s)) for c in chips for s in context]
+    kept = [int(np.count_nonzero((cols["chips"] == c) & (cols["context"] == s))) for c, s in slots]
+    lost = [(slot, k) for slot, k in zip(slots, kept, strict=True) if k < batch.size]
+    if not lost:
+        return []
+    c_arr = np.array([float(c) for (c, _), _ in lost])
+    s_arr = np.array([float(s) for (_, s), _ in lost])
+    first = np.array([float(batch[k]) for _, k in lost])
+    total, usable = memory(c_arr, first, s_arr)
+    total, usable = (np.broadcast_to(np.asarray(v, dtype=float), first.shape) for v in (total, usable))
+    return [DroppedSlot(block, c, tp, pp, s, int(batch[k - 1]) if k else 0, int(batch[k]), int(batch.size - k),
+                        float(total[i]), float(usable[i]))
+            for i, ((c, s), k) in enumerate(lost)]
 
 
 def tp_groups(
@@ -286,16 +359,21 @@ def decode_sweep(
     pp: Sequence[int] | None = None,
     memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
     ep: int | None = None,
+    labels: Sequence[str] | None = None,
 ) -> SweepResult:
     """Every (chip, weights, KV dtype, tp, chips, batch, context) decode step that fits in HBM.
 
     ``chips`` is the slice that serves the batch, or ``topologies`` its shapes (``4x4``:
     16 chips whose ICI axes carry the collectives); ``tp`` the model-parallel degrees to try
     (each must divide the chip count; None: the whole slice is one tp group, the book's
-    figure).  The loops run over chips × dtypes × tp degrees, never over configurations.
+    figure).  ``labels`` names each chip's points (default: its name; the report passes the
+    file each came from).  The loops run over chips × dtypes × tp degrees, never over configurations.
     """
     if not hardware:
         raise RooflineError("--hardware: give at least one chip")
+    names = [hw.name for hw in hardware] if labels is None else list(labels)
+    if len(names) != len(hardware):
+        raise RooflineError(f"labels: {len(names)} given for {len(hardware)} chips")
     weights = check_dtypes(weights, "--weights")
     kv_dtypes = check_dtypes(kv_dtypes, "--kv-dtype")
     if topologies:
@@ -311,10 +389,11 @@ def decode_sweep(
     dropped_by_hw: dict[str, int] = {}
     sources: dict[str, str] = {}
     comms_sources: dict[str, dict[str, None]] = {}
-    for hw in hardware:
-        sources[f"hardware:{hw.name}"] = chip_rates(hw, compute_dtype).source
-        price = prices.get(hw.name, hw.price_per_chip_hour)
-        sources[f"price:{hw.name}"] = "command line" if hw.name in prices else "hardware spec"
+    slots: list[DroppedSlot] = []
+    for hw, name in zip(hardware, names, strict=True):
+        sources[f"hardware:{name}"] = chip_rates(hw, compute_dtype).source
+        price = prices.get(name, prices.get(hw.name, hw.price_per_chip_hour))
+        sources[f"price:{name}"] = "command line" if (name in prices or hw.name in prices) else "hardware spec"
         for w in weights:
             for kv in kv_dtypes:
                 precision = Precision(w, kv, compute_dtype)
@@ -328,20 +407,27 @@ def decode_sweep(
                     cols, comms = _block_columns(model, hw, batch_axis, chips_axis[rows], context_axis,
                                                  max_batch[rows], degree, stages, shape, precision, price,
                                                  memory_utilization, ep)
-                    comms_sources.setdefault(hw.name, {})[comms] = None
+                    comms_sources.setdefault(name, {})[comms] = None
                     n_eval = batch_axis.size * rows.size * context_axis.size
                     n_kept = cols["step_time_s"].size
                     cols["block"] = np.full(n_kept, len(blocks), dtype=np.int32)
                     parts.append(cols)
-                    blocks.append({"model": model.name, "hardware": hw.name, "weights": w,
+
+                    if n_kept < n_eval:
+                        memory = functools.partial(_memory_at, model, hw, precision, price, degree, stages,
+                                                   shape, ep, memory_utilization)
+                        slots += _dropped_slots(len(blocks), degree, stages, batch_axis, chips_axis[rows],
+                                                context_axis, cols, memory)
+                    blocks.append({"model": model.name, "hardware": name, "weights": w,
                                    "kv_dtype": kv, "compute_dtype": compute_dtype,
-                                   "topology": shape or "", "critical_batch": float(screen.critical_batch)})
+                                   "topology": shape or "", "critical_batch": float(screen.critical_batch),
+                                   "price_per_chip_hour": float(price)})
                     evaluated += n_eval
                     dropped += n_eval - n_kept
-                    dropped_by_hw[hw.name] = dropped_by_hw.get(hw.name, 0) + n_eval - n_kept
+                    dropped_by_hw[name] = dropped_by_hw.get(name, 0) + n_eval - n_kept
     columns = {k: np.concatenate([part[k] for part in parts]) for k in POINT_COLUMNS}
     for name, found in comms_sources.items():
         sources[f"comms:{name}"] = " | ".join(found)
     sources["model"] = model.source or model.name
     sources["formulas"] = f"{BOOK}, 'Theoretical estimates for LLM latency and throughput'"
-    return SweepResult(columns, tuple(blocks), evaluated, dropped, dropped_by_hw, sources)
+    return SweepResult(columns, tuple(blocks), evaluated, dropped, dropped_by_hw, sources, tuple(slots))

@@ -26,10 +26,25 @@ def test_default_report_renders(browser: str, tmp_path: Path) -> None:
     proc = run_cli("report", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     page = tmp_path / "reports" / "index.html"
-    found = assert_page_renders(page, min_figures=12, screenshot_path=tmp_path / "report.png")
-    # 3 models × 3 frontiers (one trace per chip: 4) + the book's two figures + scenario memory.
-    frontier_traces = [f["traces"] for f in found["figures"][:9]]
-    assert frontier_traces == [4] * 9
+    found = assert_page_renders(page, min_figures=15, screenshot_path=tmp_path / "report.png")
+    # Per model: 3 frontiers (a bound and a prediction trace per chip: 8) and the classic roofline
+    # (the roof + decode and prefill ops: 3); then the book's two figures and scenario memory.
+    traces = [f["traces"] for f in found["figures"]]
+    assert traces[:12] == [8, 8, 8, 3] * 3 and len(traces) == 15
+
+
+def test_report_from_a_calibrated_profile_renders(browser: str, tmp_path: Path) -> None:
+    # The case: a chip and its calibrated profile, each its own bound and prediction.
+    from .test_report import write_profile
+
+    cal = write_profile(tmp_path / "h100-cal.yaml")
+    page = tmp_path / "cal-report.html"
+    proc = run_cli("report", "--models", "llama-3-8b", "--hardware", f"h100-sxm,{cal}", "--chips", "1,2,8",
+                   "--out", str(page))
+    assert proc.returncode == 0, proc.stderr
+    found = assert_page_renders(page, min_figures=5)
+    # 3 frontiers x 4 traces, the roofline with spec-sheet and fitted ops (roof + 4), scenario memory.
+    assert [f["traces"] for f in found["figures"]] == [4, 4, 4, 5, 3]
 
 
 def test_pareto_page_renders(browser: str, tmp_path: Path) -> None:

@@ -43,43 +43,55 @@ def _size_and_efficiency(key: str, rows: Measurements, hw: HardwareSpec) -> tupl
     return flops, flops / t / peak, "FLOPs", "achieved FLOP/s / peak"
 
 
-def op_figure(key: str, rows: Measurements, hw: HardwareSpec, params: dict[str, float]) -> Any:
-    """Three panels for one op class: predicted vs measured, error histogram, efficiency."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
+def _sample(rows: Measurements, max_points: int = MAX_POINTS) -> Measurements:
+    """At most ``max_points`` rows, a seeded random sample (the statistics use every row)."""
+    if len(rows) <= max_points:
+        return rows
+    pick = np.random.default_rng(0).choice(len(rows), max_points, replace=False)
+    return rows.take(np.sort(pick))
 
-    if len(rows) > MAX_POINTS:
-        pick = np.random.default_rng(0).choice(len(rows), MAX_POINTS, replace=False)
-        rows = rows.take(np.sort(pick))
-    measured = rows["time_s"]
-    spec = predict_op(key, rows, hw, None)
-    fitted = predict_op(key, rows, hw, params)
-    size, eff, size_title, eff_title = _size_and_efficiency(key, rows, hw)
-    fig = make_subplots(rows=1, cols=3, subplot_titles=(
-        "predicted vs measured (s)", "relative error (predicted / measured - 1)",
-        "efficiency vs size"))
-    marker = {"size": 4, "opacity": 0.5}
-    fig.add_trace(go.Scattergl(x=measured, y=spec, mode="markers", name="spec roofline",
-                               marker=marker), 1, 1)
-    fig.add_trace(go.Scattergl(x=measured, y=fitted, mode="markers", name="calibrated",
-                               marker=marker), 1, 1)
+
+def _markers(x: Any, y: Any, name: str, color: str) -> dict[str, Any]:
+    return {"type": "scatter", "mode": "markers", "x": np.asarray(x).tolist(), "y": np.asarray(y).tolist(),
+            "name": name, "marker": {"size": 4, "opacity": 0.5, "color": color}}
+
+
+def op_figures(key: str, rows: Measurements, hw: HardwareSpec, params: dict[str, float]) -> tuple[
+        list[dict[str, Any]], str]:
+    """Three figures for one op class, each with its own legend: predicted vs measured, relative
+    error, efficiency vs size; and the sentence saying how many rows are drawn."""
+    from ..report.figures import COLORS, axis, layout
+
+    sample = _sample(rows)
+    drawn = (f"{key}: all {len(rows):,} rows plotted." if len(sample) == len(rows) else
+             f"{key}: {len(sample):,} of {len(rows):,} rows plotted (a seeded random sample); "
+             "the statistics above use every row.")
+    measured = sample["time_s"]
+    spec = predict_op(key, sample, hw, None)
+    fitted = predict_op(key, sample, hw, params)
+    size, eff, size_title, eff_title = _size_and_efficiency(key, sample, hw)
     line = [float(measured.min()), float(measured.max())]
-    fig.add_trace(go.Scatter(x=line, y=line, mode="lines", name="y = x",
-                             line={"color": "black", "dash": "dot"}), 1, 1)
-    for name, pred in (("spec roofline", spec), ("calibrated", fitted)):
+    vs = {"data": [_markers(measured, spec, "spec roofline", COLORS[0]),
+                   _markers(measured, fitted, "calibrated", COLORS[1]),
+                   {"type": "scatter", "mode": "lines", "x": line, "y": line, "name": "y = x",
+                    "line": {"color": "#52606d", "dash": "dot"}}],
+          "layout": layout(f"{key}: predicted vs measured", axis("measured (s)", measured, log=True),
+                           axis("predicted (s)", np.concatenate([spec, fitted]), log=True), "model")}
+    hist = []
+    for i, (name, pred) in enumerate((("spec roofline", spec), ("calibrated", fitted))):
         err = np.clip(pred / measured - 1.0, -1.0, 2.0)
-        fig.add_trace(go.Histogram(x=err, name=f"{name} error", opacity=0.6, nbinsx=60), 1, 2)
-    fig.add_trace(go.Scattergl(x=size, y=eff, mode="markers", name="measured efficiency",
-                               marker=marker), 1, 3)
-    fig.add_trace(go.Scattergl(x=size, y=eff * measured / fitted, mode="markers",
-                               name="calibrated model efficiency", marker=marker), 1, 3)
-    fig.update_xaxes(type="log", title_text="measured", row=1, col=1)
-    fig.update_yaxes(type="log", title_text="predicted", row=1, col=1)
-    fig.update_xaxes(title_text="relative error", row=1, col=2)
-    fig.update_xaxes(type="log", title_text=size_title, row=1, col=3)
-    fig.update_yaxes(title_text=eff_title, row=1, col=3)
-    fig.update_layout(title_text=f"{key}: {len(rows)} rows", barmode="overlay", height=420)
-    return fig
+        hist.append({"type": "histogram", "x": err.tolist(), "name": f"{name} error", "opacity": 0.6,
+                     "nbinsx": 60, "marker": {"color": COLORS[i]}})
+    err_fig = {"data": hist, "layout": {**layout(f"{key}: relative error", axis("predicted / measured - 1", log=False),
+                                                 axis("rows", log=False), "model"), "barmode": "overlay"}}
+    eff_fig = {"data": [_markers(size, eff, "measured efficiency", COLORS[2]),
+                        _markers(size, eff * measured / fitted, "calibrated model efficiency", COLORS[3])],
+               "layout": layout(f"{key}: efficiency vs size", axis(size_title, size, log=True),
+                                axis(eff_title, log=False), "efficiency")}
+    for fig in (vs, err_fig, eff_fig):
+        fig["layout"].update(height=400, margin={"l": 60, "r": 10, "t": 50, "b": 120})
+        fig["layout"]["legend"].update(orientation="h", y=-0.32, yanchor="top")
+    return [vs, err_fig, eff_fig], drawn
 
 
 def _stats_table(fits: dict[str, Any]) -> str:
@@ -104,25 +116,28 @@ def _stats_table(fits: dict[str, Any]) -> str:
 
 def render_calibration_report(profile: HardwareSpec, fits: dict[str, Any],
                               table: Measurements) -> str:
-    """The report page as an HTML string (plotly.js inlined once, works offline)."""
-    import plotly.io as pio
+    """The report page as an HTML string (plotly.js inlined once, works offline; the report's theme)."""
+    from ..report.page import figure_html, page_html, tool_version
 
     keys = row_entry_keys(table)
-    parts = []
-    for i, (key, fit) in enumerate(fits.items()):
-        fig = op_figure(key, table.take(keys == key), profile, fit.params)
-        parts.append(pio.to_html(fig, include_plotlyjs=(i == 0), full_html=False))
-    title = f"roofline calibration report: {html.escape(profile.name)}"
-    style = ("body{font-family:sans-serif;margin:2em} table{border-collapse:collapse}"
-             "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}")
-    return (
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title>"
-        f"<style>{style}</style></head><body><h1>{title}</h1>"
-        "<p>MAPE = mean absolute relative error of predicted kernel time.  Spec = the "
-        "datasheet roofline; constant = fitted constant efficiencies and overhead; "
-        "calibrated = the shape-dependent model.  Held-out: fitted on the other rows.</p>"
-        f"{_stats_table(fits)}{''.join(parts)}</body></html>"
-    )
+    title = f"roofline calibration report: {profile.name}"
+    parts = [f"<h1>{html.escape(title)}</h1>",
+             f"<p class=\"note\">roofline {html.escape(tool_version())}. MAPE = mean absolute relative error "
+             "of predicted kernel time.  Spec = the datasheet roofline; constant = fitted constant efficiencies "
+             "and overhead; calibrated = the shape-dependent model.  Held-out: fitted on the other rows.  Each op "
+             f"class's figures draw at most {MAX_POINTS:,} rows (a seeded random sample, said under each "
+             "heading); the statistics use every row.</p>",
+             _stats_table(fits)]
+    n = 0
+    for key, fit in fits.items():
+        figs, drawn = op_figures(key, table.take(keys == key), profile, fit.params)
+        parts += [f"<h2>{html.escape(key)}</h2>", f"<p class=\"note\">{html.escape(drawn)}</p>",
+                  "<div class=\"row3\">"]
+        for fig in figs:
+            parts.append(f"<div class=\"figure\">{figure_html(fig, f'cal-{n}')}</div>")
+            n += 1
+        parts.append("</div>")
+    return page_html(title, parts)
 
 
 def write_calibration_report(path: str | Path, profile: HardwareSpec, fits: dict[str, Any],

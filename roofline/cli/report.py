@@ -7,8 +7,8 @@ from pathlib import Path
 import typer
 
 from ..errors import RooflineError
-from ..report import Scenario, write_report
-from ..specs import load_hardware, load_model
+from ..report import Scenario, hardware_refs, write_report
+from ..specs import load_model
 from ..sweep import check_dtypes, parse_int_list
 from ._common import JSON_OPTION, console, emit
 from .sweep import MEMORY_UTILIZATION, parse_prices, split_names
@@ -24,7 +24,9 @@ def joined(values: tuple[object, ...]) -> str:
 
 OUT = typer.Option(DEFAULT_OUT, "--out", help="HTML file to write (folders are created).")
 MODELS = typer.Option(joined(DEFAULTS.models), "--models", "-m", help="Comma-separated models.")
-HARDWARE = typer.Option(joined(DEFAULTS.hardware), "--hardware", "-H", help="Comma-separated chips.")
+HARDWARE = typer.Option(joined(DEFAULTS.hardware), "--hardware", "-H",
+                        help="Comma-separated chips: built-in names, hardware YAML files or calibrated "
+                             "profiles (each file is its own trace, named by the file).")
 WEIGHTS = typer.Option(joined(DEFAULTS.weights), "--weights", help="Weight dtypes, comma-separated.")
 KV_DTYPE = typer.Option(joined(DEFAULTS.kv_dtypes), "--kv-dtype", help="KV-cache dtypes, comma-separated.")
 CONTEXT = typer.Option(joined(DEFAULTS.context), "--context", "-s", help="Context lengths, comma-separated.")
@@ -34,38 +36,44 @@ BATCH = typer.Option(None, "--batch", "-b", help=f"Batch sizes (default: {len(DE
 TP = typer.Option(None, "--tp", help="Model-parallel degrees (default: the whole slice is one tp group).")
 PRICE = typer.Option(None, "--price", help="USD per chip-hour: one number or 'h100-sxm=2.5,tpu-v5e=1.2'.")
 PP = typer.Option(None, "--pp", help="Pipeline depths, comma-separated (default 1).")
+TRACES = typer.Option(joined(DEFAULTS.traces), "--traces",
+                      help="Per chip: 'bound' (spec sheet, collectives overlapped, no kernel overheads), "
+                           "'prediction' (the step model's step time) or both.")
+SCALE_OUT_TP = typer.Option(False, "--scale-out-tp",
+                            help="Keep tp beyond the chip's scale-up domain (max_ici_domain_chips) in the "
+                                 "prediction traces (default: left out; bounds show them marked).")
 
 
 def report_command(
     out: Path = OUT, models: str = MODELS, hardware: str = HARDWARE, weights: str = WEIGHTS,
     kv_dtype: str = KV_DTYPE, context: str = CONTEXT, chips: str = CHIPS, batch: str = BATCH,
     tp: str = TP, price: str = PRICE, pp: str = PP, memory_utilization: float = MEMORY_UTILIZATION,
-    as_json: bool = JSON_OPTION,
+    traces: str = TRACES, scale_out_tp: bool = SCALE_OUT_TP, as_json: bool = JSON_OPTION,
 ) -> None:
     """Write the Pareto report (frontiers per model and chip, the book's figures) to reports/index.html.
 
     Example: roofline report --models llama-3-8b --hardware tpu-v5e,h100-sxm --out reports/llama-3-8b.html
     """
     model_list = split_names(models, "--models")
-    chip_list = split_names(hardware, "--hardware")
     for name in model_list:
         load_model(name)  # unknown names fail here, before anything is written
-    for name in chip_list:
-        load_hardware(name)
+    refs = hardware_refs(split_names(hardware, "--hardware"))  # names, hardware files, calibrated profiles
     if out.exists() and out.is_dir():
         raise RooflineError(f"--out {out}: is a folder, give a file name such as {out / 'index.html'}")
     scenario = Scenario(
         models=tuple(model_list),
-        hardware=tuple(load_hardware(h).name for h in chip_list),
+        hardware=tuple(r.ref for r in refs),
         weights=check_dtypes(split_names(weights, "--weights"), "--weights"),
         kv_dtypes=check_dtypes(split_names(kv_dtype, "--kv-dtype"), "--kv-dtype"),
         context=tuple(parse_int_list(context, "--context").tolist()),
         batch=DEFAULTS.batch if batch is None else tuple(parse_int_list(batch, "--batch").tolist()),
         chips=tuple(parse_int_list(chips, "--chips").tolist()),
         tp=None if tp is None else tuple(parse_int_list(tp, "--tp").tolist()),
-        prices=parse_prices(price, [load_hardware(h).name for h in chip_list]),
+        prices=parse_prices(price, list(dict.fromkeys([r.label for r in refs] + [r.spec.name for r in refs]))),
         pp=None if pp is None else tuple(parse_int_list(pp, "--pp").tolist()),
         memory_utilization=memory_utilization,
+        traces=tuple(split_names(traces, "--traces")),
+        scale_out_tp=scale_out_tp,
     )
     summary = write_report(out, scenario)
 
@@ -74,6 +82,7 @@ def report_command(
             console.print(f"{name}: {counts['evaluated']:,} configurations, {counts['fit']:,} fit, "
                           f"{counts['dropped_out_of_memory']:,} dropped (out of memory), "
                           f"{counts['frontier_points']} frontier points")
+        console.print(f"traces: {', '.join(summary['traces'])}")
         console.print(f"wrote {summary['path']} ({summary['bytes'] / 1e6:.1f} MB, {summary['figures']} figures)")
 
     emit(summary, as_json, render)

@@ -6,6 +6,7 @@ functions that build figures or pages, so importing this package stays cheap.
 
 from __future__ import annotations
 
-from .pareto_report import Scenario, build_report, write_frontier_page, write_report
+from .pareto_report import build_report, write_frontier_page, write_report
+from .scenario import HardwareRef, Scenario, hardware_refs
 
-__all__ = ["Scenario", "build_report", "write_frontier_page", "write_report"]
+__all__ = ["HardwareRef", "Scenario", "build_report", "hardware_refs", "write_frontier_page", "write_report"]

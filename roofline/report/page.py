@@ -22,6 +22,8 @@ th, td { border: 1px solid #d9e2ec; padding: 0.2rem 0.5rem; text-align: right; }
 th { background: #f0f4f8; } td.text, th.text { text-align: left; }
 .note { color: #52606d; font-size: 0.9rem; } .figure { margin: 1rem 0; }
 details { margin: 0.5rem 0; }
+.lead { font-size: 1rem; line-height: 1.45; }
+.row3 { display: grid; grid-template-columns: repeat(3, minmax(0, 1fr)); gap: 0.5rem; }
 """
 
 

@@ -1,88 +1,85 @@
-"""The main report: latency/throughput/cost frontiers per model and chip, the book's figures.
+"""The main report: latency/throughput/cost frontiers per model and chip file, bound and prediction.
 
-Data comes from :func:`roofline.sweep.decode_sweep` and :func:`roofline.analysis.decode_step`;
-this module only lays it out as one self-contained HTML page.
+Data comes from :func:`roofline.sweep.decode_sweep` (the step model's terms per configuration)
+and :mod:`roofline.terms.ops`; this module only lays it out as one self-contained HTML page.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import html
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .. import textbook
-from ..analysis import BOOK, Precision, decode_step
-from ..deploy import DEFAULT_MEMORY_UTILIZATION
+from ..analysis import BOOK
 from ..pareto import OBJECTIVES, frontier_by_group
-from ..specs import load_hardware, load_model
+from ..specs import load_model
 from ..sweep import SweepResult, decode_sweep
-from . import figures
+from . import figures, sections
 from .page import figure_html, html_table, page_html, tool_version, write_page
+from .scenario import DEFAULT_BATCH, DEFAULT_CHIPS, DEFAULT_HARDWARE, DEFAULT_MODELS, HardwareRef, Scenario
 
-DEFAULT_MODELS = ("llama-2-13b", "llama-2-13b-gqa", "llama-3-70b")
-DEFAULT_HARDWARE = ("tpu-v5e", "tpu-v6e", "h100-sxm", "h200")
-DEFAULT_BATCH = tuple(int(b) for b in np.unique(np.round(np.geomspace(1, 4096, 160))))
-DEFAULT_CHIPS = (1, 2, 4, 8, 16, 32, 64)
+__all__ = ["DEFAULT_BATCH", "DEFAULT_CHIPS", "DEFAULT_HARDWARE", "DEFAULT_MODELS", "Scenario", "build_report",
+           "write_frontier_page", "write_report"]
+
 OBJECTIVE_TITLES = {
     "latency-throughput": "per-token latency vs throughput per chip",
     "interactivity-throughput": "interactivity vs throughput per chip",
     "cost-latency": "$ per million tokens vs per-token latency",
 }
-#: The book's LLaMA-2-13B tables: 8x TPU v5e at context 8192.
-BOOK_SLICE_CHIPS = 8
-BOOK_CONTEXT = 8192
 
 
 @dataclass(frozen=True)
-class Scenario:
-    """What a report sweeps: models × chips × dtypes × slice sizes × batch × context, and prices."""
+class ModelSweeps:
+    """One model's sweeps: every chip file at its own rates, and calibrated files on their spec sheets."""
 
-    models: tuple[str, ...] = DEFAULT_MODELS
-    hardware: tuple[str, ...] = DEFAULT_HARDWARE
-    weights: tuple[str, ...] = ("bf16", "int8")
-    kv_dtypes: tuple[str, ...] = ("bf16", "int8")
-    context: tuple[int, ...] = (8192,)
-    batch: tuple[int, ...] = DEFAULT_BATCH
-    chips: tuple[int, ...] = DEFAULT_CHIPS
-    tp: tuple[int, ...] | None = None
-    compute_dtype: str = "bf16"
-    prices: Mapping[str, float] = field(default_factory=dict)
-    pp: tuple[int, ...] | None = None
-    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION
-
-    def describe(self) -> list[tuple[str, str]]:
-        """(parameter, value) rows for the report's scenario table."""
-        batch = f"{len(self.batch)} values from {min(self.batch)} to {max(self.batch)}"
-        return [
-            ("models", ", ".join(self.models)),
-            ("chips", ", ".join(self.hardware)),
-            ("chips per slice", ", ".join(map(str, self.chips))),
-            ("model-parallel degree (tp)", "the whole slice" if self.tp is None else ", ".join(map(str, self.tp))),
-            ("pipeline depth (pp)", "1" if self.pp is None else ", ".join(map(str, self.pp))),
-            ("memory utilization", f"{self.memory_utilization:g} of physical HBM"),
-            ("batch", batch),
-            ("context (tokens)", ", ".join(map(str, self.context))),
-            ("weight dtypes", ", ".join(self.weights)),
-            ("KV-cache dtypes", ", ".join(self.kv_dtypes)),
-            ("matmul dtype", self.compute_dtype),
-            ("prices ($/chip-hour)", ", ".join(f"{k}={v:g}" for k, v in self.prices.items()) or "hardware files"),
-        ]
+    name: str
+    predicted: SweepResult
+    spec: SweepResult | None
 
 
-def run_sweeps(scenario: Scenario) -> dict[str, SweepResult]:
-    """One sweep per model over the scenario's chips, dtypes, slices, batches and contexts."""
-    hardware = [load_hardware(h) for h in scenario.hardware]
-    return {
-        name: decode_sweep(load_model(name), hardware, scenario.batch, scenario.chips, scenario.context,
-                           scenario.weights, scenario.kv_dtypes, scenario.tp, scenario.compute_dtype,
-                           scenario.prices, pp=scenario.pp, memory_utilization=scenario.memory_utilization)
-        for name in scenario.models
-    }
+def _sweep(name: str, scenario: Scenario, refs: Sequence[HardwareRef], spec_sheet: bool) -> SweepResult:
+    hardware = [r.spec_sheet if spec_sheet else r.spec for r in refs]
+    return decode_sweep(load_model(name), hardware, scenario.batch, scenario.chips, scenario.context,
+                        scenario.weights, scenario.kv_dtypes, scenario.tp, scenario.compute_dtype,
+                        scenario.prices, pp=scenario.pp, memory_utilization=scenario.memory_utilization,
+                        labels=[r.label for r in refs])
+
+
+def run_sweeps(scenario: Scenario, refs: Sequence[HardwareRef]) -> dict[str, ModelSweeps]:
+    """Per model: one sweep over every chip file; a second on the spec sheets of calibrated ones (bounds)."""
+    calibrated = [r for r in refs if r.calibrated]
+    need_spec = calibrated and "bound" in scenario.traces
+    return {name: ModelSweeps(name, _sweep(name, scenario, refs, False),
+                              _sweep(name, scenario, calibrated, True) if need_spec else None)
+            for name in scenario.models}
+
+
+def frontier_traces(sweeps: ModelSweeps, refs: Sequence[HardwareRef],
+                    scenario: Scenario) -> tuple[list[figures.FrontierTrace], dict[str, int]]:
+    """Bound and prediction traces per chip file, and the points left out of each prediction (tp across
+    the scale-out network)."""
+    traces, excluded = [], {}
+    for i, ref in enumerate(refs):
+        color = figures.COLORS[i % len(figures.COLORS)]
+        pred = sweeps.predicted.select(sweeps.predicted.column("hardware") == ref.label)
+        if "bound" in scenario.traces:
+            base = pred
+            if ref.calibrated and sweeps.spec is not None:
+                base = sweeps.spec.select(sweeps.spec.column("hardware") == ref.label)
+            traces.append(figures.FrontierTrace(f"{ref.label} · bound", "bound", color,
+                                                base.with_step_time("step_time_lower_s"), ref.domain))
+        if "prediction" in scenario.traces:
+            outside = (pred.columns["tp"] > ref.domain) if (ref.domain and not scenario.scale_out_tp) \
+                else np.zeros(len(pred), dtype=bool)
+            excluded[ref.label] = int(outside.sum())
+            traces.append(figures.FrontierTrace(f"{ref.label} · prediction", "prediction", color,
+                                                pred.select(~outside), ref.domain))
+    return traces, excluded
 
 
 def frontier_rows(
@@ -105,38 +102,7 @@ FRONTIER_HEADERS = ("chip", "chips", "slice", "tp", "batch", "weights", "KV", "c
                     "tokens/s/chip", "tokens/s/user", "$/Mtok", "bound")
 
 
-def book_curves() -> tuple[list[dict[str, Any]], list[dict[str, Any]], float, list[dict[str, Any]]]:
-    """The book's LLaMA-2-13B setup (8x v5e, context 8192): our curves, its table, B_crit, memory."""
-    hw = load_hardware("tpu-v5e")
-    batch = np.unique(np.round(np.geomspace(1, 512, 120)))
-    curves, book, memory = [], [], []
-    critical = 0.0
-    for name, table in (("llama-2-13b", textbook.LLAMA_TABLE_1), ("llama-2-13b-gqa", textbook.LLAMA_TABLE_2)):
-        res = decode_step(load_model(name), hw, BOOK_SLICE_CHIPS, batch, BOOK_CONTEXT)
-        critical = float(res.critical_batch)
-        curves.append({"name": name, "batch": batch, "tokens_per_s": res.tokens_per_s,
-                       "fits": np.asarray(res.fits)})
-        memory.append({"name": f"{name} (bf16)", "batch": batch, "total_bytes": res.total_bytes})
-        book.append({"name": name, "batch": list(textbook.BATCHES), "tokens_per_s": list(table["tps"])})
-    return curves, book, critical, memory
-
-
-def scenario_memory_curves(scenario: Scenario) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Weights + KV vs batch for each scenario model (first dtypes, first context), HBM lines."""
-    batch = np.asarray(scenario.batch, dtype=float)
-    precision = Precision(scenario.weights[0], scenario.kv_dtypes[0], scenario.compute_dtype)
-    first_hw = load_hardware(scenario.hardware[0])
-    curves = []
-    for name in scenario.models:
-        res = decode_step(load_model(name), first_hw, 1, batch, scenario.context[0], precision)
-        curves.append({"name": name, "batch": batch, "total_bytes": res.total_bytes})
-    slice_chips = BOOK_SLICE_CHIPS
-    capacities = [{"name": f"{slice_chips}x {h}", "bytes": slice_chips * load_hardware(h).hbm_bytes}
-                  for h in scenario.hardware]
-    return curves, capacities
-
-
-def _summary_rows(name: str, result: SweepResult) -> list[list[Any]]:
+def _summary_rows(name: str, result: SweepResult, excluded: dict[str, int]) -> list[list[Any]]:
     hw = result.column("hardware")
     rows = []
     for chip, dropped in result.dropped_by_hardware.items():
@@ -145,84 +111,107 @@ def _summary_rows(name: str, result: SweepResult) -> list[list[Any]]:
         best = (f"{result.columns['tokens_per_s_per_chip'][mask].max():,.1f}" if kept else "-")
         fastest = (f"{result.columns['step_time_s'][mask].min() * 1e3:.3f}" if kept else "-")
         cheapest = (f"{result.columns['cost_per_million_tokens'][mask].min():.3f}" if kept else "-")
-        rows.append([name, chip, kept + dropped, kept, dropped, best, fastest, cheapest])
+        rows.append([name, chip, kept + dropped, kept, dropped, excluded.get(chip, 0), best, fastest, cheapest])
+    return rows
+
+
+SUMMARY_HEADERS = ("model", "chip", "evaluated", "fit in HBM", "dropped (out of memory)",
+                   "left out of the prediction (tp across scale-out)", "best predicted tokens/s/chip",
+                   "fastest predicted step (ms)", "cheapest predicted $/Mtok")
+TRACE_HEADERS = ("trace", *FRONTIER_HEADERS)
+
+
+class _Figures:
+    """Numbers the page's figure divs in order."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def html(self, fig: dict[str, Any]) -> str:
+        self.count += 1
+        return f"<div class=\"figure\">{figure_html(fig, f'fig-{self.count - 1}')}</div>"
+
+
+def _head(version: str, refs: Sequence[HardwareRef], scenario: Scenario) -> list[str]:
+    return [
+        "<h1>roofline: latency, throughput and cost frontiers</h1>",
+        *sections.trace_legend(refs, scenario),
+        f"<p class=\"note\">roofline {html.escape(version)} · generated "
+        f"{_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M UTC} · formulas: {html.escape(BOOK)}, "
+        "'Theoretical estimates for LLM latency and throughput'. Every chip file is its own trace, named "
+        "by the file (a calibrated profile is never merged with the chip it describes).</p>",
+        "<h2>Scenario</h2>",
+        html_table(("parameter", "value"), scenario.describe(), text_columns=2),
+        html_table(("chip", "hardware"), [(r.label, r.describe()) for r in refs], text_columns=2),
+    ]
+
+
+def _frontier_table(traces: Sequence[figures.FrontierTrace]) -> list[list[Any]]:
+    rows = []
+    for tr in traces:
+        if len(tr.result):
+            rows += [[tr.name, *row] for row in frontier_rows(tr.result, group="all")]
     return rows
 
 
 def build_report(scenario: Scenario) -> tuple[str, dict[str, Any]]:
     """The report's HTML and a summary (counts per model, figures, version) for --json."""
-    sweeps = run_sweeps(scenario)
+    refs = scenario.hardware_refs()
+    sweeps = run_sweeps(scenario, refs)
     version = tool_version()
-    sections = [
-        "<h1>roofline: latency, throughput and cost frontiers</h1>",
-        f"<p class=\"note\">roofline {html.escape(version)} · generated "
-        f"{_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M UTC} · formulas: {html.escape(BOOK)}, "
-        "'Theoretical estimates for LLM latency and throughput'. Step time = the book's general form "
-        "(KV read + max(matmul FLOPs, weight load)) with tensor-parallel collectives overlapped.</p>",
-        "<h2>Scenario</h2>",
-        html_table(("parameter", "value"), scenario.describe(), text_columns=2),
-    ]
-    summary_rows: list[list[Any]] = []
-    sources: dict[str, str] = {}
-    for name, result in sweeps.items():
-        summary_rows += _summary_rows(name, result)
-        sources.update(result.sources)
-        sources[f"model:{name}"] = result.sources["model"]
+    page = _head(version, refs, scenario)
+    figs = _Figures()
+    traces = {name: frontier_traces(ms, refs, scenario) for name, ms in sweeps.items()}
+    summary_rows, dropped, sources = [], [], {}
+    for name, ms in sweeps.items():
+        summary_rows += _summary_rows(name, ms.predicted, traces[name][1])
+        dropped += sections.dropped_rows(name, ms.predicted)
+        sources.update(ms.predicted.sources)
+        sources[f"model:{name}"] = ms.predicted.sources["model"]
     sources.pop("model", None)
-    sections += [
+    excluded_total: dict[str, int] = {}
+    for _, excluded in traces.values():
+        for label, n in excluded.items():
+            excluded_total[label] = excluded_total.get(label, 0) + n
+    page += [
         "<h2>Configurations evaluated</h2>",
-        "<p class=\"note\">Points whose weights + KV cache exceed the slice's HBM are dropped "
-        "(counted below).</p>",
-        html_table(("model", "chip", "evaluated", "fit in HBM", "dropped (out of memory)",
-                    "best tokens/s/chip", "fastest step (ms)", "cheapest $/Mtok"), summary_rows,
-                   text_columns=2),
+        "<p class=\"note\">Points whose weights + KV cache exceed the slice's usable HBM are dropped; the "
+        "table below lists each one (per slice, every batch from the first dropped one up).</p>",
+        html_table(SUMMARY_HEADERS, summary_rows, text_columns=2),
+        sections.excluded_note(excluded_total, scenario),
+        f"<details><summary>{len(dropped)} configurations dropped for memory (each row: every batch from the "
+        "first dropped one up)</summary>",
+        html_table(sections.DROPPED_HEADERS, dropped, text_columns=4), "</details>",
         "<details><summary>Where the numbers come from</summary>",
-        html_table(("input", "source"), sorted(sources.items()), text_columns=2),
-        "</details>",
+        html_table(("input", "source"), sorted(sources.items()), text_columns=2), "</details>",
     ]
-    n_fig = 0
-    summary: dict[str, Any] = {"version": version, "models": {}, "sources": dict(sorted(sources.items()))}
-    for name, result in sweeps.items():
-        sections.append(f"<h2>{html.escape(name)}: frontiers</h2>")
-        if len(result) == 0:
-            sections.append("<p class=\"note\">No configuration fits in HBM: nothing to plot.</p>")
+    summary: dict[str, Any] = {"version": version, "models": {}, "sources": dict(sorted(sources.items())),
+                               "traces": [f"{r.label} · {k}" for r in refs for k in scenario.traces]}
+    for name, ms in sweeps.items():
+        page.append(f"<h2>{html.escape(name)}: frontiers</h2>")
+        model_traces = traces[name][0]
+        if len(ms.predicted) == 0:
+            page.append("<p class=\"note\">No configuration fits in HBM: nothing to plot.</p>")
         else:
             for objective in OBJECTIVES:
-                fig = figures.frontier_figure(result, objective, f"{name}: {OBJECTIVE_TITLES[objective]}")
-                sections.append(f"<div class=\"figure\">{figure_html(fig, f'fig-{n_fig}')}</div>")
-                n_fig += 1
-        rows = frontier_rows(result) if len(result) else []
-        sections += [
-            f"<details><summary>{len(rows)} points on the latency/throughput frontiers of {html.escape(name)}"
-            "</summary>", html_table(FRONTIER_HEADERS, rows, text_columns=1), "</details>",
-        ]
-        summary["models"][name] = {"evaluated": result.evaluated, "fit": len(result),
-                                   "dropped_out_of_memory": result.dropped_out_of_memory,
-                                   "frontier_points": len(rows)}
-    curves, book, critical, book_memory = book_curves()
-    sections += [
-        "<h2>Throughput vs batch: the book's LLaMA-2-13B tables</h2>",
-        "<p class=\"note\">8x TPU v5e, context 8192, bf16, no collectives (the book's idealised slice). "
-        "Crosses: the book's table values. The catalog's llama-2-13b-gqa has 8 KV heads and therefore "
-        "1.7e9 fewer attention parameters than the book's 'same parameters, KV 5x smaller' thought "
-        "experiment, so its curve sits slightly above the book's second table at small batch.</p>",
-        figure_html(figures.throughput_vs_batch_figure(
-            curves, book, critical, "LLaMA-2-13B on 8x TPU v5e: throughput vs batch"), f"fig-{n_fig}"),
-        figure_html(figures.memory_vs_batch_figure(
-            book_memory, [{"name": "8x tpu-v5e", "bytes": BOOK_SLICE_CHIPS * load_hardware("tpu-v5e").hbm_bytes}],
-            "LLaMA-2-13B on 8x TPU v5e: memory vs batch"), f"fig-{n_fig + 1}"),
-    ]
-    n_fig += 2
-    mem_curves, capacities = scenario_memory_curves(scenario)
-    sections += [
-        "<h2>Memory vs batch for the scenario's models</h2>",
-        f"<p class=\"note\">{html.escape(scenario.weights[0])} weights, {html.escape(scenario.kv_dtypes[0])} KV, "
-        f"context {scenario.context[0]}; dashed lines: HBM of an {BOOK_SLICE_CHIPS}-chip slice.</p>",
-        figure_html(figures.memory_vs_batch_figure(mem_curves, capacities, "memory vs batch"), f"fig-{n_fig}"),
-    ]
-    n_fig += 1
-    summary["figures"] = n_fig
-    return page_html("roofline report", sections), summary
+                page.append(figs.html(figures.trace_frontier_figure(
+                    model_traces, objective, f"{name}: {OBJECTIVE_TITLES[objective]}")))
+        rows = _frontier_table(model_traces)
+        page += [f"<details><summary>{len(rows)} points on the latency/throughput frontiers of "
+                 f"{html.escape(name)}</summary>", html_table(TRACE_HEADERS, rows, text_columns=2), "</details>"]
+        ops_html, ops_data = sections.ops_section(name, scenario, refs, figs.html)
+        page += ops_html
+        summary["models"][name] = {"evaluated": ms.predicted.evaluated, "fit": len(ms.predicted),
+                                   "dropped_out_of_memory": ms.predicted.dropped_out_of_memory,
+                                   "dropped_configurations": len(sections.dropped_rows(name, ms.predicted)),
+                                   "left_out_of_prediction": traces[name][1],
+                                   "frontier_points": len(rows), "ops": ops_data}
+    summary["book_tables"] = bool(scenario.book_models())
+    if summary["book_tables"]:
+        page += sections.book_section(figs.html)
+    page += sections.memory_section(scenario, refs, figs.html)
+    summary["figures"] = figs.count
+    return page_html("roofline report", page), summary
 
 
 def write_report(path: str | Path, scenario: Scenario | None = None) -> dict[str, Any]:
@@ -240,6 +229,10 @@ def write_frontier_page(
 ) -> Path:
     """A smaller page for ``roofline pareto --html``: the chosen frontiers and their points."""
     sections = [f"<h1>{html.escape(title)}</h1>",
+                "<p class=\"lead\">Every trace is the step model's <b>prediction</b> (step_time_s) at the rates of "
+                "the hardware given: collectives on the critical path on GPUs, overlapped on TPUs; a spec sheet has "
+                "no kernel overheads, a calibrated profile's fitted kernels do. The collectives-overlapped bound "
+                "is the step_time_lower_s column of `roofline sweep`.</p>",
                 f"<p class=\"note\">roofline {html.escape(tool_version())}</p>",
                 html_table(("parameter", "value"), list(notes), text_columns=2),
                 "<details><summary>Where the numbers come from</summary>",

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..simulate.metrics import SimulationResult
+from .figures import themed
 from .page import figure_html, html_table, page_html, tool_version, write_page
 
 #: Most points drawn per CDF (evenly spaced ranks of the sorted samples).
@@ -30,10 +31,10 @@ def cdf_figure(samples: np.ndarray, label: str) -> dict[str, Any]:
     x, y = cdf_points(samples)
     trace = {"type": "scatter", "mode": "lines", "name": label, "x": [v * 1e3 for v in x], "y": y,
              "line": {"shape": "hv"}, "hovertemplate": "%{x:.2f} ms: %{y:.1%} of requests<extra></extra>"}
-    return {"data": [trace], "layout": {"title": {"text": f"{label}: CDF over requests"}, "height": 340,
-                                        "xaxis": {"title": {"text": f"{label} (ms)"}},
-                                        "yaxis": {"title": {"text": "fraction of requests"}, "range": [0, 1.02]},
-                                        "margin": {"t": 50}}}
+    return {"data": [trace], "layout": themed({"title": {"text": f"{label}: CDF over requests"}, "height": 340,
+                                               "xaxis": {"title": {"text": f"{label} (ms)"}},
+                                               "yaxis": {"title": {"text": "fraction of requests"},
+                                                         "range": [0, 1.02]}})}
 
 
 def series_figure(result: SimulationResult) -> dict[str, Any]:
@@ -53,7 +54,7 @@ def series_figure(result: SimulationResult) -> dict[str, Any]:
               "yaxis2": {"title": {"text": "KV fraction used"}, "overlaying": "y", "side": "right",
                          "range": [0, 1.02]},
               "legend": {"orientation": "h", "y": -0.2}}
-    return {"data": data, "layout": layout}
+    return {"data": data, "layout": themed(layout)}
 
 
 def summary_rows(result: SimulationResult) -> list[tuple[str, str, str, str, str]]:
