@@ -106,6 +106,7 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     share = layers / m.num_layers
     chips = dep.stage_chips
     flops_rate, bw = chips * rates.flops_per_s, chips * rates.hbm_bandwidth_bytes_per_s
+    shards = float(np.max(chips)) if np.size(chips) else 1.0  # kernel shapes per chip (one tp degree per call)
     counts = memory.param_counts(m)
     tokens = stage.tokens
     kv_read = share * np.multiply(stage.decode_seqs,
@@ -126,17 +127,17 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     compute_time = decode_mm / flops_rate + (prefill_mm + spec_attn_p) / (flops_rate * mfu)
     if rates.uses("gemm"):
         lm_tokens = np.add(stage.decode_seqs, stage.prefill_seqs) * share
-        gemm = gemms.gemm_time_s(dep.hw, prec.compute, m, tokens, lm_tokens, layers, float(np.max(chips)), par.ep)
+        gemm = gemms.gemm_time_s(dep.hw, prec.compute, m, tokens, lm_tokens, layers, shards, par.ep)
         attn_prefill = (attention.prefill_attention_fitted_s(dep, stage.prefill_seqs, stage.prefill_len,
-                                                             stage.prefill_cached, layers, float(np.max(chips)))
+                                                             stage.prefill_cached, layers, shards)
                         if cal_prefill else attn_p_flops / (flops_rate * mfu))
     else:
         gemm = np.maximum(compute_time, weight_time)
         attn_prefill = (attention.prefill_attention_fitted_s(dep, stage.prefill_seqs, stage.prefill_len,
-                                                             stage.prefill_cached, layers, float(np.max(chips)))
+                                                             stage.prefill_cached, layers, shards)
                         if cal_prefill else _zeros(tokens))
     attn_decode = (attention.decode_attention_fitted_s(dep, stage.decode_seqs, stage.decode_context, layers,
-                                                       float(np.max(chips))) + state / bw
+                                                       shards) + state / bw
                    if rates.uses("attention_decode") else kv_time)
     overhead = engine_overhead_s(dep, stage, layers, share, bw, gemm)
     stage_local = attn_decode + gemm + attn_prefill + overhead
