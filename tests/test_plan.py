@@ -241,3 +241,17 @@ def test_request_cli_averages_over_lengths(tmp_path):
     proc = run_cli("request", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--lengths", "512:128,4096:512",
                    "--explain")
     assert proc.returncode == 2 and "--explain" in proc.stderr
+
+
+def test_plan_at_a_percentile_is_sized_by_simulation():
+    # The closed form screens; the simulator re-sizes the cheapest candidates so p99 meets the SLOs.
+    from roofline.plan_sim import plan_at_percentile
+
+    m, hw = load_model("llama-3-8b"), load_hardware("h100-sxm")
+    res, sized = plan_at_percentile(m, [hw], 4.0, fixed_lengths(512, 64), "p99", ttft_slo_s=0.5, tpot_slo_s=0.03,
+                                    candidates=2, requests=300, workers=1)
+    assert res.best is not None and res.best.binding == "p99 by simulation"
+    assert res.best.ttft_s <= 0.5 and res.best.tpot_s <= 0.03
+    assert all(s.replicas >= s.candidate.replicas for s in sized)  # never fewer than the closed form
+    with pytest.raises(RooflineError, match="--percentile"):
+        plan_at_percentile(m, [hw], 4.0, fixed_lengths(512, 64), "p95")

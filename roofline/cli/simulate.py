@@ -12,7 +12,7 @@ from ..fmt import format_seconds
 from ..lengths import LengthDistribution, lengths_from_options
 from ..specs import load_hardware, load_model
 from ._common import JSON_OPTION, console, emit
-from .options import MEMORY_UTILIZATION
+from .options import ENGINE, MEMORY_UTILIZATION
 from .step import COMPUTE, HARDWARE, KV_DTYPE, MODEL, WEIGHTS, precision_from_options
 
 
@@ -44,6 +44,7 @@ def simulate_command(
     prefill_replicas: int = typer.Option(0, "--prefill-replicas", help="> 0: disaggregated prefill replicas."),
     balancer: str = typer.Option("round-robin", "--balancer", help="round-robin or least-outstanding."),
     memory_utilization: float = MEMORY_UTILIZATION,
+    engine: str = ENGINE,
     weights: str = WEIGHTS,
     kv_dtype: str = KV_DTYPE,
     compute_dtype: str = COMPUTE,
@@ -74,7 +75,8 @@ def simulate_command(
         requests = 1000 if requests is None else requests
     longest = max_trace_context(load) if dist is None else float(np.max(dist.input_len + dist.output_len))
     cost = cost_for(m, hw, tp, precision_from_options(weights, kv_dtype, compute_dtype), memory_utilization,
-                    pp=pp, ep=ep, max_context=longest + 1.0, reserve_tokens=max_num_batched_tokens)
+                    pp=pp, ep=ep, max_context=longest + 1.0, reserve_tokens=max_num_batched_tokens,
+                    engine=engine)
     res = simulate(
         cost, load, dist, requests, seed,
         SchedulerConfig(max_num_seqs, max_num_batched_tokens, block_size, prefix_hit_rate),

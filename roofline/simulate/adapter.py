@@ -86,11 +86,13 @@ class DeploymentStepCost:
 
 def cost_for(model: ModelSpec, hw: HardwareSpec, tp: int | None = 1, precision: Precision = DEFAULT_PRECISION,
              memory_utilization: float = DEFAULT_MEMORY_UTILIZATION, pp: int | None = None, ep: int | None = None,
-             max_context: float = 1 << 17, reserve_tokens: float = 8192) -> DeploymentStepCost:
+             max_context: float = 1 << 17, reserve_tokens: float = 8192,
+             engine: str | None = None) -> DeploymentStepCost:
     """The step cost of one replica (tp·pp chips), its KV capacity in tokens within the usable HBM."""
     tp_d = tp or 1
     chips = tp_d * (pp or 1)
-    dep = deployment(model, hw, chips, precision, tp=tp_d, pp=pp, ep=ep, memory_utilization=memory_utilization)
+    dep = deployment(model, hw, chips, precision, tp=tp_d, pp=pp, ep=ep, memory_utilization=memory_utilization,
+                     engine=engine)
     kv_token = float(memory.kv_cache_bytes_per_token(model, precision.kv_bytes))
     usable = float(dep.usable_hbm_bytes(reserve_tokens)) - dep.weight_bytes
     capacity = int(usable // kv_token) if usable > 0 else 0
@@ -100,5 +102,5 @@ def cost_for(model: ModelSpec, hw: HardwareSpec, tp: int | None = 1, precision: 
     return DeploymentStepCost(
         dep=dep, kv_capacity_tokens=capacity, max_context=max_context,
         source=f"step model (roofline.terms) of {dep.par.describe()} on {chips}x {hw.name}; {dep.rates.source}; "
-               f"{memory_utilization:g} of HBM",
+               f"{dep.engine.source}; {memory_utilization:g} of HBM",
     )
