@@ -57,8 +57,9 @@ def size_candidate(model: ModelSpec, hw: HardwareSpec, d: Deployment, qps: float
         res = simulate(cost, OpenLoop(qps / replicas, 1.0), lengths, requests, seed, scheduler)
         ttft, tpot = _percentile(res.ttft_s, percentile), _percentile(res.tpot_s, percentile)
         ok = (ttft_slo_s is None or ttft <= ttft_slo_s) and (tpot_slo_s is None or tpot <= tpot_slo_s)
-        saturated = res.requests_per_s < 0.95 * qps / replicas
-        if ok and not saturated:
+        # An overloaded replica shows as a growing queue, hence a p99 TTFT far past any SLO; dropped
+        # requests (longer than the KV cache) never meet it.
+        if ok and res.dropped == 0:
             return SimulatedSizing(d, replicas, ttft, tpot, True, requests)
         replicas += max(1, replicas // 4)
     return SimulatedSizing(d, replicas, ttft, tpot, False, requests)
