@@ -72,6 +72,8 @@ def plan_at_percentile(model: ModelSpec, hardware: list[HardwareSpec], qps: floa
     """The closed-form plan, then its cheapest ``candidates`` re-sized by simulation at ``percentile``."""
     if percentile not in PERCENTILES:
         raise RooflineError(f"percentile (--percentile) must be one of {', '.join(PERCENTILES)} (got {percentile!r})")
+    if ttft_slo_s is None:
+        raise RooflineError("--percentile needs --ttft-slo: an overloaded replica shows as queueing in TTFT")
     screen = plan(model, hardware, qps, lengths, ttft_slo_s, tpot_slo_s, top=candidates, **plan_options)  # type: ignore[arg-type]
     by_name = {hw.name: hw for hw in hardware}
     mu = float(plan_options.get("memory_utilization", 0.9))  # type: ignore[arg-type]
