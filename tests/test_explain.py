@@ -220,3 +220,20 @@ def test_shard_and_serve_cli_explain():
     out = run_json("serve", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--mode", "interleaved", "-i", "2048",
                    "-o", "512", "-b", "32", "--explain")
     assert {e["name"] for e in out["explain"]} == {"TTFT", "TPOT", "prefill : decode servers", "tokens/s per chip"}
+
+
+@pytest.mark.parametrize("extra", [(), ("--chips", "8", "--tp", "4"), ("--hardware", "h100-sxm-cal")])
+def test_every_explain_value_equals_the_json_value(extra):
+    args = ["step", "--model", "llama-3-70b", "--hardware", "h100-sxm", "--batch", "32", "--context", "4096",
+            "--chips", "4", *extra, "--explain"]
+    out = run_json(*args)
+    ex = {e["name"]: e["value"] for e in out["explain"]}
+    pairs = {"weights": "param_bytes", "KV cache (batch)": "kv_bytes", "usable HBM": "usable_hbm_bytes",
+             "total memory": "total_bytes", "KV read time": "kv_time_s", "weight load time": "weight_time_s",
+             "matmul time": "compute_time_s", "weight matmuls (GEMMs)": "gemm_time_s",
+             "attention": "attention_time_s", "step time without collectives": "local_step_time_s",
+             "collectives per step": "comms_time_upper_s", "step time": "step_time_s",
+             "step time lower bound": "step_time_lower_s", "step time upper bound": "step_time_upper_s",
+             "critical batch": "critical_batch"}
+    for name, key in pairs.items():
+        assert ex[name] == out[key], name
