@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import step
 from .memory import Number
 
 #: The engine designs ``roofline serve --mode`` accepts.
@@ -138,25 +137,6 @@ def expected_tokens_per_step(acceptance: ArrayLike, draft_len: ArrayLike) -> Num
     with np.errstate(divide="ignore", invalid="ignore"):
         value = (1.0 - a ** (g + 1.0)) / (1.0 - a)
     return np.where(a >= 1.0, g + 1.0, value)
-
-
-def verify_step_time_s(
-    batch: ArrayLike,
-    draft_len: ArrayLike,
-    kv_bytes_per_seq: ArrayLike,
-    weight_bytes: ArrayLike,
-    active_params: ArrayLike,
-    flops_per_s: ArrayLike,
-    bandwidth_bytes_per_s: ArrayLike,
-) -> Number:
-    """Target step scoring γ+1 tokens per sequence: B·KV/W + max(2·B·(γ+1)·P/C, P_bytes/W)."""
-    tokens = np.multiply(batch, np.add(draft_len, 1.0))
-    attention = step.kv_read_time_s(np.multiply(batch, kv_bytes_per_seq), bandwidth_bytes_per_s)
-    mlp = np.maximum(
-        step.matmul_time_s(tokens, active_params, flops_per_s),
-        step.weight_load_time_s(weight_bytes, bandwidth_bytes_per_s),
-    )
-    return attention + mlp
 
 
 def speculative_round_time_s(draft_step_s: ArrayLike, draft_len: ArrayLike, verify_s: ArrayLike) -> Number:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from roofline import multichip, serving, step
+from roofline import multichip, serving
 from roofline.errors import RooflineError
 from roofline.specs import load_hardware, load_model
 
@@ -62,13 +62,18 @@ def test_expected_tokens_bounds_and_monotone(alpha, gamma):
     assert serving.expected_tokens_per_step(alpha, gamma + 1) >= tokens - 1e-9
 
 
-def test_verify_step_by_hand():
-    # B = 4, γ = 3: 16 tokens. KV 4·1e9 B / 1e12 = 4 ms; matmul 2·16·1e10/1e15 = 0.32 ms < 20 ms of weights.
-    t = serving.verify_step_time_s(4, 3, 1e9, 2e10, 1e10, 1e15, 1e12)
-    assert t == pytest.approx(0.004 + 0.020)
-    # The verification step of γ = 0 is the ordinary decode step.
-    assert serving.verify_step_time_s(4, 0, 1e9, 2e10, 1e10, 1e15, 1e12) == pytest.approx(
-        step.decode_step_time_s(4, 1e9, 2e10, 1e10, 1e15, 1e12))
+def test_verify_step_is_the_step_model_on_gamma_plus_one_tokens():
+    # The speculative verify step is the step model's work of B sequences x (γ+1) new tokens over the
+    # cached context.  Hand derivation on one H100 (spec sheet), llama-3-8b, B = 4, γ = 3, context 2048:
+    # weights 16.06e9 B / 3.35e12 = 4.79 ms > 2·16·8.03e9 / 9.89e14 = 0.26 ms of FLOPs (memory-bound);
+    # KV 4 x 2048 x 131,072 B read once = 1.07e9 B / 3.35e12 = 0.32 ms; KV of 16 new tokens written.
+    from roofline.deploy import deployment
+    from roofline.terms import Work, step_terms
+
+    dep = deployment(load_model("llama-3-8b"), H100, 1)
+    verify = float(step_terms(dep, Work(prefill_seqs=4, prefill_len=4, prefill_cached=2048)).time_s)
+    expected = (16.06e9 + 16 * 131_072) / 3.35e12 + 4 * 2048 * 131_072 / 3.35e12
+    assert verify == pytest.approx(expected, rel=0.01)
 
 
 def test_serve_modes_are_consistent():

@@ -109,8 +109,12 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     shards = float(np.max(chips)) if np.size(chips) else 1.0  # kernel shapes per chip (one tp degree per call)
     counts = memory.param_counts(m)
     tokens = stage.tokens
-    kv_read = share * np.multiply(stage.decode_seqs,
-                                  memory.kv_cache_bytes_per_sequence(m, stage.decode_context, prec.kv_bytes))
+    # KV read: the decodes' caches, and the cached prefix a prefill chunk (chunked prefill, prefix hit,
+    # speculative verify) attends to.
+    kv_read = share * (np.multiply(stage.decode_seqs,
+                                   memory.kv_cache_bytes_per_sequence(m, stage.decode_context, prec.kv_bytes))
+                       + np.multiply(stage.prefill_seqs,
+                                     memory.kv_cache_bytes_per_sequence(m, stage.prefill_cached, prec.kv_bytes)))
     kv_written = share * np.multiply(stage.prefill_seqs, np.subtract(
         memory.kv_cache_bytes_per_sequence(m, np.add(stage.prefill_len, stage.prefill_cached), prec.kv_bytes),
         memory.kv_cache_bytes_per_sequence(m, stage.prefill_cached, prec.kv_bytes)))
