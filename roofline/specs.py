@@ -327,7 +327,7 @@ def _validate(schema: type[_Spec], data: dict[str, Any], origin: str) -> Any:
 
 
 @functools.cache
-def _catalog(kind: Literal["hardware", "models"]) -> dict[str, Path]:
+def _builtin_catalog(kind: Literal["hardware", "models"]) -> dict[str, Path]:
     found: dict[str, Path] = {}
     for folder in catalog_dirs(kind):
         for path in sorted(folder.glob("*.yaml")):
@@ -335,14 +335,27 @@ def _catalog(kind: Literal["hardware", "models"]) -> dict[str, Path]:
     return found
 
 
+def _catalog(kind: Literal["hardware", "models"]) -> dict[str, Path]:
+    """Built-in names, then the user catalog's (roofline.user_catalog; a built-in name wins)."""
+    from . import user_catalog
+
+    return {**user_catalog.entries(kind), **_builtin_catalog(kind)}
+
+
+def catalog_origins(kind: Literal["hardware", "models"]) -> dict[str, str]:
+    """Every catalog name -> 'built-in' or the saved file's path (the user catalog)."""
+    builtin = _builtin_catalog(kind)
+    return {name: "built-in" if name in builtin else str(path) for name, path in sorted(_catalog(kind).items())}
+
+
 def hardware_names() -> list[str]:
     """Names of the built-in chips."""
-    return sorted(_catalog("hardware"))
+    return sorted(_builtin_catalog("hardware"))
 
 
 def model_names() -> list[str]:
     """Names of the built-in models."""
-    return sorted(_catalog("models"))
+    return sorted(_builtin_catalog("models"))
 
 
 def _looks_like_path(ref: str) -> bool:

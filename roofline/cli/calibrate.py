@@ -10,7 +10,11 @@ import typer
 from rich import box
 from rich.table import Table
 
+from .. import user_catalog
+from ..errors import RooflineError
+from . import values
 from ._common import JSON_OPTION, console, emit
+from .values import check_outputs
 
 calibrate_app = typer.Typer(
     help="Fit a calibrated hardware profile to measured kernel timings.  Example: roofline "
@@ -21,26 +25,30 @@ MEASUREMENTS_ARG = typer.Argument(
     ..., help="Measurement CSV files (schema or public formats, .csv/.csv.gz) or builtin:h100-sxm."
 )
 
-OUT_PROFILE = typer.Option(..., "--out", help="Calibrated profile YAML to write.")
+OUT_PROFILE = typer.Option(None, "--out", help="Calibrated profile YAML to write (or --save NAME).")
+SAVE_PROFILE = typer.Option(None, "--save", help="Also save the profile in the user catalog under this name "
+                                                 "(then --hardware NAME anywhere).")
+FORCE = typer.Option(False, "--force", help="With --save: replace a profile saved under that name.")
 BASE_HARDWARE = typer.Option(
     None, "--hardware",
     help="Base spec: built-in name or YAML (omit for local-cpu measurements: built from them).")
 REPORT = typer.Option(None, "--report", help="Also write an HTML report here.")
 FIT_DTYPE = typer.Option(
-    "", "--dtype",
+    "", "--dtype", parser=values.optional_dtype,
     help="Fit only GEMM/attention rows of this dtype (default: every dtype present, each its own entry).")
-MAX_ROWS = typer.Option(4000, "--max-rows", help="Rows per op used in each fit.")
-SEED = typer.Option(0, "--seed", help="Seed of the random split and subsampling.")
+MAX_ROWS = typer.Option(4000, "--max-rows", parser=values.count(10, 2_000_000), help="Rows per op used in each fit.")
+SEED = typer.Option(0, "--seed", parser=values.count(0), help="Seed of the random split and subsampling.")
 OPS = typer.Option(None, "--op", help="Fit only this op class or entry (repeatable), e.g. gemm, gemm/fp8, allreduce.")
 PROFILE = typer.Option(
     ..., "--profile",
     help="Calibrated profile YAML (or a hardware name/YAML: then the spec roofline is evaluated).")
-EVAL_DTYPE = typer.Option("", "--dtype", help="Only GEMM/attention rows of this dtype.")
+EVAL_DTYPE = typer.Option("", "--dtype", parser=values.optional_dtype, help="Only GEMM/attention rows of this dtype.")
 IMPORT_FILES = typer.Argument(..., help="Public measurement tables to convert.")
 OUT_TABLE = typer.Option(..., "--out", help="Schema CSV to write (.csv or .csv.gz).")
 ROW_HARDWARE = typer.Option(None, "--hardware", help="Hardware name for the rows (default: from folder names).")
 OUT_MEASURE = typer.Option(..., "--out", help="Measurement CSV to write (schema).")
-DEVICE = typer.Option("auto", "--device", help="auto (CPU, plus GPU if torch+CUDA), cpu or gpu.")
+DEVICE = typer.Option("auto", "--device", parser=values.choice("auto", "cpu", "gpu"),
+                      help="auto (CPU, plus GPU if torch+CUDA), cpu or gpu.")
 FULL = typer.Option(False, "--full", help="The larger sweep (minutes) instead of the quick one.")
 
 
@@ -123,6 +131,8 @@ def fit_command(
     max_rows: int = MAX_ROWS,
     seed: int = SEED,
     ops: list[str] = OPS,
+    save: str = SAVE_PROFILE,
+    force: bool = FORCE,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Fit a calibrated profile to measurements and report held-out errors.
@@ -133,22 +143,32 @@ def fit_command(
     from ..calibration.fit import calibrate
     from ..calibration.report import render_calibration_report
     from ..files import write_bytes_atomic
-    from ..specs import dump_yaml
+    from ..specs import dump_yaml, hardware_names
 
+    saved = None
+    if save is not None:
+        saved = user_catalog.target("hardware", user_catalog.check_name(save, hardware_names(), "--save"), force,
+                                    "--save")
+    if out is None and saved is None:
+        raise RooflineError("calibrate fit: give --out FILE.yaml or --save NAME for the profile")
+    check_outputs([("--out", out), ("--report", report)])  # every output path before anything is written
     table = load_all(measurements)
     base = _base_hardware(hardware, table)
     profile, fits = calibrate(table, base, dtype=dtype or None, max_rows=max_rows, seed=seed,
                               ops=ops or None)
     page = render_calibration_report(profile, fits, table) if report else None
-    write_bytes_atomic(out, dump_yaml(profile.model_dump(exclude_none=True)).encode("utf-8"))
+    text = dump_yaml(profile.model_dump(exclude_none=True))
+    for target in (out, saved):
+        if target is not None:
+            write_bytes_atomic(target, text.encode("utf-8"))
     if page is not None:
         write_bytes_atomic(report, page.encode("utf-8"))
     rows = _fit_rows(fits)
-    data = {"profile": str(out), "hardware": profile.name, "report": str(report) if report
-            else None, "ops": rows}
+    data = {"profile": str(out or saved), "hardware": profile.name, "report": str(report) if report
+            else None, "saved": str(saved) if saved else None, "ops": rows}
 
     def render() -> None:
-        table_ = Table(title=f"calibrated {profile.name} -> {out}", box=box.SIMPLE,
+        table_ = Table(title=f"calibrated {profile.name} -> {out or saved}", box=box.SIMPLE,
                        pad_edge=False, collapse_padding=True)
         table_.add_column("entry", no_wrap=True)
         for col in ("rows", "spec", "const", "model", "random", "range", "bnd"):
@@ -169,6 +189,8 @@ def fit_command(
                 console.print(f"missing term? {key}: {', '.join(fit.at_bound)} at a bound")
         if report:
             console.print(f"report: {report}")
+        if saved is not None:
+            console.print(f"saved in the user catalog: {saved} (use --hardware {saved.stem})", highlight=False)
 
     emit(data, as_json, render)
 
@@ -253,6 +275,7 @@ def import_command(
     from ..calibration.importers import import_files
     from ..calibration.schema import write_measurements
 
+    check_outputs([("--out", out)])
     table = import_files([str(f) for f in files], hardware)
     write_measurements(table, out)
     counts = Counter(zip(table["hardware"], table["op"], table["dtype"], strict=True))
@@ -284,10 +307,9 @@ def measure_command(
     from collections import Counter
 
     from ..calibration.measure import measure
-    from ..calibration.schema import CalibrationError, write_measurements
+    from ..calibration.schema import write_measurements
 
-    if device not in ("auto", "cpu", "gpu"):
-        raise CalibrationError(f"--device is {device!r}; allowed: auto, cpu, gpu")
+    check_outputs([("--out", out)])
     table = measure(device, quick=not full)
     if os.environ.get("RANK", "0") != "0":  # under torchrun only rank 0 writes
         return

@@ -36,7 +36,9 @@ def validate_command(
     from ..e2e.report import summary_rows, write_validation_page
     from ..e2e.schema import E2EError
     from ..e2e.validate import load_profiles, validate
+    from .values import check_outputs
 
+    check_outputs([("--html", html_out)])
     if rows_files:
         rows = [r for f in rows_files for r in import_file(f)]
         if source:
