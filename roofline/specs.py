@@ -359,15 +359,22 @@ def model_names() -> list[str]:
 
 
 def _looks_like_path(ref: str) -> bool:
-    return ref.endswith((".yaml", ".yml", ".json")) or "/" in ref or Path(ref).is_file()
+    try:
+        return ref.endswith((".yaml", ".yml", ".json")) or "/" in ref or Path(ref).is_file()
+    except (OSError, ValueError):  # a name too long for the file system, or with a NUL byte
+        return False
 
 
 def _resolve(kind: Literal["hardware", "models"], ref: str | Path) -> Path:
     text = str(ref)
     if _looks_like_path(text):
         path = Path(text).expanduser()
-        if not path.is_file():
-            raise SpecError(f"{path}: no such file")
+        try:
+            found = path.is_file()
+        except (OSError, ValueError):  # a path too long for the file system
+            found = False
+        if not found:
+            raise SpecError(f"{shown(str(path))}: no such file")
         return path
     catalog = _catalog(kind)
     if text in catalog:

@@ -75,8 +75,8 @@ def quantity_table(title: str) -> Any:
     from rich.table import Table
 
     table = Table(title=title)
-    table.add_column("quantity")
-    table.add_column("value", justify="right")
+    table.add_column("quantity", overflow="fold")
+    table.add_column("value", justify="right", overflow="fold")  # wrapped, never cut with an ellipsis
     return table
 
 

@@ -7,13 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich import box
-from rich.table import Table
 
 from .. import user_catalog
 from ..errors import RooflineError
 from . import values
-from ._common import JSON_OPTION, console, emit
+from ._common import JSON_OPTION, compact_table, console, emit
+from .options import load_hardware_option
 from .values import check_outputs
 
 calibrate_app = typer.Typer(
@@ -30,7 +29,7 @@ SAVE_PROFILE = typer.Option(None, "--save", help="Also save the profile in the u
                                                  "(then --hardware NAME anywhere).")
 FORCE = typer.Option(False, "--force", help="With --save: replace a profile saved under that name.")
 BASE_HARDWARE = typer.Option(
-    None, "--hardware",
+    None, "--hardware", parser=values.name,
     help="Base spec: built-in name or YAML (omit for local-cpu measurements: built from them).")
 REPORT = typer.Option(None, "--report", help="Also write an HTML report here.")
 FIT_DTYPE = typer.Option(
@@ -40,7 +39,7 @@ MAX_ROWS = typer.Option(4000, "--max-rows", parser=values.count(10, 2_000_000), 
 SEED = typer.Option(0, "--seed", parser=values.count(0), help="Seed of the random split and subsampling.")
 OPS = typer.Option(None, "--op", help="Fit only this op class or entry (repeatable), e.g. gemm, gemm/fp8, allreduce.")
 PROFILE = typer.Option(
-    ..., "--profile",
+    ..., "--profile", parser=values.name,
     help="Calibrated profile YAML (or a hardware name/YAML: then the spec roofline is evaluated).")
 EVAL_DTYPE = typer.Option("", "--dtype", parser=values.optional_dtype, help="Only GEMM/attention rows of this dtype.")
 IMPORT_FILES = typer.Argument(..., help="Public measurement tables to convert.")
@@ -124,9 +123,9 @@ def _fit_rows(fits: dict[str, Any]) -> dict[str, Any]:
 @calibrate_app.command("fit")
 def fit_command(
     measurements: list[str] = MEASUREMENTS_ARG,
-    out: Path = OUT_PROFILE,
+    out: str = OUT_PROFILE,
     hardware: str = BASE_HARDWARE,
-    report: Path = REPORT,
+    report: str = REPORT,
     dtype: str = FIT_DTYPE,
     max_rows: int = MAX_ROWS,
     seed: int = SEED,
@@ -140,7 +139,7 @@ def fit_command(
     Example: roofline calibrate fit builtin:h100-sxm --hardware h100-sxm --out h100-cal.yaml --report cal.html
     """
     from ..calibration.data import load_all
-    from ..calibration.fit import calibrate
+    from ..calibration.fit import _wanted, calibrate
     from ..calibration.report import render_calibration_report
     from ..files import write_bytes_atomic
     from ..specs import dump_yaml, hardware_names
@@ -152,8 +151,11 @@ def fit_command(
     if out is None and saved is None:
         raise RooflineError("calibrate fit: give --out FILE.yaml or --save NAME for the profile")
     check_outputs([("--out", out), ("--report", report)])  # every output path before anything is written
+    if ops:
+        _wanted([], ops)  # unknown --op values are refused before the measurements are read
+    given = load_hardware_option(hardware).model_copy(update={"calibration": None}) if hardware else None
     table = load_all(measurements)
-    base = _base_hardware(hardware, table)
+    base = given if given is not None else _base_hardware(None, table)
     profile, fits = calibrate(table, base, dtype=dtype or None, max_rows=max_rows, seed=seed,
                               ops=ops or None)
     page = render_calibration_report(profile, fits, table) if report else None
@@ -168,11 +170,8 @@ def fit_command(
             else None, "saved": str(saved) if saved else None, "ops": rows}
 
     def render() -> None:
-        table_ = Table(title=f"calibrated {profile.name} -> {out or saved}", box=box.SIMPLE,
-                       pad_edge=False, collapse_padding=True)
-        table_.add_column("entry", no_wrap=True)
-        for col in ("rows", "spec", "const", "model", "random", "range", "bnd"):
-            table_.add_column(col, justify="right", no_wrap=True)
+        table_ = compact_table(f"calibrated {profile.name} -> {out or saved}",
+                               ["entry", "rows", "spec", "const", "model", "random", "range", "bnd"])
         for key, fit in fits.items():
             r = _fit_row(fit)
             table_.add_row(
@@ -219,9 +218,8 @@ def evaluate_command(
         spec_predict,
         uncovered,
     )
-    from ..specs import load_hardware
 
-    hw = load_hardware(profile)
+    hw = load_hardware_option(profile, "--profile")
     table = load_all(measurements)
     if hw.name in table.unique("hardware"):
         table = table.where(hardware=hw.name)
@@ -244,9 +242,8 @@ def evaluate_command(
     data = {"profile": profile, "hardware": hw.name, "ops": stats, "uncovered": missing}
 
     def render() -> None:
-        t = Table(title=f"{hw.name}: predicted vs measured kernel time")
-        for col in ("op", "dtype", "n", "MAPE", "median", "p90", "spec MAPE"):
-            t.add_column(col, justify="right")
+        t = compact_table(f"{hw.name}: predicted vs measured kernel time",
+                          ["op", "dtype", "n", "MAPE", "median", "p90", "spec MAPE"], left=("dtype",))
         for key, entry in stats.items():
             for dt, s in entry["by_dtype"].items():
                 t.add_row(key, dt, str(s["n"]), _pct(s["mape"]), _pct(s["median_ape"]),
@@ -262,7 +259,7 @@ def evaluate_command(
 @calibrate_app.command("import")
 def import_command(
     files: list[Path] = IMPORT_FILES,
-    out: Path = OUT_TABLE,
+    out: str = OUT_TABLE,
     hardware: str = ROW_HARDWARE,
     as_json: bool = JSON_OPTION,
 ) -> None:
@@ -284,9 +281,7 @@ def import_command(
                        for (h, o, d), n in sorted(counts.items())]}
 
     def render() -> None:
-        t = Table(title=f"{len(table)} rows -> {out}")
-        for col in ("hardware", "op", "dtype", "rows"):
-            t.add_column(col)
+        t = compact_table(f"{len(table)} rows -> {out}", ["hardware", "op", "dtype", "rows"], left=("op", "dtype"))
         for row in data["counts"]:
             t.add_row(row["hardware"], row["op"], row["dtype"], str(row["rows"]))
         console.print(t)
@@ -295,7 +290,7 @@ def import_command(
 
 
 def measure_command(
-    out: Path = OUT_MEASURE,
+    out: str = OUT_MEASURE,
     device: str = DEVICE,
     full: bool = FULL,
     as_json: bool = JSON_OPTION,

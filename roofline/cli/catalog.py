@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
 from .. import memory, user_catalog
 from ..errors import RooflineError
@@ -93,7 +92,6 @@ def hardware_show(name: str = typer.Argument(..., help="Built-in or catalog name
         table = quantity_table(h.name)
         table.show_header = False
         table.columns[1].justify = "left"
-        table.columns[1].overflow = "fold"
         for key, value in data.items():
             table.add_row(key, spec_value(key, value))
         console.print(table)
@@ -131,12 +129,14 @@ def _save(file: str, kind: user_catalog.Kind, name: str | None, force: bool) -> 
     from ..files import write_text_atomic
     from ..spec_files import read_yaml
 
+    builtin = hardware_names() if kind == "hardware" else model_names()
+    if name is not None:
+        user_catalog.check_name(name, builtin, "--name")
     source = Path(file)
     if source.suffix == ".json":
         raise RooflineError(f"{file}: a config.json is saved with: roofline model import {file} --name NAME --save")
     load = load_hardware if kind == "hardware" else load_model
     spec = load(str(source) if "/" in file or source.suffix else f"./{file}")
-    builtin = hardware_names() if kind == "hardware" else model_names()
     key = user_catalog.check_name(name or spec.name, builtin, "--name")
     target = user_catalog.target(kind, key, force, "--name")
     read_yaml(source)  # within the size and structure limits (load() already checked the fields)
@@ -192,7 +192,9 @@ def model_show(name: str = typer.Argument(..., help="Built-in name, YAML or conf
     }
 
     def render() -> None:
-        table = Table(title=m.name, show_header=False)
+        table = quantity_table(m.name)
+        table.show_header = False
+        table.columns[1].justify = "left"
         for key, value in data.items():
             if key != "derived":
                 table.add_row(key, str(value))

@@ -6,11 +6,10 @@ from collections import Counter
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
 from ..checks import MAX_COUNT
 from . import values
-from ._common import JSON_OPTION, console, emit
+from ._common import JSON_OPTION, compact_table, console, emit
 from .values import check_outputs
 
 e2e_app = typer.Typer(
@@ -28,7 +27,7 @@ SOURCE_FILTER = typer.Option(None, "--source", help="Only this source (or source
 @e2e_app.command("import")
 def import_command(
     files: list[Path] = FILES,
-    out: Path = OUT,
+    out: str = OUT,
     fmt: str = FORMAT,
     hardware: str = typer.Option(None, "--hardware", help="Hardware of the runs (needed for vLLM JSON)."),
     model: str = typer.Option(None, "--model", help="Model name/YAML/config.json (vLLM: else from model_id)."),
@@ -105,14 +104,8 @@ def list_command(source: str = SOURCE_FILTER, as_json: bool = JSON_OPTION) -> No
     data = {"rows": len(rows), "sources": sources}
 
     def render() -> None:
-        table = Table(title=f"Shipped end-to-end rows ({len(rows)})")
-        table.add_column("source", no_wrap=True)
-        table.add_column("rows", justify="right")
-        table.add_column("ttft", justify="right")
-        table.add_column("tpot", justify="right")
-        table.add_column("tok/s", justify="right")
-        table.add_column("tp")
-        table.add_column("hardware", overflow="fold")
+        table = compact_table(f"Shipped end-to-end rows ({len(rows)})",
+                              ["source", "rows", "ttft", "tpot", "tok/s", "tp", "hardware"], left=("tp", "hardware"))
         for s in sources:
             q = s["quantities"]
             table.add_row(s["source"], str(s["rows"]), str(q["ttft_s"]), str(q["tpot_s"]),

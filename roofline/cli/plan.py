@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 import typer
-from rich.table import Table
 
 from ..explain import explain_deployment
 from ..fmt import format_bytes, format_seconds
@@ -77,7 +75,7 @@ def plan_command(
     memory_utilization: float = MEMORY_UTILIZATION,
     explain: bool = typer.Option(False, "--explain", help="Show formulas and values behind the best plan."),
     wide: bool = WIDE_OPTION,
-    csv_path: Path = PLAN_CSV,
+    csv_path: str = PLAN_CSV,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Cheapest deployment (chips, sharding, batch, dtypes, replicas) meeting qps and latency targets.
@@ -175,10 +173,9 @@ def inverse_command(
                             "context": context, "weights": weights, "kv_dtype": kv_dtype, **asdict(ans)}
 
     def render() -> None:
-        table = Table(title=f"{m.name} on {chips}x {hw.name}, batch {batch}, context {context}: step "
-                            f"{format_seconds(ans.step_time_s)}, target {format_seconds(ans.tpot_s)}")
-        for col in ("question", "answer", "formula"):
-            table.add_column(col)
+        table = compact_table(f"{m.name} on {chips}x {hw.name}, batch {batch}, context {context}: step "
+                              f"{format_seconds(ans.step_time_s)}, target {format_seconds(ans.tpot_s)}",
+                              ["question", "answer", "formula"], left=("answer", "formula"))
         rows = [
             ("longest context that fits at this batch", f"{ans.longest_context_tokens:,.0f} tokens",
              "S: P_bytes + B·KV(S) = chips·HBM"),

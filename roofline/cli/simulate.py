@@ -11,7 +11,7 @@ from ..errors import RooflineError
 from ..fmt import format_seconds
 from ..lengths import LengthDistribution, lengths_from_options
 from . import values
-from ._common import JSON_OPTION, console, emit, print_assumptions
+from ._common import JSON_OPTION, compact_table, console, emit, print_assumptions
 from .options import (
     COMPUTE,
     EP,
@@ -125,11 +125,8 @@ def simulate_command(
         write_simulate_page(html_path, res, f"{m.name} on {tp}x {hw.name}: {res.load}")
 
     def render() -> None:
-        from rich.table import Table
-
-        table = Table(title=f"{m.name} on {tp}x {hw.name} x {replicas} replica(s): {res.load}")
-        for col in ("latency", "mean", "p50", "p90", "p99"):
-            table.add_column(col, justify="right" if col != "latency" else "left")
+        table = compact_table(f"{m.name} on {tp}x {hw.name} x {replicas} replica(s): {res.load}",
+                              ["latency", "mean", "p50", "p90", "p99"])
         for key, label in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("itl_s", "ITL"), ("e2e_s", "end-to-end")):
             p = getattr(res, key)
             table.add_row(label, *(format_seconds(v) for v in (p.mean, p.p50, p.p90, p.p99)))

@@ -88,7 +88,7 @@ def _topology(text: str) -> str:
         raise RooflineError(f"--topology: {exc}") from None
 
 
-def write_csv(path: Path, result: SweepResult) -> None:
+def write_csv(path: str | Path, result: SweepResult) -> None:
     """All points as CSV (header = sweep.COLUMNS), written to a temp file and renamed."""
 
     def rows(handle: IO[Any]) -> None:
@@ -143,7 +143,7 @@ def sweep_command(
     context: str = CONTEXT, weights: str = WEIGHTS, kv_dtype: str = KV_DTYPE, tp: str = TP,
     compute_dtype: str = COMPUTE, price: str = PRICE, topology: str = TOPOLOGY, pp: str = PP,
     memory_utilization: float = MEMORY_UTILIZATION,
-    csv_path: Path = CSV,
+    csv_path: str = CSV,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Every decode-step configuration of a Cartesian sweep; out-of-memory points dropped and counted.
@@ -198,8 +198,8 @@ def pareto_command(
     objective: str = OBJECTIVE,
     objective_short: str = OBJECTIVE_SHORT,
     group: str = GROUP,
-    html_path: Path = HTML,
-    csv_path: Path = PARETO_CSV,
+    html_path: str = HTML,
+    csv_path: str = PARETO_CSV,
     wide: bool = WIDE_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
@@ -255,7 +255,7 @@ def pareto_command(
     emit(data, as_json, render)
 
 
-def write_frontier_csv(path: Path, result: SweepResult, frontiers: dict[str, dict[Any, Any]]) -> None:
+def write_frontier_csv(path: str | Path, result: SweepResult, frontiers: dict[str, dict[Any, Any]]) -> None:
     """Every frontier point as CSV: objective, group, then the sweep's columns."""
 
     def rows(handle: IO[Any]) -> None:

@@ -144,6 +144,8 @@ def parse_prices(text: str | None, chips: Sequence[str], option: str = "--price"
     for item in split_names(text, option):
         chip, _, value = item.rpartition("=")
         chip = chip.strip()
+        if "=" in item and not chip:
+            raise OptionError(f"{option}: {shown(item)} has no chip name before '='; use 2.5 or h100-sxm=2.5")
         if chip and chip not in chips:
             raise OptionError(f"{option}: {shown(chip)} is not one of --hardware ({', '.join(chips)})")
         try:
