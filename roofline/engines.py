@@ -226,11 +226,14 @@ def speculative(dep: Deployment, batch: int, context: float, draft_model: ModelS
     round_s = serving.speculative_round_time_s(draft, draft_len, verify)
     speedup = serving.speculative_speedup(tokens, round_s, plain)
     i = int(np.nonzero(batches == batch)[0][0])
+    even = serving.break_even_batch(batches, speedup)
     return {
         "draft_model": draft_model.name, "draft_len": draft_len, "acceptance": acceptance,
         "tokens_per_target_step": tokens, "draft_step_s": float(draft[i]), "verify_step_s": float(verify[i]),
         "round_time_s": float(round_s[i]), "plain_step_s": float(plain[i]), "tpot_s": float(round_s[i]) / tokens,
-        "speedup": float(speedup[i]), "break_even_batch": serving.break_even_batch(batches, speedup),
+        "speedup": float(speedup[i]), "break_even_batch": even,
         "largest_batch_checked": float(batches[-1]),
-        "break_even_note": "inf: speculation pays at every batch that fits in memory (up to the largest checked)",
+        "break_even_note": ("inf: speculation pays at every batch that fits in memory (up to the largest checked)"
+                            if not np.isfinite(even) else
+                            f"the smallest power-of-two batch checked where the speedup is at most 1 ({even:g})"),
     }

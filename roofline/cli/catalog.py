@@ -65,7 +65,7 @@ def hardware_list(as_json: bool = JSON_OPTION) -> None:
 def spec_value(key: str, value: object) -> str:
     """One hardware field for people: units and SI prefixes (80 GB, 3.35 TB/s, 2 us, $3.00/h)."""
     if isinstance(value, dict) and key == "flops_per_s":
-        return ", ".join(f"{d} {format_si(v, 'FLOP/s')}" for d, v in value.items())
+        return "\n".join(f"{d} {format_si(v, 'FLOP/s')}" for d, v in value.items())
     if isinstance(value, dict) and key == "calibration":
         return f"{len(value)} fitted entries: {', '.join(map(str, value))}"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
