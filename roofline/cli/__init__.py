@@ -101,8 +101,9 @@ def main() -> None:
     try:
         register_commands(modules_for(sys.argv[1:]))
         code = app(standalone_mode=False)
-    except NoArgsIsHelpError as exc:
-        print(exc.format_message(), file=sys.stderr)
+    except NoArgsIsHelpError as exc:  # typer has printed the help already (rich); plain click returns it
+        if exc.format_message().strip():
+            print(exc.format_message(), file=sys.stderr)
         sys.exit(2)
     except UsageError as exc:
         _fail(usage_message(exc))
