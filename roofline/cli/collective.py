@@ -9,7 +9,7 @@ from ..errors import RooflineError, shown
 from ..fmt import format_bytes, format_seconds
 from ..multichip import collective
 from . import values
-from ._common import JSON_OPTION, console, emit, quantity_table
+from ._common import JSON_OPTION, console, emit, print_assumptions, quantity_table
 from .options import HARDWARE, load_hardware_option
 from .values import split_names
 
@@ -60,6 +60,7 @@ def collective_command(
         table.add_row("latency-bound", "[bold yellow]yes[/]" if data["latency_bound"] else "no")
         table.add_row("book rule: latency-bound below", format_bytes(res.latency_bound_below_bytes))
         console.print(table)
+        print_assumptions(sources={"hardware": str(data.get("sources", {}).get("hardware", ""))})
 
     emit(data, as_json, render)
 
