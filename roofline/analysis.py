@@ -15,17 +15,20 @@ from numpy.typing import ArrayLike
 
 from . import compute, cost, memory
 from .deploy import DEFAULT_MEMORY_UTILIZATION, Deployment, Precision, Rates, deployment
-from .errors import RooflineError
+from .errors import OptionError, shown
 from .memory import Number
 from .specs import HardwareSpec, ModelSpec
 from .terms import StepTerms, decode_work, prefill_work, step_terms
 from .terms.step import BOOK
 
-__all__ = ["BOOK", "Precision", "RequestResult", "StepResult", "decode_step", "request", "request_from",
-           "step_from"]
+__all__ = ["BOOK", "DEFAULT_CONTEXT", "Precision", "RequestResult", "StepResult", "decode_step", "request",
+           "request_from", "step_from"]
 
 
 DEFAULT_PRECISION = Precision()
+#: Tokens in each sequence's KV cache when none is given: the book's LLaMA-2-13B tables (8192),
+#: the same in the Python API and every command (step, inverse, diff, shard, sweep, pareto, report).
+DEFAULT_CONTEXT = 8192
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ def _check_positive(**values: ArrayLike) -> None:
     for name, value in values.items():
         arr = np.asarray(value, dtype=float)
         if np.any(~np.isfinite(arr)) or np.any(arr <= 0):
-            raise RooflineError(f"{name} must be positive and finite (got {value})")
+            raise OptionError(f"{name} must be positive and finite (got {shown(value)})", parameters=(name,))
 
 
 def _deploy(model: ModelSpec, hw: HardwareSpec, chips: ArrayLike, precision: Precision,
@@ -96,7 +99,7 @@ def decode_step(
     hw: HardwareSpec,
     chips: ArrayLike = 1,
     batch: ArrayLike = 1,
-    context: ArrayLike = 2048,
+    context: ArrayLike = DEFAULT_CONTEXT,
     precision: Precision = DEFAULT_PRECISION,
     price_per_chip_hour: float | None = None,
     rates: Rates | None = None,
@@ -270,7 +273,7 @@ def request_from(dep: Deployment, input_len: ArrayLike, output_len: ArrayLike, b
                  mfu: float = 1.0) -> RequestResult:
     """A whole request on ``dep``: the prefill step's terms, then the decode steps' terms."""
     if not 0 < mfu <= 1:
-        raise RooflineError(f"mfu (--mfu) must be in (0, 1] (got {mfu})")
+        raise OptionError(f"mfu must be in (0, 1] (got {shown(mfu)})", parameters=("mfu",))
     m, prec = dep.model, dep.precision
     counts = memory.param_counts(m)
     i = np.asarray(input_len, dtype=float)

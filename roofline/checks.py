@@ -30,7 +30,8 @@ MAX_TEXT_CHARS = 20_000
 
 
 def _fail(name: str, message: str) -> OptionError:
-    return OptionError(f"{name}: {message}" if name else message)
+    return OptionError(f"{name}: {message}" if name else message,
+                       parameters=(name,) if name.isidentifier() else ())
 
 
 def _plain(x: float) -> str:
@@ -76,7 +77,12 @@ def check_number(
     allowed = f"must be {what} in {interval(minimum, high, open_low)}"
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise _fail(name, f"{allowed} (got {shown(value)})")
-    number = parse_quantity(value, dimension, name=name)
+    try:
+        number = parse_quantity(value, dimension, name=name)
+    except OptionError:
+        if dimension != "dimensionless":
+            raise
+        raise _fail(name, f"{allowed} (got {shown(value)})") from None
     below = minimum is not None and (number <= minimum if open_low else number < minimum)
     if below or number > high:
         raise _fail(name, f"{allowed} (got {shown(value)})")

@@ -16,7 +16,7 @@ import numpy as np
 from . import memory, serving
 from .analysis import BOOK, request_from, step_from
 from .deploy import Deployment
-from .errors import RooflineError
+from .errors import OptionError, RooflineError, shown
 from .specs import ModelSpec
 from .terms import Work, decode_work, prefill_work, step_terms
 
@@ -57,7 +57,7 @@ class ServeResult:
 
 def _check_int(name: str, value: float, low: float = 1) -> None:
     if not np.isfinite(value) or value < low:
-        raise RooflineError(f"{name} must be at least {low:g} (got {value})")
+        raise OptionError(f"{name} must be at least {low:g} (got {shown(value)})", parameters=(name,))
 
 
 def serve(dep: Deployment, mode: str, input_len: int, output_len: int, batch: int = 1, mfu: float = 1.0,
@@ -66,8 +66,9 @@ def serve(dep: Deployment, mode: str, input_len: int, output_len: int, batch: in
           draft_len: int | None = None, acceptance: float | None = None) -> ServeResult:
     """TTFT, TPOT and tokens/s per chip of a static, interleaved or disaggregated engine, plus extras."""
     if mode not in serving.MODES:
-        raise RooflineError(f"--mode: unknown mode {mode!r}; allowed: {', '.join(serving.MODES)}")
-    for name, value in (("--input-len", input_len), ("--output-len", output_len), ("--batch", batch)):
+        raise OptionError(f"mode: unknown mode {shown(mode)}; allowed: {', '.join(serving.MODES)}",
+                          parameters=("mode",))
+    for name, value in (("input_len", input_len), ("output_len", output_len), ("batch", batch)):
         _check_int(name, value)
     hw, chips = dep.hw, float(dep.chips)
     one = request_from(dep, input_len, 1, 1, mfu)
@@ -128,7 +129,8 @@ def continuous_batching(dep: Deployment, input_len: int, output_len: int, prefil
                         arrival_rate: float) -> dict[str, object]:
     """Steady state at λ req/s: concurrency by Little's law, TPOT, TTFT with M/D/1 prefill queueing, chips."""
     if not (np.isfinite(arrival_rate) and arrival_rate > 0):
-        raise RooflineError(f"--arrival-rate must be positive and finite (got {arrival_rate})")
+        raise OptionError(f"arrival_rate must be positive and finite (got {shown(arrival_rate)})",
+                          parameters=("arrival_rate",))
     context = input_len + output_len / 2.0
     at_final = step_from(dep, 1, input_len + output_len)
     max_batch = int(min(at_final.max_batch, 1 << 16))
@@ -144,7 +146,8 @@ def continuous_batching(dep: Deployment, input_len: int, output_len: int, prefil
             break
         replicas += 1
     if not np.isfinite(concurrency):
-        raise RooflineError(f"--arrival-rate {arrival_rate}: needs more than 4096 decode replicas")
+        raise OptionError(f"arrival_rate={arrival_rate:g}: needs more than 4096 decode replicas",
+                          parameters=("arrival_rate",))
     tpot = float(steps[int(concurrency) - 1])
     prefill_servers = int(serving.servers_needed(arrival_rate * prefill_s))
     wait = float(serving.md1_wait_s(arrival_rate / prefill_servers, prefill_s))
@@ -162,13 +165,14 @@ def prefix_caching(dep: Deployment, input_len: int, mfu: float, prefix_len: int,
                    num_prefixes: int, store: str) -> dict[str, object]:
     """Shared prefix of P tokens hit with rate h: FLOPs saved, cache bytes held, TTFT with and without."""
     if not 0 < prefix_len <= input_len:
-        raise RooflineError(f"--prefix-len must be in (0, --input-len] (got {prefix_len})")
+        raise OptionError(f"prefix_len must be in (0, input_len={input_len}] (got {shown(prefix_len)})",
+                          parameters=("prefix_len", "input_len"))
     if not 0 <= hit_rate <= 1:
-        raise RooflineError(f"--prefix-hit-rate must be in [0, 1] (got {hit_rate})")
+        raise OptionError(f"prefix_hit_rate must be in [0, 1] (got {shown(hit_rate)})", parameters=("prefix_hit_rate",))
     if num_prefixes < 1:
-        raise RooflineError(f"--num-prefixes must be at least 1 (got {num_prefixes})")
+        raise OptionError(f"num_prefixes must be at least 1 (got {shown(num_prefixes)})", parameters=("num_prefixes",))
     if store not in ("hbm", "host"):
-        raise RooflineError(f"--prefix-store: unknown {store!r}; allowed: hbm, host")
+        raise OptionError(f"prefix_store: unknown {shown(store)}; allowed: hbm, host", parameters=("prefix_store",))
     m, hw, chips = dep.model, dep.hw, float(dep.chips)
     full_t = step_terms(dep, prefill_work(1, input_len), mfu)
     suffix_t = step_terms(dep, prefill_work(1, input_len - prefix_len, prefix_len), mfu)
@@ -176,7 +180,8 @@ def prefix_caching(dep: Deployment, input_len: int, mfu: float, prefix_len: int,
     kv_prefix = float(memory.kv_cache_bytes_per_sequence(m, prefix_len, dep.precision.kv_bytes))
     if store == "host":
         if hw.host_bandwidth_bytes_per_s is None:
-            raise RooflineError(f"--prefix-store host: {hw.name} has no host_bandwidth_bytes_per_s")
+            raise OptionError(f"prefix_store: host: {hw.name} has no host_bandwidth_bytes_per_s",
+                              parameters=("prefix_store",))
         load = kv_prefix / (chips * hw.host_bandwidth_bytes_per_s)
         capacity = (hw.host_dram_bytes or 0.0) * chips
     else:
@@ -200,11 +205,12 @@ def speculative(dep: Deployment, batch: int, context: float, draft_model: ModelS
     """Speculative decoding, γ drafts at acceptance α: the verify step is γ+1 tokens per sequence priced
     by the step model (compute-bound above the critical batch), so the speedup falls below 1 there."""
     if draft_model is None or acceptance is None:
-        raise RooflineError("speculative decoding needs --draft-model, --draft-len and --acceptance together")
+        raise OptionError("speculative decoding needs draft_model=, draft_len= and acceptance= together",
+                          parameters=("draft_model", "draft_len", "acceptance"))
     if draft_len < 1:
-        raise RooflineError(f"--draft-len must be at least 1 (got {draft_len})")
+        raise OptionError(f"draft_len must be at least 1 (got {shown(draft_len)})", parameters=("draft_len",))
     if not 0 <= acceptance <= 1:
-        raise RooflineError(f"--acceptance must be in [0, 1] (got {acceptance})")
+        raise OptionError(f"acceptance must be in [0, 1] (got {shown(acceptance)})", parameters=("acceptance",))
     fit_limit = float(step_from(dep, 1, context).max_batch)
     grid = 2.0 ** np.arange(0, 17)
     batches = np.unique(np.concatenate([[batch], grid[grid <= max(fit_limit, 1.0)]]))
@@ -220,11 +226,14 @@ def speculative(dep: Deployment, batch: int, context: float, draft_model: ModelS
     round_s = serving.speculative_round_time_s(draft, draft_len, verify)
     speedup = serving.speculative_speedup(tokens, round_s, plain)
     i = int(np.nonzero(batches == batch)[0][0])
+    even = serving.break_even_batch(batches, speedup)
     return {
         "draft_model": draft_model.name, "draft_len": draft_len, "acceptance": acceptance,
         "tokens_per_target_step": tokens, "draft_step_s": float(draft[i]), "verify_step_s": float(verify[i]),
         "round_time_s": float(round_s[i]), "plain_step_s": float(plain[i]), "tpot_s": float(round_s[i]) / tokens,
-        "speedup": float(speedup[i]), "break_even_batch": serving.break_even_batch(batches, speedup),
+        "speedup": float(speedup[i]), "break_even_batch": even,
         "largest_batch_checked": float(batches[-1]),
-        "break_even_note": "inf: speculation pays at every batch that fits in memory (up to the largest checked)",
+        "break_even_note": ("inf: speculation pays at every batch that fits in memory (up to the largest checked)"
+                            if not np.isfinite(even) else
+                            f"the smallest power-of-two batch checked where the speedup is at most 1 ({even:g})"),
     }

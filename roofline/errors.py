@@ -24,7 +24,16 @@ class SpecError(RooflineError):
 
 
 class OptionError(RooflineError):
-    """A bad CLI option or Python argument; the message names the flag or the parameter."""
+    """A bad CLI option or Python argument; the message names the flag or the parameter.
+
+    ``parameters`` lists the Python parameter names the message mentions (``batch``,
+    ``price_per_chip_hour``), so the CLI can show its own flags (``--batch``, ``--price``)
+    while the Python API keeps naming the parameter.
+    """
+
+    def __init__(self, message: str, *, parameters: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.parameters = tuple(parameters)
 
 
 class MeasurementError(RooflineError):

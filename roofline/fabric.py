@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike
 
 from . import collectives, topology
 from .collectives import CollectiveTime
-from .errors import RooflineError
+from .errors import OptionError, RooflineError, shown
 from .specs import HardwareSpec
 
 PART3 = "How to Scale Your Model, part 3 (collectives) and part 7 appendix C"
@@ -66,30 +66,34 @@ def layout_for(
     domain = hw.max_ici_domain_chips
     if topology_text:
         if hw.ici_topology == "switch":
-            raise RooflineError(f"--topology: {hw.name} has a switched NVLink domain, not a torus; use --devices")
+            raise OptionError(f"topology_text: {hw.name} has a switched NVLink domain, not a torus; give devices=",
+                              parameters=("topology_text", "devices"))
         sizes = topology.parse_topology(topology_text)
         chosen = tuple(range(len(sizes))) if axes is None else axes
         bad = [a for a in chosen if not 0 <= a < len(sizes)]
         if bad:
-            raise RooflineError(f"--axes: axis {bad[0]} not in topology {topology_text} (0..{len(sizes) - 1})")
+            raise OptionError(f"axes: axis {bad[0]} not in topology {topology_text} (0..{len(sizes) - 1})",
+                              parameters=("axes",))
         sizes_used = tuple(sizes[a] for a in chosen)
         n = topology.topology_chips(sizes_used)
         if devices is not None and devices != n:
-            raise RooflineError(f"--devices {devices} disagrees with --topology {topology_text} over axes "
-                                f"{list(chosen)} ({n} chips)")
+            raise OptionError(f"devices={devices} disagrees with topology_text={topology_text} over axes "
+                              f"{list(chosen)} ({n} chips)", parameters=("devices", "topology_text"))
         if domain and topology.topology_chips(sizes) > domain:
-            raise RooflineError(f"--topology {topology_text}: {topology.topology_chips(sizes)} chips exceed "
-                                f"one {hw.name} ICI domain ({domain} chips); use --devices for multi-slice")
+            raise OptionError(f"topology_text={topology_text}: {topology.topology_chips(sizes)} chips exceed "
+                              f"one {hw.name} ICI domain ({domain} chips); give devices= for multi-slice",
+                              parameters=("topology_text", "devices"))
         wraps = tuple(_wraps(hw, s, wraparound) for s in sizes_used)
         return Layout(sizes_used, wraps, switched=False, domains=1)
     if devices is None or devices < 1:
-        raise RooflineError("--devices: give a positive number of devices (or --topology)")
+        raise OptionError("devices: give a positive number of devices (or topology_text=)",
+                          parameters=("devices", "topology_text"))
     domains = 1
     inner = devices
     if domain and devices > domain:
         if devices % domain:
-            raise RooflineError(f"--devices {devices}: a collective spanning several {hw.name} domains needs a "
-                                f"multiple of the domain size {domain}")
+            raise OptionError(f"devices={devices}: a collective spanning several {hw.name} domains needs a "
+                              f"multiple of the domain size {domain}", parameters=("devices",))
         domains, inner = devices // domain, domain
     if hw.ici_topology == "switch":
         return Layout((inner,), (False,), switched=True, domains=domains)
@@ -144,7 +148,8 @@ def allgather_on(
 def collective_on(hw: HardwareSpec, layout: Layout, op: str, total_bytes: ArrayLike) -> CollectiveTime:
     """Time of ``op`` over V = ``total_bytes`` on ``layout``; two-level phases add."""
     if op not in collectives.OPS:
-        raise RooflineError(f"--op: unknown collective {op!r}; allowed: {', '.join(collectives.OPS)}")
+        raise OptionError(f"op: unknown collective {shown(op)}; allowed: {', '.join(collectives.OPS)}",
+                          parameters=("op",))
     inner, outer = allgather_on(hw, layout, total_bytes)
     result = collectives.collective_from_allgather(op, inner, layout.domain_devices, layout.switched)
     if outer is not None:

@@ -53,3 +53,12 @@ def format_quantity(value: float, unit: str) -> str:
     if unit in ("$", "$/h"):
         return f"${float(value):,.4g}" + ("/h" if unit == "$/h" else "")
     return f"{float(value):,.4g} {unit}".rstrip()
+
+
+def format_si(value: float, unit: str) -> str:
+    """A value with an SI prefix: 9.89e14 FLOP/s -> '989 TFLOP/s', 4.5e10 -> '45 G' + unit."""
+    v = float(value)
+    for prefix, scale in (("E", 1e18), ("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(v) >= scale:
+            return f"{v / scale:.3g} {prefix}{unit}"
+    return f"{v:.3g} {unit}"

@@ -17,8 +17,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .analysis import request_from
+from .checks import MAX_COUNT, check_number
 from .deploy import Deployment
-from .errors import RooflineError
+from .errors import OptionError, RooflineError, shown
 
 
 @dataclass(frozen=True)
@@ -81,16 +82,22 @@ def decode_weighted_context(input_len: ArrayLike, output_len: ArrayLike, weight:
 
 def parse_lengths(text: str) -> LengthDistribution:
     """``'512:128:0.7,4096:512:0.3'`` (input:output:weight, weight optional) -> a distribution."""
+    hint = "expected input:output[:weight] items, e.g. 512:128:0.7,4096:512:0.3"
+    items = str(text).split(",")
+    if len(str(text)) > 1 << 16 or len(items) > 4096:
+        raise OptionError(f"--lengths: too long (at most 4096 items); {hint}")
     points = []
-    for item in text.split(","):
+    for item in items:
         parts = item.strip().split(":")
         if len(parts) not in (2, 3):
-            raise RooflineError(f"--lengths: cannot read {item!r}; expected input:output[:weight], "
-                                "e.g. 512:128:0.7,4096:512:0.3")
+            raise OptionError(f"--lengths: cannot read {shown(item)}; {hint}")
         try:
-            points.append([float(p) for p in parts] + ([1.0] if len(parts) == 2 else []))
-        except ValueError:
-            raise RooflineError(f"--lengths: {item!r} is not numbers input:output[:weight]") from None
+            lengths = [check_number(p, "", minimum=1.0, maximum=float(MAX_COUNT), open_low=False) for p in parts[:2]]
+            weight = check_number(parts[2], "", minimum=0.0, open_low=False) if len(parts) == 3 else 1.0
+        except OptionError as exc:
+            raise OptionError(f"--lengths: {shown(item)}: lengths are numbers in [1, {MAX_COUNT}] and the "
+                              f"weight a number >= 0 ({exc})") from None
+        points.append([*lengths, weight])
     arr = np.array(points)
     return from_points(arr[:, 0], arr[:, 1], arr[:, 2], source="--lengths")
 
@@ -105,7 +112,10 @@ def lengths_from_options(input_len: int | None, output_len: int | None, lengths:
     if lengths is not None:
         return parse_lengths(lengths)
     if lengths_csv is not None:
-        return read_lengths_csv(lengths_csv)
+        try:
+            return read_lengths_csv(lengths_csv)
+        except RooflineError as exc:
+            raise RooflineError(f"--lengths-csv: {exc}") from None
     if input_len is None or output_len is None:
         raise RooflineError("--input-len and --output-len go together")
     if input_len < 1 or output_len < 1:

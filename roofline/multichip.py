@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 
 from . import collectives, engines, fabric, memory, sharding, step
-from .analysis import BOOK, Precision, decode_step
+from .analysis import BOOK, DEFAULT_CONTEXT, Precision, decode_step
 from .deploy import DEFAULT_MEMORY_UTILIZATION, chip_rates, deployment, kernels
 from .engines import ServeResult
-from .errors import RooflineError
+from .errors import OptionError, shown
 from .specs import HardwareSpec, ModelSpec
 from .units import dtype_bytes
 
@@ -63,11 +63,13 @@ def collective(
     """
     v = np.asarray(total_bytes, dtype=float)
     if np.any(~np.isfinite(v)) or np.any(v <= 0):
-        raise RooflineError(f"--bytes must be positive (got {total_bytes})")
+        raise OptionError(f"total_bytes must be positive and finite (got {shown(total_bytes)})",
+                          parameters=("total_bytes",))
     dcn_source = "hardware file"
     if dcn_bandwidth_bytes_per_s is not None:
-        if not dcn_bandwidth_bytes_per_s > 0:
-            raise RooflineError(f"--dcn-bandwidth must be positive (got {dcn_bandwidth_bytes_per_s})")
+        if not 0 < dcn_bandwidth_bytes_per_s < float("inf"):
+            raise OptionError(f"dcn_bandwidth_bytes_per_s must be positive and finite (got "
+                              f"{shown(dcn_bandwidth_bytes_per_s)})", parameters=("dcn_bandwidth_bytes_per_s",))
         hw = hw.model_copy(update={"dcn_bandwidth_bytes_per_s": float(dcn_bandwidth_bytes_per_s),
                                    "dcn_latency_s": hw.dcn_latency_s or 1e-5})
         dcn_source = "command line"
@@ -166,7 +168,7 @@ def shard_limits(
     hw: HardwareSpec,
     chips: int,
     batch: int,
-    context: int = 2048,
+    context: int = DEFAULT_CONTEXT,
     precision: Precision = DEFAULT_PRECISION,
     tp: int | None = None,
     topology_text: str | None = None,
@@ -236,8 +238,8 @@ def moe_sharding(
         z, y, per_chip = sharding.best_expert_split(chips, model.num_experts, expert_bytes, other_bytes)
     else:
         if expert_ways < 1 or chips % expert_ways or model.num_experts % expert_ways:
-            raise RooflineError(f"--expert-ways {expert_ways} must divide both --chips ({chips}) and the "
-                                f"{model.num_experts} experts")
+            raise OptionError(f"expert_ways={expert_ways} must divide both chips={chips} and the "
+                              f"{model.num_experts} experts", parameters=("expert_ways", "chips"))
         z, y = expert_ways, chips // expert_ways
         per_chip = float(sharding.expert_sharded_bytes_per_chip(expert_bytes, other_bytes, z, y))
     smallest = sharding.smallest_slice_for_experts(slice_sizes(hw), hw.hbm_bytes, model.num_experts,

@@ -29,7 +29,7 @@ from . import memory
 from .analysis import BOOK, Precision, decode_step, request
 from .cost import cost_per_hour
 from .deploy import DEFAULT_MEMORY_UTILIZATION
-from .errors import RooflineError
+from .errors import OptionError, shown
 from .lengths import LengthDistribution, weighted_mean
 from .memory import Number
 from .serving import littles_law_concurrency
@@ -153,7 +153,7 @@ def inverse_questions(
     profile's fixed overhead is taken off the target first, since the closed forms have none.
     """
     if not tpot_s > 0:
-        raise RooflineError(f"--tpot-slo must be positive (got {tpot_s})")
+        raise OptionError(f"tpot_s must be positive (got {shown(tpot_s)})", parameters=("tpot_s",))
     precision = precision or Precision()
     res = decode_step(model, hw, chips, batch, context, precision, memory_utilization=memory_utilization)
     weights_read = float(memory.weight_bytes_read(model, precision.bytes_by_component, batch))
@@ -292,13 +292,13 @@ def plan(
     ep: int | None = None,
 ) -> PlanResult:
     """Cheapest $/hour over chips × batch × dtypes (one :func:`sweep.decode_sweep`) meeting the targets."""
-    if not qps > 0:
-        raise RooflineError(f"--qps must be positive (got {qps})")
-    for name, slo in (("--ttft-slo", ttft_slo_s), ("--tpot-slo", tpot_slo_s)):
+    if not 0 < qps < float("inf"):
+        raise OptionError(f"qps must be positive and finite (got {shown(qps)})", parameters=("qps",))
+    for name, slo in (("ttft_slo_s", ttft_slo_s), ("tpot_slo_s", tpot_slo_s)):
         if slo is not None and not slo > 0:
-            raise RooflineError(f"{name} must be positive seconds (got {slo})")
+            raise OptionError(f"{name} must be positive seconds (got {shown(slo)})", parameters=(name,))
     if not hardware:
-        raise RooflineError("--hardware: give at least one chip")
+        raise OptionError("hardware: give at least one chip", parameters=("hardware",))
     prices = dict(prices or {})
     by_name = {hw.name: hw for hw in hardware}
     sw = decode_sweep(model, hardware, batch=np.asarray(batches), chips=_chip_axis(hardware, max_chips),

@@ -463,7 +463,7 @@ def _validate(schema: type[_Spec], data: dict[str, Any], origin: str) -> Any:
 
 
 @functools.cache
-def _catalog(kind: Literal["hardware", "models"]) -> dict[str, Path]:
+def _builtin_catalog(kind: Literal["hardware", "models"]) -> dict[str, Path]:
     found: dict[str, Path] = {}
     for folder in catalog_dirs(kind):
         for path in sorted(folder.glob("*.yaml")):
@@ -471,26 +471,46 @@ def _catalog(kind: Literal["hardware", "models"]) -> dict[str, Path]:
     return found
 
 
+def _catalog(kind: Literal["hardware", "models"]) -> dict[str, Path]:
+    """Built-in names, then the user catalog's (roofline.user_catalog; a built-in name wins)."""
+    from . import user_catalog
+
+    return {**user_catalog.entries(kind), **_builtin_catalog(kind)}
+
+
+def catalog_origins(kind: Literal["hardware", "models"]) -> dict[str, str]:
+    """Every catalog name -> 'built-in' or the saved file's path (the user catalog)."""
+    builtin = _builtin_catalog(kind)
+    return {name: "built-in" if name in builtin else str(path) for name, path in sorted(_catalog(kind).items())}
+
+
 def hardware_names() -> list[str]:
     """Names of the built-in chips."""
-    return sorted(_catalog("hardware"))
+    return sorted(_builtin_catalog("hardware"))
 
 
 def model_names() -> list[str]:
     """Names of the built-in models."""
-    return sorted(_catalog("models"))
+    return sorted(_builtin_catalog("models"))
 
 
 def _looks_like_path(ref: str) -> bool:
-    return ref.endswith((".yaml", ".yml", ".json")) or "/" in ref or Path(ref).is_file()
+    try:
+        return ref.endswith((".yaml", ".yml", ".json")) or "/" in ref or Path(ref).is_file()
+    except (OSError, ValueError):  # a name too long for the file system, or with a NUL byte
+        return False
 
 
 def _resolve(kind: Literal["hardware", "models"], ref: str | Path) -> Path:
     text = str(ref)
     if _looks_like_path(text):
         path = Path(text).expanduser()
-        if not path.is_file():
-            raise SpecError(f"{path}: no such file")
+        try:
+            found = path.is_file()
+        except (OSError, ValueError):  # a path too long for the file system
+            found = False
+        if not found:
+            raise SpecError(f"{shown(str(path))}: no such file")
         return path
     catalog = _catalog(kind)
     if text in catalog:

@@ -21,9 +21,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import cost, step, topology
-from .analysis import BOOK, Precision, decode_step
+from .analysis import BOOK, DEFAULT_CONTEXT, Precision, decode_step
+from .checks import check_count
 from .deploy import DEFAULT_MEMORY_UTILIZATION, chip_rates
-from .errors import RooflineError
+from .errors import OptionError, shown
 from .specs import HardwareSpec, ModelSpec
 from .units import DTYPE_BYTES
 
@@ -73,6 +74,8 @@ class SweepResult:
     dropped_by_hardware: dict[str, int] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     dropped_slots: tuple[DroppedSlot, ...] = ()
+    #: (slice, tp, pp) combinations of the options that were not evaluated, each with why.
+    skipped: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return int(self.columns["step_time_s"].shape[0])
@@ -92,7 +95,7 @@ class SweepResult:
         idx = np.asarray(mask)
         return SweepResult({k: v[idx] for k, v in self.columns.items()}, self.blocks,
                            self.evaluated, self.dropped_out_of_memory, self.dropped_by_hardware,
-                           self.sources, self.dropped_slots)
+                           self.sources, self.dropped_slots, self.skipped)
 
     def with_step_time(self, column: str) -> SweepResult:
         """The same points priced at another step-time column (``step_time_lower_s``: the bound).
@@ -107,14 +110,15 @@ class SweepResult:
                     tokens_per_s_per_user=1.0 / step_s,
                     cost_per_million_tokens=cost.cost_per_million_tokens(price, cols["chips"], tps))
         return SweepResult(cols, self.blocks, self.evaluated, self.dropped_out_of_memory,
-                           self.dropped_by_hardware, self.sources, self.dropped_slots)
+                           self.dropped_by_hardware, self.sources, self.dropped_slots, self.skipped)
 
     def group_labels(self, group: str) -> np.ndarray:
         """Per-point labels to split frontiers by: a block field, or 'all' (one group)."""
         if group == "all":
             return np.full(len(self), "all", dtype=object)
         if group not in ("hardware", "weights", "kv_dtype", "model", "compute_dtype"):
-            raise RooflineError(f"--group: unknown {group!r}; allowed: hardware, weights, kv_dtype, all")
+            raise OptionError(f"group: unknown {shown(group)}; allowed: hardware, weights, kv_dtype, all",
+                              parameters=("group",))
         return self.column(group)
 
     def rows(self) -> list[dict[str, Any]]:
@@ -142,40 +146,49 @@ class DroppedSlot:
     usable_hbm_bytes: float
 
 
-def parse_int_list(text: str, option: str) -> np.ndarray:
-    """'1,2,8' -> [1, 2, 8]; 'A..B' -> powers of two from A up to B (then B); each > 0."""
+#: Most configurations that fit in HBM one sweep holds (about 450 bytes each with the
+#: temporaries of evaluating them: 2 million is about 1 GB); a larger grid is refused before
+#: it is allocated.
+MAX_SWEEP_POINTS = 2_000_000
+#: Most (chips, context) slots screened at once per chip and dtype pair.
+MAX_SWEEP_SLOTS = 1_000_000
+#: Most values one list option (``--batch 1,2,...``) may hold.
+MAX_LIST_VALUES = 4096
+
+
+def parse_int_list(text: str, option: str, maximum: int = 2**31 - 1) -> np.ndarray:
+    """'1,2,8' -> [1, 2, 8]; 'A..B' -> powers of two from A up to B (then B); each in [1, maximum]."""
+    hint = f"give whole numbers from 1 to {maximum} like '1,2,8' or a doubling range like '1..4096'"
+    text = str(text)
+    if len(text) > 64 * MAX_LIST_VALUES:
+        raise OptionError(f"{option}: too long ({len(text)} characters); {hint}", parameters=(option,))
     values: list[int] = []
-    for part in (p.strip() for p in str(text).split(",")):
+    for part in (p.strip() for p in text.split(",")):
+        bounds = part.split("..") if ".." in part else [part]
         try:
-            if ".." in part:
-                lo, hi = (int(x) for x in part.split(".."))
-                if lo <= 0 or hi < lo:
-                    raise ValueError
-                n = lo
-                while n < hi:
-                    values.append(n)
-                    n *= 2
-                values.append(hi)
-            else:
-                values.append(int(part))
+            lo, hi = (check_count(x.strip(), "", maximum=maximum) for x in (bounds[0], bounds[-1]))
+            if len(bounds) > 2 or hi < lo:
+                raise ValueError
         except ValueError:
-            raise RooflineError(
-                f"{option}: cannot read {part!r}; give positive integers like '1,2,8' or a "
-                f"doubling range like '1..4096'"
-            ) from None
-    arr = np.unique(np.asarray(values, dtype=np.int64))
-    if arr.size == 0 or arr[0] <= 0:
-        raise RooflineError(f"{option}: values must be positive integers (got {text!r})")
-    return arr
+            raise OptionError(f"{option}: cannot read {shown(part)}; {hint}", parameters=(option,)) from None
+        n = lo
+        while n < hi:
+            values.append(n)
+            n *= 2
+        values.append(hi)
+        if len(values) > MAX_LIST_VALUES:
+            raise OptionError(f"{option}: more than {MAX_LIST_VALUES} values", parameters=(option,))
+    return np.unique(np.asarray(values, dtype=np.int64))
 
 
 def check_dtypes(values: Sequence[str], option: str) -> tuple[str, ...]:
     """Validate dtype names, naming the option and the allowed values."""
     for value in values:
         if value not in DTYPE_BYTES:
-            raise RooflineError(f"{option}: unknown dtype {value!r}; allowed: {', '.join(DTYPE_BYTES)}")
+            raise OptionError(f"{option}: unknown dtype {shown(value)}; allowed: {', '.join(DTYPE_BYTES)}",
+                              parameters=(option,))
     if not values:
-        raise RooflineError(f"{option}: give at least one dtype")
+        raise OptionError(f"{option}: give at least one dtype", parameters=(option,))
     return tuple(dict.fromkeys(values))
 
 
@@ -287,16 +300,19 @@ def _dropped_slots(
 
 
 def tp_groups(
-    chips: np.ndarray, tp: Sequence[int] | None, topologies: Sequence[str] | None = None
+    chips: np.ndarray, tp: Sequence[int] | None, topologies: Sequence[str] | None = None,
+    skipped: list[str] | None = None,
 ) -> list[tuple[int, np.ndarray, str | None]]:
     """(tp degree, indices into ``chips``, slice shape) of each decode_step call.
 
     tp = the whole slice when ``tp`` is None; otherwise each degree with the chip counts it
     divides, or the slice shapes (``4x4``, each its own group) whose leading axes it spans.
+    Each (slice, degree) pair left out is described in ``skipped`` (when given), with why.
     """
+    notes = [] if skipped is None else skipped
     degrees = None if tp is None else sorted(set(tp))
     if degrees is not None and any(t <= 0 for t in degrees):
-        raise RooflineError(f"--tp: degrees must be positive integers (got {tp})")
+        raise OptionError(f"tp: degrees must be positive integers (got {shown(tp)})", parameters=("tp",))
     groups: list[tuple[int, np.ndarray, str | None]] = []
     if topologies:
         for text in dict.fromkeys(topologies):
@@ -306,19 +322,24 @@ def tp_groups(
             # A tp group spans leading ICI axes: degree 1 or a product of the first k axis sizes.
             allowed = {1, *itertools.accumulate(sizes, operator.mul)}
             groups += [(d, row, text) for d in (degrees or [n]) if d in allowed]
+            notes += [f"topology {text} with tp {d}: a tp group spans leading axes, so tp must be one of "
+                      f"{', '.join(map(str, sorted(allowed)))}" for d in (degrees or [n]) if d not in allowed]
     elif degrees is None:
         groups = [(int(c), np.asarray([i]), None) for i, c in enumerate(chips)]
     else:
         groups = [(int(t), np.flatnonzero(chips % t == 0), None) for t in degrees]
+        notes += [f"{int(c)} chips with tp {t}: {t} does not divide {int(c)}"
+                  for t in degrees for c in chips if c % t]
         groups = [g for g in groups if g[1].size]
     if not groups:
-        where = f"--topology {list(topologies)}" if topologies else f"--chips {chips.tolist()}"
-        raise RooflineError(f"--tp: no degree in {list(tp or [])} fits {where}")
+        where = f"topologies={list(topologies)}" if topologies else f"chips={chips.tolist()}"
+        raise OptionError(f"tp: no degree in {list(tp or [])} fits {where}", parameters=("tp",))
     return groups
 
 
 def parallel_groups(
-    chips: np.ndarray, tp: Sequence[int] | None, pp: Sequence[int] | None, topologies: Sequence[str] | None = None
+    chips: np.ndarray, tp: Sequence[int] | None, pp: Sequence[int] | None, topologies: Sequence[str] | None = None,
+    skipped: list[str] | None = None,
 ) -> list[tuple[int, int, np.ndarray, str | None]]:
     """(tp, pp, indices into ``chips``, slice shape) of each block: tp groups × pipeline depths.
 
@@ -327,20 +348,28 @@ def parallel_groups(
     """
     stages = sorted(set(pp or [1]))
     if any(p <= 0 for p in stages):
-        raise RooflineError(f"--pp: depths must be positive integers (got {pp})")
+        raise OptionError(f"pp: depths must be positive integers (got {shown(pp)})", parameters=("pp",))
     if stages == [1]:
-        return [(d, 1, rows, shape) for d, rows, shape in tp_groups(chips, tp, topologies)]
+        return [(d, 1, rows, shape) for d, rows, shape in tp_groups(chips, tp, topologies, skipped)]
     if topologies:
-        raise RooflineError("--pp with --topology is not supported: give --chips and --tp")
+        raise OptionError("pp with topologies is not supported: give chips and tp",
+                          parameters=("pp", "topologies"))
+    notes = [] if skipped is None else skipped
     groups: list[tuple[int, int, np.ndarray, str | None]] = []
     for p in stages:
         if tp is None:
             groups += [(int(c) // p, p, np.asarray([i]), None) for i, c in enumerate(chips) if c % p == 0]
         else:
             groups += [(int(t), p, np.flatnonzero(chips % (t * p) == 0), None) for t in sorted(set(tp))]
+        if tp is None:
+            notes += [f"{int(c)} chips with pp {p}: {p} does not divide {int(c)}" for c in chips if c % p]
+        else:
+            notes += [f"{int(c)} chips with tp {t} x pp {p}: {t * p} does not divide {int(c)}"
+                      for t in sorted(set(tp)) for c in chips if c % (t * p)]
     groups = [g for g in groups if g[2].size]
     if not groups:
-        raise RooflineError(f"--tp/--pp: no tp x pp in {list(tp or [])} x {stages} divides --chips {chips.tolist()}")
+        raise OptionError(f"tp/pp: no tp x pp in {list(tp or [])} x {stages} divides chips={chips.tolist()}",
+                          parameters=("tp", "pp", "chips"))
     return groups
 
 
@@ -349,7 +378,7 @@ def decode_sweep(
     hardware: Sequence[HardwareSpec],
     batch: ArrayLike,
     chips: ArrayLike = (1,),
-    context: ArrayLike = (2048,),
+    context: ArrayLike = (DEFAULT_CONTEXT,),
     weights: Sequence[str] = ("bf16",),
     kv_dtypes: Sequence[str] = ("bf16",),
     tp: Sequence[int] | None = None,
@@ -370,22 +399,27 @@ def decode_sweep(
     file each came from).  The loops run over chips × dtypes × tp degrees, never over configurations.
     """
     if not hardware:
-        raise RooflineError("--hardware: give at least one chip")
+        raise OptionError("hardware: give at least one chip", parameters=("hardware",))
     names = [hw.name for hw in hardware] if labels is None else list(labels)
     if len(names) != len(hardware):
-        raise RooflineError(f"labels: {len(names)} given for {len(hardware)} chips")
-    weights = check_dtypes(weights, "--weights")
-    kv_dtypes = check_dtypes(kv_dtypes, "--kv-dtype")
+        raise OptionError(f"labels: {len(names)} given for {len(hardware)} chips", parameters=("labels",))
+    weights = check_dtypes(weights, "weights")
+    kv_dtypes = check_dtypes(kv_dtypes, "kv_dtypes")
     if topologies:
         chips = [topology.topology_chips(topology.parse_topology(t)) for t in topologies]
     batch_axis, chips_axis, context_axis = (
         np.unique(np.asarray(v, dtype=np.int64).reshape(-1)) for v in (batch, chips, context)
     )
-    groups = parallel_groups(chips_axis, tp, pp, topologies)
+    skipped: list[str] = []
+    groups = parallel_groups(chips_axis, tp, pp, topologies, skipped)
+    if chips_axis.size * context_axis.size > MAX_SWEEP_SLOTS:
+        raise OptionError(f"the sweep has {chips_axis.size:,} chip counts x {context_axis.size:,} contexts, more "
+                          f"than the {MAX_SWEEP_SLOTS:,} this tool screens at once; give fewer chips= or context= "
+                          "values", parameters=("chips", "context"))
     prices = dict(prices or {})
     parts: list[dict[str, np.ndarray]] = []
     blocks: list[dict[str, Any]] = []
-    evaluated = dropped = 0
+    evaluated = dropped = held = 0
     dropped_by_hw: dict[str, int] = {}
     sources: dict[str, str] = {}
     comms_sources: dict[str, dict[str, None]] = {}
@@ -404,6 +438,14 @@ def decode_sweep(
                                      memory_utilization=memory_utilization)
                 max_batch = np.broadcast_to(screen.max_batch, (chips_axis.size, context_axis.size))
                 for degree, stages, rows, shape in groups:
+                    fit_here = int(np.searchsorted(batch_axis, max_batch[rows].reshape(-1), side="right").sum())
+                    held += fit_here
+                    if held > MAX_SWEEP_POINTS:
+                        raise OptionError(
+                            f"the sweep would hold more than {MAX_SWEEP_POINTS:,} configurations that fit in HBM "
+                            f"(about {MAX_SWEEP_POINTS * 500 / 1e9:.0f} GB); use a smaller grid: fewer batch=, "
+                            "chips=, context= or dtype values, or a doubling range such as 1..4096",
+                            parameters=("batch", "chips", "context"))
                     cols, comms = _block_columns(model, hw, batch_axis, chips_axis[rows], context_axis,
                                                  max_batch[rows], degree, stages, shape, precision, price,
                                                  memory_utilization, ep)
@@ -430,4 +472,5 @@ def decode_sweep(
         sources[f"comms:{name}"] = " | ".join(found)
     sources["model"] = model.source or model.name
     sources["formulas"] = f"{BOOK}, 'Theoretical estimates for LLM latency and throughput'"
-    return SweepResult(columns, tuple(blocks), evaluated, dropped, dropped_by_hw, sources, tuple(slots))
+    return SweepResult(columns, tuple(blocks), evaluated, dropped, dropped_by_hw, sources, tuple(slots),
+                       tuple(skipped))

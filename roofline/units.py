@@ -100,7 +100,8 @@ _MAX_TEXT = 64
 
 
 def _quantity_error(name: str, message: str) -> OptionError:
-    return OptionError(f"{name}: {message}" if name else message)
+    return OptionError(f"{name}: {message}" if name else message,
+                       parameters=(name,) if name.isidentifier() else ())
 
 
 def parse_quantity(

@@ -127,7 +127,7 @@ def test_pareto_cli_json_frontier_is_non_dominated(tmp_path: Path) -> None:
 @pytest.mark.parametrize("args, message", [
     (("sweep", "--model", "llama-2-13b", "--batch", "0"), "--batch"),
     (("sweep", "--model", "llama-2-13b", "--hardware", "tpu-v5"), "unknown hardware 'tpu-v5'"),
-    (("sweep", "--model", "llama-2-13b", "--price", "-1"), "--price must be positive"),
+    (("sweep", "--model", "llama-2-13b", "--price", "-1"), "--price: must be a number in (0,"),
     (("sweep", "--model", "llama-2-13b", "--price", "h200=2"), "--price: 'h200' is not one of --hardware"),
     (("sweep", "--model", "llama-2-13b", "--chips", "3", "--tp", "2"), "--tp"),
     (("sweep", "--model", "llama-2-13b", "--topology", "4y4"), "--topology: cannot read '4y4'"),

@@ -90,7 +90,7 @@ def test_serve_modes_are_consistent():
     assert disagg.kv_transfer_s == pytest.approx(kv / 5e10 + 5e-6)
     assert disagg.tpot_s == pytest.approx(disagg.step_time_s)
     assert disagg.chips == pytest.approx(1 + disagg.prefill_to_decode_ratio)
-    with pytest.raises(RooflineError, match="--mode"):
+    with pytest.raises(RooflineError, match="^mode: unknown"):
         multichip.serve(m, H100, "batched", 2048, 256)
 
 
@@ -112,7 +112,7 @@ def test_prefix_cache_analysis():
     assert p["cache_bytes"] == pytest.approx(10 * 2048 * 131072)
     assert p["cache_load_s"] == pytest.approx(2048 * 131072 / 6.4e10)  # PCIe Gen5 one way
     assert p["ttft_with_cache_s"] < p["ttft_without_cache_s"]
-    with pytest.raises(RooflineError, match="--prefix-len"):
+    with pytest.raises(RooflineError, match="^prefix_len must be"):
         multichip.serve(m, H100, "interleaved", 1024, 128, prefix_len=2048)
 
 

@@ -81,7 +81,7 @@ def test_moe_in_shard_limits_uses_the_given_expert_ways():
     assert res.moe["weight_load_time_s"] == pytest.approx(res.moe["weight_bytes_per_chip"] / 8.2e11)
     # E(1-(1-k/E)^B) with E=16, k=2, B=32: 16·(1 - (7/8)^32) = 15.777.
     assert res.moe["experts_touched_per_step"] == pytest.approx(16 * (1 - (7 / 8) ** 32))
-    with pytest.raises(RooflineError, match="--expert-ways"):
+    with pytest.raises(RooflineError, match="expert_ways=3"):
         multichip.shard_limits(load_model("book-exercise-moe"), V5E, 128, 32, expert_ways=3)
 
 
@@ -131,9 +131,9 @@ def test_sharded_bounds_are_ordered(batch, tp):
 
 def test_tp_and_topology_errors():
     m = load_model("book-exercise")
-    with pytest.raises(RooflineError, match="--tp 3 must divide"):
+    with pytest.raises(RooflineError, match="tp=3 must divide chips=8"):
         decode_step(m, V5E, 8, 1, 1024, tp=3)
-    with pytest.raises(RooflineError, match="--topology 4x4 has 16 chips"):
+    with pytest.raises(RooflineError, match="topology_text=4x4 has 16 chips"):
         decode_step(m, V5E, 8, 1, 1024, topology_text="4x4")
     with pytest.raises(ValueError, match="allowed: 4, 16"):
         decode_step(m, V5E, 16, 1, 1024, tp=8, topology_text="4x4")

@@ -347,7 +347,7 @@ def test_cli_json_contract_and_determinism(tmp_path: Path):
 @pytest.mark.parametrize("extra, message", [
     ((), "give exactly one load"),
     (("--arrival-rate", "1", "--concurrency", "2"), "give exactly one load"),
-    (("--arrival-rate", "-1"), "--arrival-rate must be a positive"),
+    (("--arrival-rate", "-1"), "--arrival-rate: must be a number in (0,"),
 ])
 def test_cli_bad_input_is_one_line(extra, message):
     from .conftest import run_cli

@@ -13,7 +13,7 @@ import sys
 
 import typer
 
-from ..errors import RooflineError
+from ..errors import OptionError, RooflineError
 from ..fmt import set_byte_system
 from ._common import err_console
 
@@ -49,9 +49,19 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        print(f"roofline {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _global_options(
     units: str = typer.Option("si", "--units", help="Byte display: si (kB, MB, GB) or iec (KiB, MiB, GiB)."),
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                 help="Print the version and exit."),
 ) -> None:
     """Analytical roofline calculator for LLM inference."""
     set_byte_system(units)
@@ -85,9 +95,84 @@ def modules_for(args: list[str]) -> tuple[str, ...]:
 
 def main() -> None:
     """Console entry point: bad input becomes one line on stderr and exit status 2."""
+    from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer's vendored click
+
+    _hide_flag_metavars()
     try:
         register_commands(modules_for(sys.argv[1:]))
-        app()
-    except (RooflineError, ValueError) as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        code = app(standalone_mode=False)
+    except NoArgsIsHelpError as exc:  # typer has printed the help already (rich); plain click returns it
+        if exc.format_message().strip():
+            print(exc.format_message(), file=sys.stderr)
         sys.exit(2)
+    except UsageError as exc:
+        _fail(usage_message(exc))
+    except OptionError as exc:
+        _fail(flag_message(exc))
+    except (RooflineError, ValueError) as exc:
+        _fail(str(exc))
+    if isinstance(code, int) and code:
+        sys.exit(code)
+
+
+def _fail(message: str) -> None:
+    from rich.markup import escape
+
+    err_console.print(f"[bold red]error:[/] {escape(' '.join(message.split()))}", highlight=False,
+                      soft_wrap=True)
+    sys.exit(2)
+
+
+def usage_message(exc: Exception) -> str:
+    """A typer usage error on one line: '--batch: must be a whole number ... (see: roofline step --help)'."""
+    param = getattr(exc, "param", None)
+    message = str(getattr(exc, "message", "") or exc).removeprefix("Value error, ")
+    if param is not None and getattr(param, "opts", None):
+        flag = next((o for o in param.opts if o.startswith("--")), param.opts[0])
+        message = f"{flag}: {message}"
+    elif hasattr(exc, "format_message"):
+        message = exc.format_message()
+    ctx = getattr(exc, "ctx", None)
+    path = ctx.command_path if ctx is not None else "roofline"
+    return f"{message} (see: {path} --help)"
+
+
+#: Python parameter names whose flag is not the name with dashes.
+PARAMETER_FLAGS = {
+    "price_per_chip_hour": "--price", "topology_text": "--topology", "topologies": "--topology",
+    "total_bytes": "--bytes", "dcn_bandwidth_bytes_per_s": "--dcn-bandwidth", "ttft_slo_s": "--ttft-slo",
+    "tpot_slo_s": "--tpot-slo", "tpot_s": "--tpot-slo", "kv_dtypes": "--kv-dtype",
+}
+
+
+def flag_message(exc: OptionError) -> str:
+    """An OptionError naming Python parameters, with the CLI's flags instead (batch -> --batch)."""
+    import re
+
+    text = str(exc)
+    for parameter in exc.parameters:
+        if not parameter.isidentifier():
+            continue
+        flag = PARAMETER_FLAGS.get(parameter, "--" + parameter.replace("_", "-"))
+        name = re.escape(parameter)
+        text = re.sub(rf"^{name}(?![\w=-])", flag, text)
+        text = re.sub(rf"(?<![\w-]){name}=(?=[^\s),;])", f"{flag} ", text)
+        text = re.sub(rf"(?<![\w-]){name}=", flag, text)
+    return text
+
+
+def _hide_flag_metavars() -> None:
+    """Help shows no '<bool>' type next to on/off flags (typer's default does)."""
+    try:
+        from typer.core import TyperOption
+    except ImportError:  # another typer layout: keep its help as it is
+        return
+    if getattr(TyperOption, "_roofline_flags_hidden", False):
+        return
+    shown = TyperOption.display_type_rich
+
+    def display_type_rich(self: TyperOption, ctx: object) -> str | None:
+        return None if getattr(self, "is_flag", False) else shown(self, ctx)
+
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+    TyperOption._roofline_flags_hidden = True  # type: ignore[attr-defined]

@@ -58,7 +58,6 @@ def print_explanations(explanations: list[Any], title: str) -> None:
         table.add_row(name, e.formula, values, result, e.section.split(", ", 1)[-1])
     console.print(table)
 
-CONTEXT_OPTION = typer.Option(2048, "--context", "-s", help="Tokens in each sequence's KV cache.")
 EXPLAIN_OPTION = typer.Option(
     False, "--explain", help="Show each number's formula, values, binding term and book section."
 )
@@ -76,6 +75,75 @@ def quantity_table(title: str) -> Any:
     from rich.table import Table
 
     table = Table(title=title)
-    table.add_column("quantity")
-    table.add_column("value", justify="right")
+    table.add_column("quantity", overflow="fold")
+    table.add_column("value", justify="right", overflow="fold")  # wrapped, never cut with an ellipsis
     return table
+
+
+def assumptions(*, memory_utilization: float | None = None, mfu: float | None = None,
+                sources: dict[str, str] | None = None, kinds: tuple[str, ...] = ()) -> str:
+    """The assumptions that flatter the numbers, said under every table: 'assumes: ...'.
+
+    MFU in prefill, the share of HBM usable, kernel overheads (none on a spec sheet) and whether
+    collectives overlap local work (the deployment's, else the default per chip kind).
+    """
+    src = sources or {}
+    parts = []
+    if "calibrated" in src.get("hardware", "") or "calibrated" in src.get("overhead", ""):
+        parts.append("calibrated kernel efficiencies and overheads")
+    else:
+        parts.append("spec-sheet peaks, no kernel overheads (a bound, not a prediction)")
+    if mfu is not None:
+        parts.append(f"MFU {mfu:g} in prefill" + (" (the default, --mfu)" if mfu == 1 else ""))
+    if "memory" in src:
+        parts.append(src["memory"])
+    elif memory_utilization is not None:
+        parts.append(f"usable HBM = physical × {memory_utilization:g}"
+                     + (" − activation reserve" if memory_utilization < 1 else ""))
+    if "overlap" in src:
+        parts.append(src["overlap"])
+    elif kinds:
+        tpu, gpu = "tpu" in kinds, any(k != "tpu" for k in kinds)
+        parts.append("collectives overlapped with local work on TPUs" if tpu and not gpu else
+                     "collectives on the critical path on GPUs" if gpu and not tpu else
+                     "collectives overlapped on TPUs, on the critical path on GPUs")
+    return "assumes: " + "; ".join(parts)
+
+
+def print_assumptions(**kwargs: Any) -> None:
+    """Print :func:`assumptions` dimmed under a table."""
+    from rich.markup import escape
+
+    console.print(f"[dim]{escape(assumptions(**kwargs))}[/]")
+
+
+WIDE_OPTION = typer.Option(False, "--wide", help="Show every column (the default fits 80 columns).")
+
+
+def compact_table(title: str, columns: list[str], left: tuple[str, ...] = ()) -> Any:
+    """A table for many columns that fits a terminal: light rules, one space between columns, and
+    cells that wrap at spaces (never an ellipsis: no value is cut).  ``left``: left-aligned columns."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0),
+                  title_justify="left")
+    for i, col in enumerate(columns):
+        table.add_column(col, justify="left" if (i == 0 or col in left) else "right", overflow="fold")
+    return table
+
+
+def write_records_csv(path: Any, records: list[dict[str, Any]]) -> None:
+    """``records`` (one dict per row, the same keys) as a CSV file, written atomically."""
+    import csv
+
+    from ..files import write_atomic
+
+    keys = list(records[0]) if records else []
+
+    def rows(handle: Any) -> None:
+        writer = csv.writer(handle)
+        writer.writerow(keys)
+        writer.writerows([to_jsonable(r.get(k)) for k in keys] for r in records)
+
+    write_atomic(path, rows)

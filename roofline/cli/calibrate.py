@@ -7,10 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich import box
-from rich.table import Table
 
-from ._common import JSON_OPTION, console, emit
+from .. import user_catalog
+from ..errors import RooflineError
+from . import values
+from ._common import JSON_OPTION, compact_table, console, emit
+from .options import load_hardware_option
+from .values import check_outputs
 
 calibrate_app = typer.Typer(
     help="Fit a calibrated hardware profile to measured kernel timings.  Example: roofline "
@@ -21,26 +24,30 @@ MEASUREMENTS_ARG = typer.Argument(
     ..., help="Measurement CSV files (schema or public formats, .csv/.csv.gz) or builtin:h100-sxm."
 )
 
-OUT_PROFILE = typer.Option(..., "--out", help="Calibrated profile YAML to write.")
+OUT_PROFILE = typer.Option(None, "--out", help="Calibrated profile YAML to write (or --save NAME).")
+SAVE_PROFILE = typer.Option(None, "--save", help="Also save the profile in the user catalog under this name "
+                                                 "(then --hardware NAME anywhere).")
+FORCE = typer.Option(False, "--force", help="With --save: replace a profile saved under that name.")
 BASE_HARDWARE = typer.Option(
-    None, "--hardware",
+    None, "--hardware", parser=values.name,
     help="Base spec: built-in name or YAML (omit for local-cpu measurements: built from them).")
 REPORT = typer.Option(None, "--report", help="Also write an HTML report here.")
 FIT_DTYPE = typer.Option(
-    "", "--dtype",
+    "", "--dtype", parser=values.optional_dtype,
     help="Fit only GEMM/attention rows of this dtype (default: every dtype present, each its own entry).")
-MAX_ROWS = typer.Option(4000, "--max-rows", help="Rows per op used in each fit.")
-SEED = typer.Option(0, "--seed", help="Seed of the random split and subsampling.")
+MAX_ROWS = typer.Option(4000, "--max-rows", parser=values.count(10, 2_000_000), help="Rows per op used in each fit.")
+SEED = typer.Option(0, "--seed", parser=values.count(0), help="Seed of the random split and subsampling.")
 OPS = typer.Option(None, "--op", help="Fit only this op class or entry (repeatable), e.g. gemm, gemm/fp8, allreduce.")
 PROFILE = typer.Option(
-    ..., "--profile",
+    ..., "--profile", parser=values.name,
     help="Calibrated profile YAML (or a hardware name/YAML: then the spec roofline is evaluated).")
-EVAL_DTYPE = typer.Option("", "--dtype", help="Only GEMM/attention rows of this dtype.")
+EVAL_DTYPE = typer.Option("", "--dtype", parser=values.optional_dtype, help="Only GEMM/attention rows of this dtype.")
 IMPORT_FILES = typer.Argument(..., help="Public measurement tables to convert.")
 OUT_TABLE = typer.Option(..., "--out", help="Schema CSV to write (.csv or .csv.gz).")
 ROW_HARDWARE = typer.Option(None, "--hardware", help="Hardware name for the rows (default: from folder names).")
 OUT_MEASURE = typer.Option(..., "--out", help="Measurement CSV to write (schema).")
-DEVICE = typer.Option("auto", "--device", help="auto (CPU, plus GPU if torch+CUDA), cpu or gpu.")
+DEVICE = typer.Option("auto", "--device", parser=values.choice("auto", "cpu", "gpu"),
+                      help="auto (CPU, plus GPU if torch+CUDA), cpu or gpu.")
 FULL = typer.Option(False, "--full", help="The larger sweep (minutes) instead of the quick one.")
 
 
@@ -116,13 +123,15 @@ def _fit_rows(fits: dict[str, Any]) -> dict[str, Any]:
 @calibrate_app.command("fit")
 def fit_command(
     measurements: list[str] = MEASUREMENTS_ARG,
-    out: Path = OUT_PROFILE,
+    out: str = OUT_PROFILE,
     hardware: str = BASE_HARDWARE,
-    report: Path = REPORT,
+    report: str = REPORT,
     dtype: str = FIT_DTYPE,
     max_rows: int = MAX_ROWS,
     seed: int = SEED,
     ops: list[str] = OPS,
+    save: str = SAVE_PROFILE,
+    force: bool = FORCE,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Fit a calibrated profile to measurements and report held-out errors.
@@ -130,26 +139,34 @@ def fit_command(
     Example: roofline calibrate fit builtin:h100-sxm --hardware h100-sxm --out h100-cal.yaml --report cal.html
     """
     from ..calibration.data import load_all
-    from ..calibration.fit import calibrate
+    from ..calibration.fit import _wanted, calibrate
     from ..calibration.report import render_calibration_report
     from ..calibration.schema import CalibrationError
     from ..e2e.importers import import_file as import_e2e
     from ..e2e.importers import is_end_to_end
     from ..files import write_bytes_atomic
-    from ..specs import dump_yaml
+    from ..specs import dump_yaml, hardware_names
 
+    saved = None
+    if save is not None:
+        saved = user_catalog.target("hardware", user_catalog.check_name(save, hardware_names(), "--save"), force,
+                                    "--save")
+    if out is None and saved is None:
+        raise RooflineError("calibrate fit: give --out FILE.yaml or --save NAME for the profile")
+    check_outputs([("--out", out), ("--report", report)])  # every output path before anything is written
+    if ops:
+        _wanted([], ops)  # unknown --op values are refused before the measurements are read
     e2e_files = [m for m in measurements if is_end_to_end(m)]
     kernel_files = [m for m in measurements if m not in e2e_files]
     engines: dict[str, Any] = {}
     if kernel_files:
+        given = load_hardware_option(hardware).model_copy(update={"calibration": None}) if hardware else None
         table = load_all(kernel_files)
-        base = _base_hardware(hardware, table)
+        base = given if given is not None else _base_hardware(None, table)
         profile, fits = calibrate(table, base, dtype=dtype or None, max_rows=max_rows, seed=seed,
                                   ops=ops or None)
     elif hardware:  # end-to-end rows only: the engine terms go on top of the given spec or profile
-        from ..specs import load_hardware
-
-        profile, fits, table = load_hardware(hardware), {}, None
+        profile, fits, table = load_hardware_option(hardware), {}, None
     else:
         raise CalibrationError("end-to-end rows alone need --hardware (a spec or a calibrated profile to extend)")
     if e2e_files:
@@ -159,19 +176,19 @@ def fit_command(
         engines = {k: {"rows": f.rows, **f.stats, "terms": f.terms, "at_bound": f.at_lower + f.at_upper}
                    for k, f in engine_fits.items()}
     page = render_calibration_report(profile, fits, table) if (report and fits) else None
-    write_bytes_atomic(out, dump_yaml(profile.model_dump(exclude_none=True)).encode("utf-8"))
+    text = dump_yaml(profile.model_dump(exclude_none=True))
+    for target in (out, saved):
+        if target is not None:
+            write_bytes_atomic(target, text.encode("utf-8"))
     if page is not None:
         write_bytes_atomic(report, page.encode("utf-8"))
     rows = _fit_rows(fits)
-    data = {"profile": str(out), "hardware": profile.name, "report": str(report) if report
-            else None, "ops": rows, "engines": engines}
+    data = {"profile": str(out or saved), "hardware": profile.name, "report": str(report) if report
+            else None, "saved": str(saved) if saved else None, "ops": rows, "engines": engines}
 
     def render() -> None:
-        table_ = Table(title=f"calibrated {profile.name} -> {out}", box=box.SIMPLE,
-                       pad_edge=False, collapse_padding=True)
-        table_.add_column("entry", no_wrap=True)
-        for col in ("rows", "spec", "const", "model", "random", "range", "bnd"):
-            table_.add_column(col, justify="right", no_wrap=True)
+        table_ = compact_table(f"calibrated {profile.name} -> {out or saved}",
+                               ["entry", "rows", "spec", "const", "model", "random", "range", "bnd"])
         for key, fit in fits.items():
             r = _fit_row(fit)
             table_.add_row(
@@ -194,6 +211,8 @@ def fit_command(
                           f"{', '.join(e['at_bound']) or 'none'}", highlight=False)
         if report and fits:
             console.print(f"report: {report}")
+        if saved is not None:
+            console.print(f"saved in the user catalog: {saved} (use --hardware {saved.stem})", highlight=False)
 
     emit(data, as_json, render)
 
@@ -222,9 +241,8 @@ def evaluate_command(
         spec_predict,
         uncovered,
     )
-    from ..specs import load_hardware
 
-    hw = load_hardware(profile)
+    hw = load_hardware_option(profile, "--profile")
     table = load_all(measurements)
     if hw.name in table.unique("hardware"):
         table = table.where(hardware=hw.name)
@@ -247,9 +265,8 @@ def evaluate_command(
     data = {"profile": profile, "hardware": hw.name, "ops": stats, "uncovered": missing}
 
     def render() -> None:
-        t = Table(title=f"{hw.name}: predicted vs measured kernel time")
-        for col in ("op", "dtype", "n", "MAPE", "median", "p90", "spec MAPE"):
-            t.add_column(col, justify="right")
+        t = compact_table(f"{hw.name}: predicted vs measured kernel time",
+                          ["op", "dtype", "n", "MAPE", "median", "p90", "spec MAPE"], left=("dtype",))
         for key, entry in stats.items():
             for dt, s in entry["by_dtype"].items():
                 t.add_row(key, dt, str(s["n"]), _pct(s["mape"]), _pct(s["median_ape"]),
@@ -265,7 +282,7 @@ def evaluate_command(
 @calibrate_app.command("import")
 def import_command(
     files: list[Path] = IMPORT_FILES,
-    out: Path = OUT_TABLE,
+    out: str = OUT_TABLE,
     hardware: str = ROW_HARDWARE,
     as_json: bool = JSON_OPTION,
 ) -> None:
@@ -278,6 +295,7 @@ def import_command(
     from ..calibration.importers import import_files
     from ..calibration.schema import write_measurements
 
+    check_outputs([("--out", out)])
     table = import_files([str(f) for f in files], hardware)
     write_measurements(table, out)
     counts = Counter(zip(table["hardware"], table["op"], table["dtype"], strict=True))
@@ -286,9 +304,7 @@ def import_command(
                        for (h, o, d), n in sorted(counts.items())]}
 
     def render() -> None:
-        t = Table(title=f"{len(table)} rows -> {out}")
-        for col in ("hardware", "op", "dtype", "rows"):
-            t.add_column(col)
+        t = compact_table(f"{len(table)} rows -> {out}", ["hardware", "op", "dtype", "rows"], left=("op", "dtype"))
         for row in data["counts"]:
             t.add_row(row["hardware"], row["op"], row["dtype"], str(row["rows"]))
         console.print(t)
@@ -297,7 +313,7 @@ def import_command(
 
 
 def measure_command(
-    out: Path = OUT_MEASURE,
+    out: str = OUT_MEASURE,
     device: str = DEVICE,
     full: bool = FULL,
     as_json: bool = JSON_OPTION,
@@ -309,10 +325,9 @@ def measure_command(
     from collections import Counter
 
     from ..calibration.measure import measure
-    from ..calibration.schema import CalibrationError, write_measurements
+    from ..calibration.schema import write_measurements
 
-    if device not in ("auto", "cpu", "gpu"):
-        raise CalibrationError(f"--device is {device!r}; allowed: auto, cpu, gpu")
+    check_outputs([("--out", out)])
     table = measure(device, quick=not full)
     if os.environ.get("RANK", "0") != "0":  # under torchrun only rank 0 writes
         return

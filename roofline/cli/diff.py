@@ -5,18 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 import typer
-from rich.table import Table
 
 from ..analysis import step_from
 from ..diff import diff_steps
-from ..errors import RooflineError
+from ..errors import OptionError, RooflineError, shown
 from ..fmt import format_bytes, format_seconds
-from ..specs import load_hardware, load_model
-from ._common import CONTEXT_OPTION, JSON_OPTION, console, emit
+from . import values
+from ._common import JSON_OPTION, compact_table, console, emit, print_assumptions
 from .options import (
     BATCH,
     CHIPS,
     COMPUTE,
+    CONTEXT,
     EP,
     HARDWARE,
     KV_DTYPE,
@@ -26,14 +26,16 @@ from .options import (
     PRICE,
     TP,
     WEIGHTS,
-    check_count,
     deployment_from_options,
+    load_hardware_option,
+    load_model_option,
 )
 
-#: Keys ``--b`` may override, and how each value is read.
-OVERRIDES = {"model": str, "hardware": str, "chips": int, "batch": int, "context": int, "weights": str,
-             "kv_dtype": str, "compute_dtype": str, "price": float, "tp": int, "pp": int, "ep": int,
-             "memory_utilization": float}
+#: Keys ``--with`` (``--b``) may override, and each one's check (the same as its own flag's).
+OVERRIDES = {"model": values.name, "hardware": values.name, "chips": values.count(), "batch": values.count(),
+             "context": values.count(), "weights": values.dtype, "kv_dtype": values.dtype,
+             "compute_dtype": values.dtype, "price": values.price, "tp": values.count(), "pp": values.count(),
+             "ep": values.count(), "memory_utilization": values.fraction}
 
 
 def parse_overrides(text: str) -> dict[str, Any]:
@@ -43,13 +45,13 @@ def parse_overrides(text: str) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         key = key.strip().replace("-", "_")
         if not sep or key not in OVERRIDES:
-            raise RooflineError(f"--b: cannot read {item!r}; use key=value with keys: {', '.join(OVERRIDES)}")
+            raise RooflineError(f"--with: cannot read {shown(item)}; use key=value with keys: {', '.join(OVERRIDES)}")
         try:
             out[key] = OVERRIDES[key](value.strip())
-        except ValueError:
-            raise RooflineError(f"--b: {key} must be {OVERRIDES[key].__name__} (got {value!r})") from None
+        except ValueError as exc:
+            raise RooflineError(f"--with: {key}: {exc}") from None
     if not out:
-        raise RooflineError("--b: give at least one key=value, e.g. hardware=tpu-v5e,chips=8")
+        raise RooflineError("--with: give at least one key=value, e.g. hardware=tpu-v5e,chips=8")
     return out
 
 
@@ -58,7 +60,7 @@ def diff_command(
     hardware: str = HARDWARE,
     chips: int = CHIPS,
     batch: int = BATCH,
-    context: int = CONTEXT_OPTION,
+    context: int = CONTEXT,
     weights: str = WEIGHTS,
     kv_dtype: str = KV_DTYPE,
     compute_dtype: str = COMPUTE,
@@ -67,7 +69,7 @@ def diff_command(
     pp: int = PP,
     ep: int = EP,
     memory_utilization: float = MEMORY_UTILIZATION,
-    b: str = typer.Option(..., "--b", help="Configuration B as overrides of A: key=value,... "
+    b: str = typer.Option(..., "--with", "--b", help="Configuration B as overrides of A: key=value,... "
                                            "(model, hardware, chips, batch, context, weights, kv_dtype, "
                                            "compute_dtype, price, tp, pp, ep, memory_utilization)."),
     as_json: bool = JSON_OPTION,
@@ -83,23 +85,23 @@ def diff_command(
     results = []
     for label, cfg in (("A", config_a), ("B", config_b)):
         try:
-            check_count("batch", cfg["batch"])
-            check_count("context", cfg["context"])
-            dep = deployment_from_options(load_model(cfg["model"]), load_hardware(cfg["hardware"]), cfg["chips"],
+            dep = deployment_from_options(load_model_option(cfg["model"]), load_hardware_option(cfg["hardware"]),
+                                          cfg["chips"],
                                           cfg["weights"], cfg["kv_dtype"], cfg["compute_dtype"], cfg["tp"],
                                           cfg["pp"], cfg["ep"], None, cfg["memory_utilization"], cfg["price"])
+        except OptionError as exc:
+            raise OptionError(f"configuration {label}: {exc}", parameters=exc.parameters) from None
         except RooflineError as exc:
-            raise RooflineError(f"configuration {label}: {exc}") from None
+            raise type(exc)(f"configuration {label}: {exc}") from None
         results.append(step_from(dep, cfg["batch"], cfg["context"]))
     res = diff_steps(*results)
     data: dict[str, Any] = {"a": config_a, "b": config_b, **res.as_dict(),
                             "sources": {"A": results[0].sources, "B": results[1].sources}}
 
     def render() -> None:
-        table = Table(title=f"step time and $/Mtok: A {format_seconds(res.step_a_s)}, ${res.cost_a:.3f} -> "
-                            f"B {format_seconds(res.step_b_s)}, ${res.cost_b:.3f}")
-        for col in ("term", "A", "B", "Δ time", "share of Δ", "Δ $/Mtok"):
-            table.add_column(col, justify="right" if col != "term" else "left")
+        table = compact_table(f"step time and $/Mtok: A {format_seconds(res.step_a_s)}, ${res.cost_a:.3f} -> "
+                              f"B {format_seconds(res.step_b_s)}, ${res.cost_b:.3f}",
+                              ["term", "A", "B", "Δ time", "share of Δ", "Δ $/Mtok"])
         for t in res.terms:
             table.add_row(t.term, format_seconds(t.a_s), format_seconds(t.b_s),
                           ("+" if t.delta_s >= 0 else "-") + format_seconds(abs(t.delta_s)),
@@ -115,6 +117,7 @@ def diff_command(
             if mem["total_bytes"][side] > mem["usable_hbm_bytes"][side]:
                 console.print(f"[bold red]{side.upper()} does not fit in HBM[/] "
                               f"({format_bytes(mem['total_bytes'][side])} needed)")
+        print_assumptions(sources=results[0].sources)
 
     emit(data, as_json, render)
 

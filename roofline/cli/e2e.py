@@ -6,9 +6,11 @@ from collections import Counter
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
-from ._common import JSON_OPTION, console, emit
+from ..checks import MAX_COUNT
+from . import values
+from ._common import JSON_OPTION, compact_table, console, emit
+from .values import check_outputs
 
 e2e_app = typer.Typer(
     help="End-to-end serving measurements (TTFT, TPOT, tokens/s).  Example: roofline e2e import "
@@ -25,22 +27,25 @@ SOURCE_FILTER = typer.Option(None, "--source", help="Only this source (or source
 @e2e_app.command("import")
 def import_command(
     files: list[Path] = FILES,
-    out: Path = OUT,
+    out: str = OUT,
     fmt: str = FORMAT,
     hardware: str = typer.Option(None, "--hardware", help="Hardware of the runs (needed for vLLM JSON)."),
     model: str = typer.Option(None, "--model", help="Model name/YAML/config.json (vLLM: else from model_id)."),
-    tp: int = typer.Option(1, "--tp", help="Tensor-parallel degree of the runs (vLLM)."),
-    pp: int = typer.Option(1, "--pp", help="Pipeline-parallel degree (vLLM)."),
-    ep: int = typer.Option(1, "--ep", help="Expert-parallel degree (vLLM)."),
-    dp: int = typer.Option(1, "--dp", help="Data-parallel replicas (vLLM)."),
-    weights: str = typer.Option("bf16", "--weights", help="Weight dtype (vLLM)."),
-    kv_dtype: str = typer.Option(None, "--kv-dtype", help="KV-cache dtype (vLLM; default bf16, fp16 for fp16)."),
-    compute_dtype: str = typer.Option(None, "--compute-dtype",
+    tp: int = typer.Option(1, "--tp", parser=values.count(), help="Tensor-parallel degree of the runs (vLLM)."),
+    pp: int = typer.Option(1, "--pp", parser=values.count(), help="Pipeline-parallel degree (vLLM)."),
+    ep: int = typer.Option(1, "--ep", parser=values.count(), help="Expert-parallel degree (vLLM)."),
+    dp: int = typer.Option(1, "--dp", parser=values.count(), help="Data-parallel replicas (vLLM)."),
+    weights: str = typer.Option("bf16", "--weights", parser=values.dtype, help="Weight dtype (vLLM)."),
+    kv_dtype: str = typer.Option(None, "--kv-dtype", parser=values.dtype,
+                                 help="KV-cache dtype (vLLM; default bf16, fp16 for fp16)."),
+    compute_dtype: str = typer.Option(None, "--compute-dtype", parser=values.dtype,
                                       help="Matmul dtype (vLLM; default the weights' if bf16/fp16/fp8/fp4)."),
     engine: str = typer.Option(None, "--engine", help="Engine name (vLLM JSON: default vllm)."),
     engine_version: str = typer.Option("", "--engine-version", help="Engine version, e.g. 0.10.1."),
-    input_len: float = typer.Option(None, "--input-len", help="Input tokens per request (default: from the file)."),
-    output_len: float = typer.Option(None, "--output-len", help="Output tokens per request (default: from file)."),
+    input_len: float = typer.Option(None, "--input-len", "-i", parser=values.number(0.0, float(MAX_COUNT)),
+                                    help="Input tokens per request (default: from the file)."),
+    output_len: float = typer.Option(None, "--output-len", "-o", parser=values.number(0.0, float(MAX_COUNT)),
+                                     help="Output tokens per request (default: from file)."),
     source: str = typer.Option(None, "--source", help="Source name for the rows (vLLM: vllm-bench-serve)."),
     license_: str = typer.Option("", "--license", help="Licence of the numbers (empty for your own runs)."),
     as_json: bool = JSON_OPTION,
@@ -52,9 +57,7 @@ def import_command(
     from ..e2e.importers import ImportOptions, import_file
     from ..e2e.schema import parse_rows, row_cells, write_rows
 
-    for flag, value in (("--tp", tp), ("--pp", pp), ("--ep", ep), ("--dp", dp)):
-        if value < 1:
-            raise typer.BadParameter(f"must be at least 1 (got {value})", param_hint=flag)
+    check_outputs([("--out", out)])
     opt = ImportOptions(hardware=hardware, model=model, tp=tp, pp=pp, ep=ep, dp=dp, weights=weights,
                         kv_dtype=kv_dtype, compute_dtype=compute_dtype, engine=engine,
                         engine_version=engine_version, input_len=input_len, output_len=output_len, source=source,
@@ -101,14 +104,8 @@ def list_command(source: str = SOURCE_FILTER, as_json: bool = JSON_OPTION) -> No
     data = {"rows": len(rows), "sources": sources}
 
     def render() -> None:
-        table = Table(title=f"Shipped end-to-end rows ({len(rows)})")
-        table.add_column("source", no_wrap=True)
-        table.add_column("rows", justify="right")
-        table.add_column("ttft", justify="right")
-        table.add_column("tpot", justify="right")
-        table.add_column("tok/s", justify="right")
-        table.add_column("tp")
-        table.add_column("hardware", overflow="fold")
+        table = compact_table(f"Shipped end-to-end rows ({len(rows)})",
+                              ["source", "rows", "ttft", "tpot", "tok/s", "tp", "hardware"], left=("tp", "hardware"))
         for s in sources:
             q = s["quantities"]
             table.add_row(s["source"], str(s["rows"]), str(q["ttft_s"]), str(q["tpot_s"]),

@@ -1,52 +1,102 @@
-"""Options every deployment-building command shares, and the one parser from options to a Deployment."""
+"""Options every command shares, each declared once with its check, default and help.
+
+One name per concept across commands (the README's options table lists them): ``-o`` is
+``--output-len`` everywhere, ``--qps`` and ``--arrival-rate`` are aliases, ``--context`` defaults
+to :data:`~roofline.analysis.DEFAULT_CONTEXT` everywhere.  Each scalar option's ``parser`` (from
+:mod:`roofline.cli.values`) checks its value once; :func:`deployment_from_options` builds the one
+Deployment from them.
+"""
 
 from __future__ import annotations
 
 import typer
 
+from ..analysis import DEFAULT_CONTEXT
 from ..deploy import DEFAULT_MEMORY_UTILIZATION, Deployment, Precision, deployment
 from ..errors import RooflineError
 from ..memory import WEIGHT_COMPONENTS
-from ..specs import HardwareSpec, ModelSpec
-from ..units import DTYPE_BYTES
+from ..specs import HardwareSpec, ModelSpec, load_hardware, load_model
+from . import values
 
-MODEL = typer.Option(..., "--model", "-m", help="Built-in model name, YAML or config.json path.")
-HARDWARE = typer.Option(..., "--hardware", "-H", help="Built-in chip, YAML or calibrated profile.")
-CHIPS = typer.Option(1, "--chips", "-n", help="Chips in the slice.")
-BATCH = typer.Option(1, "--batch", "-b", help="Concurrent sequences (decode batch).")
+#: Default achieved fraction of peak FLOP/s in prefill: 1, the roofline bound (said under every table).
+DEFAULT_MFU = 1.0
+
+MODEL = typer.Option(..., "--model", "-m", parser=values.name,
+                     help="Built-in or catalog model name, YAML or config.json path.")
+HARDWARE = typer.Option(..., "--hardware", "-H", parser=values.name,
+                        help="Built-in or catalog chip, YAML or calibrated profile.")
+CHIPS = typer.Option(1, "--chips", "-n", parser=values.count(), help="Chips in the slice.")
+BATCH = typer.Option(1, "--batch", "-b", parser=values.count(), help="Concurrent sequences (decode batch).")
+CONTEXT = typer.Option(DEFAULT_CONTEXT, "--context", "-s", parser=values.count(),
+                       help="Tokens in each sequence's KV cache.")
 WEIGHTS = typer.Option("bf16", "--weights", help=(
     "Weight dtype: bf16, fp8, int8, int4, nvfp4, mxfp4, fp8_block, ...; per component: "
     "bf16,experts=mxfp4 (components: attention, mlp, experts, embeddings, lm_head); "
     "'checkpoint' = the model's own precision"))
-KV_DTYPE = typer.Option("bf16", "--kv-dtype", help="KV-cache dtype.")
-COMPUTE = typer.Option("bf16", "--compute-dtype", help="Matmul dtype (its FLOP/s are used).")
-PRICE = typer.Option(None, "--price", help="USD per chip-hour (default: the hardware file's).")
-TP = typer.Option(None, "--tp", help="Tensor-parallel degree per replica (adds its collectives).")
-PP = typer.Option(None, "--pp", help="Pipeline-parallel stages per replica (adds sends and the bubble).")
-EP = typer.Option(None, "--ep", help="Expert-parallel degree for MoE models (divides --tp).")
-TOPOLOGY = typer.Option(None, "--topology", help="TPU slice axes, e.g. 4x4 (the tp group spans it).")
+KV_DTYPE = typer.Option("bf16", "--kv-dtype", parser=values.dtype, help="KV-cache dtype.")
+COMPUTE = typer.Option("bf16", "--compute-dtype", parser=values.dtype, help="Matmul dtype (its FLOP/s are used).")
+PRICE = typer.Option(None, "--price", parser=values.price,
+                     help="USD per chip-hour (default: the hardware file's).")
+TP = typer.Option(None, "--tp", parser=values.count(),
+                  help="Tensor-parallel degree per replica (adds its collectives).")
+PP = typer.Option(None, "--pp", parser=values.count(),
+                  help="Pipeline-parallel stages per replica (adds sends and the bubble).")
+EP = typer.Option(None, "--ep", parser=values.count(), help="Expert-parallel degree for MoE models (divides --tp).")
+TOPOLOGY = typer.Option(None, "--topology", parser=values.topology_text,
+                        help="TPU slice axes, e.g. 4x4 (the tp group spans it).")
 MEMORY_UTILIZATION = typer.Option(
-    DEFAULT_MEMORY_UTILIZATION, "--memory-utilization",
+    DEFAULT_MEMORY_UTILIZATION, "--memory-utilization", parser=values.fraction,
     help=f"Fraction of physical HBM the engine may use (default {DEFAULT_MEMORY_UTILIZATION}, vLLM's "
          "gpu_memory_utilization); 1 = the book's accounting (no activation reserve).")
+MFU = typer.Option(DEFAULT_MFU, "--mfu", parser=values.fraction,
+                   help="Achieved fraction of peak FLOP/s in prefill (default 1: the roofline bound).")
+INPUT_LEN = typer.Option(None, "--input-len", "-i", parser=values.count(), help="Prompt tokens of every request.")
+OUTPUT_LEN = typer.Option(None, "--output-len", "-o", parser=values.count(),
+                          help="Generated tokens of every request.")
+LENGTHS = typer.Option(None, "--lengths", help="Average over input:output:weight, e.g. 512:128:3,4096:512:1")
+LENGTHS_CSV = typer.Option(None, "--lengths-csv", help="Average over a CSV of input_len,output_len[,count].")
+TTFT_SLO = typer.Option(None, "--ttft-slo", parser=values.seconds, metavar="TIME",
+                        help="Time-to-first-token target, e.g. 500ms or 0.5 (seconds).")
+TPOT_SLO = typer.Option(None, "--tpot-slo", parser=values.seconds, metavar="TIME",
+                        help="Time-per-output-token target, e.g. 50ms.")
+#: Requests per second: ``--qps`` and ``--arrival-rate`` name the same thing in every command.
+ARRIVAL_RATE = typer.Option(None, "--arrival-rate", "--qps", parser=values.rate,
+                            help="Requests/s arriving (alias --qps).")
 
-ENGINE = typer.Option(None, "--engine", help="Engine entry of a calibrated profile's engine: section, e.g. "
-                                            "trtllm/1.0 (default: its only entry, else none).")
+ENGINE = typer.Option(None, "--engine", parser=values.name,
+                      help="Engine entry of a calibrated profile's engine: section, e.g. trtllm/1.0 "
+                           "(default: its only entry, else none).")
 
-#: Largest whole number accepted for counts (batch, chips, degrees, lengths): far above any real system.
-MAX_COUNT = 1 << 40
+def load_model_option(text: str, flag: str = "--model") -> ModelSpec:
+    """load_model, its one-line error prefixed by the flag that named the model."""
+    try:
+        return load_model(text)
+    except RooflineError as exc:
+        raise type(exc)(f"{flag}: {exc}") from None
+
+
+def load_hardware_option(text: str, flag: str = "--hardware") -> HardwareSpec:
+    """load_hardware, its one-line error prefixed by the flag that named the chip."""
+    try:
+        return load_hardware(text)
+    except RooflineError as exc:
+        raise type(exc)(f"{flag}: {exc}") from None
 
 
 def check_count(option: str, value: int | None, low: int = 1) -> None:
-    """A whole-number option within [low, 2**40], else one line naming the option."""
-    if value is not None and not (low <= value <= MAX_COUNT):
-        raise RooflineError(f"{option} must be a whole number from {low} to {MAX_COUNT} (got {value})")
+    """A whole-number option within [low, 2**31-1], else one line naming the option."""
+    if value is not None:
+        try:
+            values.count(low)(value)
+        except ValueError as exc:
+            raise RooflineError(f"{option}: {exc}") from None
 
 
 def _dtype(option: str, value: str) -> str:
-    if value not in DTYPE_BYTES:
-        raise RooflineError(f"{option}: unknown dtype {value!r}; allowed: {', '.join(DTYPE_BYTES)}")
-    return value
+    try:
+        return values.dtype(value)
+    except ValueError as exc:
+        raise RooflineError(f"{option}: {exc}") from None
 
 
 def precision_from_options(weights: str, kv_dtype: str, compute_dtype: str,

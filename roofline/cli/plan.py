@@ -6,107 +6,103 @@ from dataclasses import asdict
 from typing import Any
 
 import typer
-from rich.table import Table
 
-from ..errors import RooflineError
 from ..explain import explain_deployment
 from ..fmt import format_bytes, format_seconds
 from ..lengths import lengths_from_options
 from ..plan import KV_DTYPES, WEIGHT_DTYPES, inverse_questions, plan
-from ..specs import load_hardware, load_model
-from ..sweep import parse_int_list
-from ..units import parse_quantity
-from ._common import CONTEXT_OPTION, JSON_OPTION, console, emit, print_explanations
-from .options import MEMORY_UTILIZATION
-from .step import precision_from_options
+from ..sweep import check_dtypes, parse_int_list
+from . import values
+from ._common import (
+    JSON_OPTION,
+    WIDE_OPTION,
+    compact_table,
+    console,
+    emit,
+    print_assumptions,
+    print_explanations,
+    write_records_csv,
+)
+from .options import (
+    BATCH,
+    CHIPS,
+    CONTEXT,
+    EP,
+    HARDWARE,
+    INPUT_LEN,
+    KV_DTYPE,
+    LENGTHS,
+    LENGTHS_CSV,
+    MEMORY_UTILIZATION,
+    MFU,
+    MODEL,
+    OUTPUT_LEN,
+    TPOT_SLO,
+    TTFT_SLO,
+    WEIGHTS,
+    load_hardware_option,
+    load_model_option,
+    precision_from_options,
+)
+from .values import check_outputs, parse_prices, split_names
 
-
-def parse_seconds(option: str, text: str | None) -> float | None:
-    """'200ms', '0.2', '50 ms' -> seconds; one-line error naming the option."""
-    if text is None:
-        return None
-    try:
-        value = parse_quantity(text if any(c.isalpha() for c in text) else f"{text}s")
-    except ValueError as exc:
-        raise RooflineError(f"{option}: {exc}") from None
-    if value <= 0:
-        raise RooflineError(f"{option} must be positive (got {text})")
-    return value
-
-
-def parse_prices(text: str | None, names: list[str]) -> dict[str, float]:
-    """'2.5' (every chip) or 'h100-sxm=2.5,tpu-v5e=1.1' -> {chip: $/chip-hour}."""
-    if not text:
-        return {}
-    out: dict[str, float] = {}
-    for item in text.split(","):
-        name, _, value = item.rpartition("=")
-        try:
-            price = float(value)
-        except ValueError:
-            raise RooflineError(f"--price: cannot read {item!r}; use 2.5 or h100-sxm=2.5,tpu-v5e=1.1") from None
-        if price <= 0:
-            raise RooflineError(f"--price must be positive (got {item})")
-        targets = [name] if name else names
-        for target in targets:
-            if target not in names:
-                raise RooflineError(f"--price: {target!r} is not among --hardware ({', '.join(names)})")
-            out[target] = price
-    return out
+PLAN_CSV = typer.Option(None, "--csv", help="Write the candidate deployments shown (see --top) to this CSV file.")
 
 
 def plan_command(
-    model: str = typer.Option(..., "--model", "-m", help="Built-in model name, YAML or config.json path."),
+    model: str = MODEL,
     hardware: str = typer.Option(..., "--hardware", "-H", help="Chips to consider, comma-separated."),
-    qps: float = typer.Option(..., "--qps", help="Requests per second to serve."),
-    input_len: int = typer.Option(None, "--input-len", "-i", help="Prompt tokens of every request."),
-    output_len: int = typer.Option(None, "--output-len", "-o", help="Generated tokens of every request."),
-    lengths: str = typer.Option(None, "--lengths", help="Histogram input:output:weight,..., e.g. 512:128:3,4096:512:1"),
-    lengths_csv: str = typer.Option(None, "--lengths-csv", help="CSV with input_len,output_len[,count] columns."),
-    ttft_slo: str = typer.Option(None, "--ttft-slo", help="Time-to-first-token target, e.g. 500ms or 0.5."),
-    tpot_slo: str = typer.Option(None, "--tpot-slo", help="Time-per-output-token target, e.g. 50ms."),
+    qps: float = typer.Option(..., "--qps", "--arrival-rate", parser=values.rate,
+                              help="Requests per second to serve (alias --arrival-rate)."),
+    input_len: int = INPUT_LEN,
+    output_len: int = OUTPUT_LEN,
+    lengths: str = LENGTHS,
+    lengths_csv: str = LENGTHS_CSV,
+    ttft_slo: float = TTFT_SLO,
+    tpot_slo: float = TPOT_SLO,
     price: str = typer.Option(None, "--price", help="$/chip-hour: 2.5 for all, or h100-sxm=2.5,tpu-v5e=1.1."),
     weights: str = typer.Option(",".join(WEIGHT_DTYPES), "--weights", help="Weight dtypes to try, comma-separated."),
     kv_dtype: str = typer.Option(",".join(KV_DTYPES), "--kv-dtype", help="KV-cache dtypes to try, comma-separated."),
-    max_chips: int = typer.Option(256, "--max-chips", help="Largest slice per replica (also the chip's ICI domain)."),
-    mfu: float = typer.Option(1.0, "--mfu", help="Achieved fraction of peak FLOP/s in prefill."),
-    top: int = typer.Option(5, "--top", help="Show this many cheapest deployments."),
+    max_chips: int = typer.Option(256, "--max-chips", parser=values.count(maximum=1 << 16),
+                                  help="Largest slice per replica (also the chip's ICI domain)."),
+    mfu: float = MFU,
+    top: int = typer.Option(5, "--top", parser=values.count(maximum=10_000),
+                            help="Show this many cheapest deployments."),
     tp: str = typer.Option(None, "--tp", help="Tensor-parallel degrees to try, comma-separated (default: "
                                               "each slice is one tp group)."),
     pp: str = typer.Option(None, "--pp", help="Pipeline depths to try, comma-separated (default 1)."),
-    ep: int = typer.Option(None, "--ep", help="Expert-parallel degree for MoE models (divides tp)."),
+    ep: int = EP,
     memory_utilization: float = MEMORY_UTILIZATION,
     percentile: str = typer.Option(None, "--percentile", help="Size the cheapest candidates by simulation so the "
                                                               "SLOs hold at p50, p90 or p99 (slower)."),
     explain: bool = typer.Option(False, "--explain", help="Show formulas and values behind the best plan."),
+    wide: bool = WIDE_OPTION,
+    csv_path: str = PLAN_CSV,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Cheapest deployment (chips, sharding, batch, dtypes, replicas) meeting qps and latency targets.
 
     Example: roofline plan --model llama-3-70b --hardware h100-sxm,tpu-v5e --qps 10 -i 2048 -o 256 --tpot-slo 50ms
     """
-    m = load_model(model)
-    hws = [load_hardware(h.strip()) for h in hardware.split(",") if h.strip()]
-    if not hws:
-        raise RooflineError("--hardware: give at least one chip, e.g. h100-sxm,tpu-v5e")
-    if max_chips < 1 or top < 1:
-        raise RooflineError("--max-chips and --top must be at least 1")
+    m = load_model_option(model)
+    hws = [load_hardware_option(h) for h in split_names(hardware, "--hardware")]
+    check_outputs([("--csv", csv_path)])
     dist = lengths_from_options(input_len, output_len, lengths, lengths_csv)
     options: dict[str, Any] = dict(
         prices=parse_prices(price, [h.name for h in hws]), max_chips=max_chips,
-        weights=_names(weights), kv_dtypes=_names(kv_dtype), mfu=mfu,
-        tp=None if tp is None else parse_int_list(tp, "--tp").tolist(),
-        pp=None if pp is None else parse_int_list(pp, "--pp").tolist(), ep=ep,
+        weights=check_dtypes(split_names(weights, "--weights"), "--weights"),
+        kv_dtypes=check_dtypes(split_names(kv_dtype, "--kv-dtype"), "--kv-dtype"), mfu=mfu,
+        tp=None if tp is None else parse_int_list(tp, "--tp", 1 << 20).tolist(),
+        pp=None if pp is None else parse_int_list(pp, "--pp", 1 << 20).tolist(), ep=ep,
         memory_utilization=memory_utilization)
-    ttft_s, tpot_s = parse_seconds("--ttft-slo", ttft_slo), parse_seconds("--tpot-slo", tpot_slo)
     sized: list[Any] = []
     if percentile is not None:
         from ..plan_sim import plan_at_percentile
 
-        res, sized = plan_at_percentile(m, hws, qps, dist, percentile, ttft_s, tpot_s, candidates=max(top, 4),
+        res, sized = plan_at_percentile(m, hws, qps, dist, percentile, ttft_slo, tpot_slo, candidates=max(top, 4),
                                         **options)
     else:
-        res = plan(m, hws, qps, dist, ttft_s, tpot_s, top=top, **options)
+        res = plan(m, hws, qps, dist, ttft_slo, tpot_slo, top=top, **options)
     explanations = explain_deployment(res.best, qps, dist.mean_output) if (explain and res.best) else []
     data: dict[str, Any] = {
         "model": m.name, "hardware": [h.name for h in hws], "qps": qps, "lengths": dist.source,
@@ -126,35 +122,44 @@ def plan_command(
     if explain:
         data["explain"] = [e.as_dict() for e in explanations]
 
+    if csv_path is not None:
+        write_records_csv(csv_path, [asdict(d) for d in res.candidates])
+        data["csv"] = str(csv_path)
+
     def render() -> None:
         if res.best is None:
             console.print(f"[bold red]no deployment meets the targets[/] ({res.evaluated} configurations; "
                           f"infeasible by memory / TTFT / TPOT: {res.reasons})")
             return
-        table = Table(title=f"{m.name}: {qps:g} req/s, {dist.source}; cheapest first")
-        for col in ("chip", "chips x replicas", "batch", "weights/KV", "$/h", "$/M out tok", "TTFT", "TPOT",
-                    "memory/HBM", "binding"):
-            table.add_column(col)
+        cols = ["chip", "replicas\nx chips", "batch", "weights\n/KV", "$/h", "$/Mtok\nout", "TTFT", "TPOT",
+                "binding"] + (["sharding", "memory\n/usable HBM"] if wide else [])
+        table = compact_table(f"{m.name}: {qps:g} req/s, {dist.source}; cheapest first", cols,
+                              left=("weights\n/KV", "binding", "sharding"))
         for d in res.candidates:
-            table.add_row(d.hardware, f"{d.chips_per_replica} x {d.replicas}", str(d.batch),
+            extra = [d.sharding, f"{format_bytes(d.memory_bytes)}\n/{format_bytes(d.hbm_bytes)}"] if wide else []
+            table.add_row(d.hardware, f"{d.replicas} x {d.chips_per_replica}", str(d.batch),
                           f"{d.weights}/{d.kv_dtype}", f"{d.dollars_per_hour:,.2f}",
                           f"{d.cost_per_million_output_tokens:.3f}", format_seconds(d.ttft_s),
-                          format_seconds(d.tpot_s), f"{format_bytes(d.memory_bytes)}/{format_bytes(d.hbm_bytes)}",
-                          d.binding)
+                          format_seconds(d.tpot_s), d.binding, *extra)
         console.print(table)
         b = res.best
-        console.print(f"[bold]plan:[/] {b.replicas} replica(s) of {b.chips_per_replica}x {b.hardware} "
+        console.print(f"[bold]plan:[/] {b.replicas} replica(s) x {b.chips_per_replica} {b.hardware} chips "
                       f"({b.sharding}), batch {b.batch}, {b.weights} weights / {b.kv_dtype} KV: "
                       f"${b.dollars_per_hour:,.2f}/h, ${b.cost_per_million_output_tokens:.3f} per million output "
                       f"tokens; binding constraint: [bold yellow]{b.binding}[/]")
         if len(hws) > 1:
             for name, d in res.best_per_hardware.items():
-                console.print(f"  cheapest on {name}: {d.replicas} x {d.chips_per_replica} chips, batch {d.batch}, "
-                              f"{d.weights}/{d.kv_dtype}: ${d.dollars_per_hour:,.2f}/h, "
+                console.print(f"  cheapest on {name}: {d.replicas} replica(s) x {d.chips_per_replica} chips, "
+                              f"batch {d.batch}, {d.weights}/{d.kv_dtype}: ${d.dollars_per_hour:,.2f}/h, "
                               f"${d.cost_per_million_output_tokens:.3f}/M output tokens ({d.binding})")
             missing = [h.name for h in hws if h.name not in res.best_per_hardware]
             if missing:
                 console.print(f"  no deployment meets the targets on: {', '.join(missing)}")
+        if not wide:
+            console.print("[dim]--wide adds sharding and memory / usable HBM[/]")
+        if csv_path is not None:
+            console.print(f"wrote {len(res.candidates)} deployments to {csv_path}")
+        print_assumptions(mfu=mfu, memory_utilization=memory_utilization, kinds=tuple(h.kind for h in hws))
         if explain:
             print_explanations(explanations, "where the plan's numbers come from")
 
@@ -162,14 +167,15 @@ def plan_command(
 
 
 def inverse_command(
-    model: str = typer.Option(..., "--model", "-m", help="Built-in model name, YAML or config.json path."),
-    hardware: str = typer.Option(..., "--hardware", "-H", help="Built-in chip, YAML or calibrated profile."),
-    chips: int = typer.Option(1, "--chips", "-n", help="Chips in the slice."),
-    batch: int = typer.Option(1, "--batch", "-b", help="Concurrent sequences (decode batch)."),
-    context: int = CONTEXT_OPTION,
-    tpot_slo: str = typer.Option(..., "--tpot-slo", help="Time-per-output-token target, e.g. 20ms."),
-    weights: str = typer.Option("bf16", "--weights", help="Weight dtype."),
-    kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="KV-cache dtype."),
+    model: str = MODEL,
+    hardware: str = HARDWARE,
+    chips: int = CHIPS,
+    batch: int = BATCH,
+    context: int = CONTEXT,
+    tpot_slo: float = typer.Option(..., "--tpot-slo", parser=values.seconds, metavar="TIME",
+                                   help="Time-per-output-token target, e.g. 20ms."),
+    weights: str = WEIGHTS,
+    kv_dtype: str = KV_DTYPE,
     memory_utilization: float = MEMORY_UTILIZATION,
     as_json: bool = JSON_OPTION,
 ) -> None:
@@ -177,18 +183,16 @@ def inverse_command(
 
     Example: roofline inverse --model llama-2-13b --hardware tpu-v5e --chips 8 --batch 16 --context 8192 --tpot-slo 10ms
     """
-    m, hw = load_model(model), load_hardware(hardware)
+    m, hw = load_model_option(model), load_hardware_option(hardware)
     precision = precision_from_options(weights, kv_dtype, "bf16")
-    tpot = parse_seconds("--tpot-slo", tpot_slo)
-    ans = inverse_questions(m, hw, chips, batch, context, tpot, precision, memory_utilization)
+    ans = inverse_questions(m, hw, chips, batch, context, tpot_slo, precision, memory_utilization)
     data: dict[str, Any] = {"model": m.name, "hardware": hw.name, "chips": chips, "batch": batch,
                             "context": context, "weights": weights, "kv_dtype": kv_dtype, **asdict(ans)}
 
     def render() -> None:
-        table = Table(title=f"{m.name} on {chips}x {hw.name}, batch {batch}, context {context}: step "
-                            f"{format_seconds(ans.step_time_s)}, target {format_seconds(ans.tpot_s)}")
-        for col in ("question", "answer", "formula"):
-            table.add_column(col)
+        table = compact_table(f"{m.name} on {chips}x {hw.name}, batch {batch}, context {context}: step "
+                              f"{format_seconds(ans.step_time_s)}, target {format_seconds(ans.tpot_s)}",
+                              ["question", "answer", "formula"], left=("answer", "formula"))
         rows = [
             ("longest context that fits at this batch", f"{ans.longest_context_tokens:,.0f} tokens",
              "S: P_bytes + B·KV(S) = chips·HBM"),
@@ -205,12 +209,9 @@ def inverse_command(
         for row in rows:
             table.add_row(*row)
         console.print(table)
+        print_assumptions(memory_utilization=memory_utilization, sources=ans.sources)
 
     emit(data, as_json, render)
-
-
-def _names(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
 
 
 def register(app: typer.Typer) -> None:

@@ -10,8 +10,17 @@ from ..engines import serve
 from ..explain import explain_serve
 from ..fmt import format_bytes, format_seconds
 from ..serving import MODES
-from ..specs import load_hardware, load_model
-from ._common import EXPLAIN_OPTION, JSON_OPTION, console, emit, explanations_into, print_explanations, quantity_table
+from . import values
+from ._common import (
+    EXPLAIN_OPTION,
+    JSON_OPTION,
+    console,
+    emit,
+    explanations_into,
+    print_assumptions,
+    print_explanations,
+    quantity_table,
+)
 from .options import (
     BATCH,
     CHIPS,
@@ -21,32 +30,43 @@ from .options import (
     HARDWARE,
     KV_DTYPE,
     MEMORY_UTILIZATION,
+    MFU,
     MODEL,
     PP,
     TP,
     WEIGHTS,
-    check_count,
     deployment_from_options,
+    load_hardware_option,
+    load_model_option,
 )
 
 
 def serve_command(
     model: str = MODEL,
     hardware: str = HARDWARE,
-    mode: str = typer.Option("disaggregated", "--mode", help=f"Engine design: {', '.join(MODES)}."),
-    input_len: int = typer.Option(..., "--input-len", "-i", help="Prompt tokens."),
-    output_len: int = typer.Option(..., "--output-len", "-o", help="Generated tokens."),
+    mode: str = typer.Option("disaggregated", "--mode", parser=values.choice(*MODES),
+                             help=f"Engine design: {', '.join(MODES)} (default disaggregated, said in the output)."),
+    input_len: int = typer.Option(..., "--input-len", "-i", parser=values.count(), help="Prompt tokens."),
+    output_len: int = typer.Option(..., "--output-len", "-o", parser=values.count(), help="Generated tokens."),
     chips: int = CHIPS,
     batch: int = BATCH,
-    mfu: float = typer.Option(1.0, "--mfu", help="Achieved fraction of peak FLOP/s in prefill."),
-    arrival_rate: float = typer.Option(None, "--arrival-rate", help="Requests/s: continuous-batching steady state."),
-    prefix_len: int = typer.Option(None, "--prefix-len", help="Shared-prefix tokens (prefix caching)."),
-    prefix_hit_rate: float = typer.Option(1.0, "--prefix-hit-rate", help="Fraction of requests hitting the cache."),
-    num_prefixes: int = typer.Option(1, "--num-prefixes", help="Distinct prefixes held in the cache."),
-    prefix_store: str = typer.Option("hbm", "--prefix-store", help="Where the cache lives: hbm or host."),
-    draft_model: str = typer.Option(None, "--draft-model", help="Speculative decoding: the draft model."),
-    draft_len: int = typer.Option(None, "--draft-len", help="Speculative decoding: drafted tokens γ."),
-    acceptance: float = typer.Option(None, "--acceptance", help="Speculative decoding: acceptance rate α."),
+    mfu: float = MFU,
+    arrival_rate: float = typer.Option(None, "--arrival-rate", "--qps", parser=values.rate,
+                                       help="Requests/s (alias --qps): continuous-batching steady state."),
+    prefix_len: int = typer.Option(None, "--prefix-len", parser=values.count(),
+                                   help="Shared-prefix tokens (prefix caching)."),
+    prefix_hit_rate: float = typer.Option(1.0, "--prefix-hit-rate", parser=values.probability,
+                                          help="Fraction of requests hitting the cache."),
+    num_prefixes: int = typer.Option(1, "--num-prefixes", parser=values.count(),
+                                     help="Distinct prefixes held in the cache."),
+    prefix_store: str = typer.Option("hbm", "--prefix-store", parser=values.choice("hbm", "host"),
+                                     help="Where the cache lives: hbm or host."),
+    draft_model: str = typer.Option(None, "--draft-model", parser=values.name,
+                                    help="Speculative decoding: the draft model."),
+    draft_len: int = typer.Option(None, "--draft-len", parser=values.count(maximum=1024),
+                                  help="Speculative decoding: drafted tokens γ."),
+    acceptance: float = typer.Option(None, "--acceptance", parser=values.probability,
+                                     help="Speculative decoding: acceptance rate α."),
     weights: str = WEIGHTS,
     kv_dtype: str = KV_DTYPE,
     compute_dtype: str = COMPUTE,
@@ -62,10 +82,8 @@ def serve_command(
 
     Example: roofline serve --model llama-3-8b --hardware h100-sxm --mode interleaved -i 2048 -o 512 -b 32
     """
-    for option, value in (("--input-len", input_len), ("--output-len", output_len), ("--batch", batch)):
-        check_count(option, value)
-    m, hw = load_model(model), load_hardware(hardware)
-    draft = load_model(draft_model) if draft_model else None
+    m, hw = load_model_option(model), load_hardware_option(hardware)
+    draft = load_model_option(draft_model, "--draft-model") if draft_model else None
     dep = deployment_from_options(m, hw, chips, weights, kv_dtype, compute_dtype, tp, pp, ep, None,
                                   memory_utilization, engine=engine)
     res = serve(dep, mode, input_len, output_len, batch, mfu, arrival_rate, prefix_len,
@@ -75,8 +93,9 @@ def serve_command(
     explanations = explanations_into(data, explain_serve(res, batch, output_len) if explain else [])
 
     def render() -> None:
-        table = quantity_table(f"{m.name} on {chips}x {hw.name} per server, {mode}: {input_len} in, "
-                            f"{output_len} out, batch {batch}")
+        default = " (the default --mode)" if mode == "disaggregated" else ""
+        table = quantity_table(f"{m.name} on {chips}x {hw.name} per server, {mode}{default}: {input_len} in, "
+                               f"{output_len} out, batch {batch}")
         rows = [
             ("TTFT", f"[bold]{format_seconds(res.ttft_s)}[/]"),
             ("TPOT", f"[bold]{format_seconds(res.tpot_s)}[/]"),
@@ -124,6 +143,7 @@ def serve_command(
         console.print(table)
         if res.continuous:
             console.print(f"[dim]queueing: {res.continuous['queueing_model']}[/]")
+        print_assumptions(mfu=mfu, sources=res.sources)
         if explain:
             print_explanations(explanations, "where each number comes from")
 

@@ -9,29 +9,43 @@ import typer
 from ..explain import explain_shard
 from ..fmt import format_bytes, format_seconds
 from ..multichip import shard_limits
-from ..specs import load_hardware, load_model
+from . import values
 from ._common import (
-    CONTEXT_OPTION,
     EXPLAIN_OPTION,
     JSON_OPTION,
     console,
     emit,
     explanations_into,
+    print_assumptions,
     print_explanations,
     quantity_table,
 )
-from .step import BATCH, COMPUTE, HARDWARE, KV_DTYPE, MODEL, WEIGHTS, precision_from_options
+from .options import (
+    BATCH,
+    COMPUTE,
+    CONTEXT,
+    HARDWARE,
+    KV_DTYPE,
+    MODEL,
+    WEIGHTS,
+    load_hardware_option,
+    load_model_option,
+    precision_from_options,
+)
 
 
 def shard_command(
     model: str = MODEL,
     hardware: str = HARDWARE,
-    chips: int = typer.Option(8, "--chips", "-n", help="Chips in the slice."),
+    chips: int = typer.Option(8, "--chips", "-n", parser=values.count(), help="Chips in the slice."),
     batch: int = BATCH,
-    context: int = CONTEXT_OPTION,
-    tp: int = typer.Option(None, "--tp", help="Tensor-parallel degree (default: all chips / the topology)."),
-    topology: str = typer.Option(None, "--topology", help="TPU slice axes, e.g. 4x4; the tp group takes leading axes."),
-    expert_ways: int = typer.Option(None, "--expert-ways", help="MoE: chips the experts split over (Z)."),
+    context: int = CONTEXT,
+    tp: int = typer.Option(None, "--tp", parser=values.count(),
+                           help="Tensor-parallel degree (default: all chips / the topology)."),
+    topology: str = typer.Option(None, "--topology", parser=values.topology_text,
+                                 help="TPU slice axes, e.g. 4x4; the tp group takes leading axes."),
+    expert_ways: int = typer.Option(None, "--expert-ways", parser=values.count(),
+                                    help="MoE: chips the experts split over (Z)."),
     weights: str = WEIGHTS,
     kv_dtype: str = KV_DTYPE,
     compute_dtype: str = COMPUTE,
@@ -42,7 +56,7 @@ def shard_command(
 
     Example: roofline shard --model book-exercise --hardware tpu-v5e --chips 16 --topology 4x4 --batch 32
     """
-    m, hw = load_model(model), load_hardware(hardware)
+    m, hw = load_model_option(model), load_hardware_option(hardware)
     prec = precision_from_options(weights, kv_dtype, compute_dtype)
     res = shard_limits(m, hw, chips, batch, context, prec, tp, topology, expert_ways)
     data: dict[str, Any] = {"model": m.name, "hardware": hw.name, "context": context, **res.as_dict()}
@@ -84,7 +98,8 @@ def shard_command(
         for row in rows:
             table.add_row(*row)
         console.print(table)
-        console.print(f"[dim]comms: {res.sources['comms']}[/]")
+        console.print(f"[dim]comms: {res.sources['comms']}[/]", highlight=False)
+        print_assumptions(sources=res.sources)
         if explain:
             print_explanations(explanations, "where each number comes from")
 

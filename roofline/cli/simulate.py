@@ -10,39 +10,76 @@ import typer
 from ..errors import RooflineError
 from ..fmt import format_seconds
 from ..lengths import LengthDistribution, lengths_from_options
-from ..specs import load_hardware, load_model
-from ._common import JSON_OPTION, console, emit
-from .options import ENGINE, MEMORY_UTILIZATION
-from .step import COMPUTE, HARDWARE, KV_DTYPE, MODEL, WEIGHTS, precision_from_options
+from . import values
+from ._common import JSON_OPTION, compact_table, console, emit, print_assumptions
+from .options import (
+    COMPUTE,
+    ENGINE,
+    EP,
+    HARDWARE,
+    INPUT_LEN,
+    KV_DTYPE,
+    LENGTHS,
+    LENGTHS_CSV,
+    MEMORY_UTILIZATION,
+    MODEL,
+    OUTPUT_LEN,
+    PP,
+    TPOT_SLO,
+    TTFT_SLO,
+    WEIGHTS,
+    load_hardware_option,
+    load_model_option,
+    precision_from_options,
+)
+from .values import check_outputs
+
+#: Most requests one simulation runs (each holds a few hundred bytes of state and timings).
+MAX_REQUESTS = 1_000_000
 
 
 def simulate_command(
     model: str = MODEL,
     hardware: str = HARDWARE,
-    tp: int = typer.Option(1, "--tp", help="Tensor-parallel chips per replica."),
-    pp: int = typer.Option(None, "--pp", help="Pipeline stages per replica."),
-    ep: int = typer.Option(None, "--ep", help="Expert-parallel degree for MoE models (divides --tp)."),
-    concurrency: int = typer.Option(None, "--concurrency", help="Closed loop: clients, each waiting for its reply."),
-    arrival_rate: float = typer.Option(None, "--arrival-rate", help="Open loop: requests/s (Poisson; see --cv)."),
-    trace: str = typer.Option(None, "--trace", help="CSV of arrival_time_s,input_len,output_len."),
-    input_len: int = typer.Option(None, "--input-len", "-i", help="Prompt tokens of every request."),
-    output_len: int = typer.Option(None, "--output-len", "-o", help="Generated tokens of every request."),
-    lengths: str = typer.Option(None, "--lengths", help="Weighted lengths, e.g. 512:128:0.7,4096:512:0.3."),
-    lengths_csv: str = typer.Option(None, "--lengths-csv", help="CSV input_len,output_len[,count]."),
-    requests: int = typer.Option(None, "--requests", "-n", help="Requests to simulate (default 1000; a trace: all)."),
-    seed: int = typer.Option(0, "--seed", help="Random seed (the run is deterministic for a seed)."),
-    max_num_seqs: int = typer.Option(256, "--max-num-seqs", help="Most sequences in a step (vLLM)."),
-    max_num_batched_tokens: int = typer.Option(8192, "--max-num-batched-tokens", help="Token budget per step."),
-    block_size: int = typer.Option(16, "--block-size", help="KV cache block size in tokens."),
-    prefix_hit_rate: float = typer.Option(0.0, "--prefix-hit-rate", help="Share of prompt tokens in the prefix cache."),
-    cv: float = typer.Option(1.0, "--cv", help="Open loop: coefficient of variation of the gaps (1 Poisson)."),
-    think_time: float = typer.Option(0.0, "--think-time", help="Closed loop: seconds between reply and next send."),
-    ttft_slo: float = typer.Option(None, "--ttft-slo", help="TTFT SLO in seconds (goodput)."),
-    tpot_slo: float = typer.Option(None, "--tpot-slo", help="TPOT SLO in seconds (goodput)."),
-    warmup: int = typer.Option(None, "--warmup", help="First requests excluded from latencies (default 10%)."),
-    replicas: int = typer.Option(1, "--replicas", help="Identical replicas (decode replicas when disaggregated)."),
-    prefill_replicas: int = typer.Option(0, "--prefill-replicas", help="> 0: disaggregated prefill replicas."),
-    balancer: str = typer.Option("round-robin", "--balancer", help="round-robin or least-outstanding."),
+    tp: int = typer.Option(1, "--tp", parser=values.count(), help="Tensor-parallel chips per replica."),
+    pp: int = PP,
+    ep: int = EP,
+    concurrency: int = typer.Option(None, "--concurrency", parser=values.count(maximum=MAX_REQUESTS),
+                                    help="Closed loop: clients, each waiting for its reply."),
+    arrival_rate: float = typer.Option(None, "--arrival-rate", "--qps", parser=values.rate,
+                                       help="Open loop: requests/s (alias --qps; Poisson, see --cv)."),
+    trace: str = typer.Option(None, "--trace", parser=values.name, help="CSV of arrival_time_s,input_len,output_len."),
+    input_len: int = INPUT_LEN,
+    output_len: int = OUTPUT_LEN,
+    lengths: str = LENGTHS,
+    lengths_csv: str = LENGTHS_CSV,
+    requests: int = typer.Option(None, "--requests", "-n", parser=values.count(maximum=MAX_REQUESTS),
+                                 help=f"Requests to simulate (default 1000, at most {MAX_REQUESTS:,}; a trace: all)."),
+    seed: int = typer.Option(0, "--seed", parser=values.count(0),
+                             help="Random seed (the run is deterministic for a seed)."),
+    max_num_seqs: int = typer.Option(256, "--max-num-seqs", parser=values.count(maximum=1 << 20),
+                                     help="Most sequences in a step (vLLM)."),
+    max_num_batched_tokens: int = typer.Option(8192, "--max-num-batched-tokens", parser=values.count(maximum=1 << 24),
+                                               help="Token budget per step."),
+    block_size: int = typer.Option(16, "--block-size", parser=values.count(maximum=1 << 16),
+                                   help="KV cache block size in tokens."),
+    prefix_hit_rate: float = typer.Option(0.0, "--prefix-hit-rate", parser=values.probability,
+                                          help="Share of prompt tokens in the prefix cache."),
+    cv: float = typer.Option(1.0, "--cv", parser=values.number(0.0, 100.0, open_low=False),
+                             help="Open loop: coefficient of variation of the gaps (1 Poisson)."),
+    think_time: float = typer.Option(0.0, "--think-time", parser=values.seconds_or_zero, metavar="TIME",
+                                     help="Closed loop: seconds between reply and next send."),
+    ttft_slo: float = TTFT_SLO,
+    tpot_slo: float = TPOT_SLO,
+    warmup: int = typer.Option(None, "--warmup", parser=values.count(0, MAX_REQUESTS),
+                               help="First requests excluded from latencies (default 10%)."),
+    replicas: int = typer.Option(1, "--replicas", parser=values.count(maximum=4096),
+                                 help="Identical replicas (decode replicas when disaggregated)."),
+    prefill_replicas: int = typer.Option(0, "--prefill-replicas", parser=values.count(0, 4096),
+                                         help="> 0: disaggregated prefill replicas."),
+    balancer: str = typer.Option("round-robin", "--balancer",
+                                 parser=values.choice("round-robin", "least-outstanding"),
+                                 help="round-robin or least-outstanding."),
     memory_utilization: float = MEMORY_UTILIZATION,
     engine: str = ENGINE,
     weights: str = WEIGHTS,
@@ -63,7 +100,8 @@ def simulate_command(
     if len(given) != 1:
         raise RooflineError("give exactly one load: --concurrency C, --arrival-rate R or --trace FILE"
                             + (f" (got {', '.join(given)})" if given else ""))
-    m, hw = load_model(model), load_hardware(hardware)
+    check_outputs([("--html", html_path)])
+    m, hw = load_model_option(model), load_hardware_option(hardware)
     dist: LengthDistribution | None = None
     if trace is not None:
         if any(v is not None for v in (input_len, output_len, lengths, lengths_csv)):
@@ -90,11 +128,8 @@ def simulate_command(
         write_simulate_page(html_path, res, f"{m.name} on {tp}x {hw.name}: {res.load}")
 
     def render() -> None:
-        from rich.table import Table
-
-        table = Table(title=f"{m.name} on {tp}x {hw.name} x {replicas} replica(s): {res.load}")
-        for col in ("latency", "mean", "p50", "p90", "p99"):
-            table.add_column(col, justify="right" if col != "latency" else "left")
+        table = compact_table(f"{m.name} on {tp}x {hw.name} x {replicas} replica(s): {res.load}",
+                              ["latency", "mean", "p50", "p90", "p99"])
         for key, label in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("itl_s", "ITL"), ("e2e_s", "end-to-end")):
             p = getattr(res, key)
             table.add_row(label, *(format_seconds(v) for v in (p.mean, p.p50, p.p90, p.p99)))
@@ -105,7 +140,8 @@ def simulate_command(
         if ttft_slo is not None or tpot_slo is not None:
             console.print(f"goodput: {res.goodput_fraction:.1%} of requests meet the SLOs = "
                           f"{res.goodput_requests_per_s:,.3f} requests/s")
-        console.print(f"[dim]{res.warmup_rule}; step cost: {res.sources['step cost']}[/]")
+        console.print(f"[dim]{res.warmup_rule}; step cost: {res.sources['step cost']}[/]", highlight=False)
+        print_assumptions(memory_utilization=memory_utilization, sources={"hardware": res.sources["step cost"]})
         if html_path:
             console.print(f"wrote {html_path}")
 

@@ -10,14 +10,13 @@ from ..analysis import request_from, step_from
 from ..errors import RooflineError
 from ..fmt import format_bytes, format_seconds
 from ..lengths import averaged_request, lengths_from_options
-from ..specs import load_hardware, load_model
 from ._common import (
-    CONTEXT_OPTION,
     EXPLAIN_OPTION,
     JSON_OPTION,
     console,
     emit,
     explanations_into,
+    print_assumptions,
     print_explanations,
     quantity_table,
 )
@@ -25,19 +24,26 @@ from .options import (  # noqa: E402  (re-exported: other command modules import
     BATCH,
     CHIPS,
     COMPUTE,
+    CONTEXT,
     ENGINE,
     EP,
     HARDWARE,
+    INPUT_LEN,
     KV_DTYPE,
+    LENGTHS,
+    LENGTHS_CSV,
     MEMORY_UTILIZATION,
+    MFU,
     MODEL,
+    OUTPUT_LEN,
     PP,
     PRICE,
     TOPOLOGY,
     TP,
     WEIGHTS,
-    check_count,
     deployment_from_options,
+    load_hardware_option,
+    load_model_option,
     precision_from_options,
 )
 
@@ -63,7 +69,7 @@ def step_command(
     hardware: str = HARDWARE,
     chips: int = CHIPS,
     batch: int = BATCH,
-    context: int = CONTEXT_OPTION,
+    context: int = CONTEXT,
     weights: str = WEIGHTS,
     kv_dtype: str = KV_DTYPE,
     compute_dtype: str = COMPUTE,
@@ -81,9 +87,7 @@ def step_command(
 
     Example: roofline step --model llama-2-13b --hardware tpu-v5e --chips 8 --batch 16 --context 8192
     """
-    check_count("--batch", batch)
-    check_count("--context", context)
-    m, hw = load_model(model), load_hardware(hardware)
+    m, hw = load_model_option(model), load_hardware_option(hardware)
     dep = deployment_from_options(m, hw, chips, weights, kv_dtype, compute_dtype, tp, pp, ep, topology,
                                   memory_utilization, price, engine)
     prec = dep.precision
@@ -143,8 +147,8 @@ def step_command(
             table.add_row(*row)
         console.print(table)
         console.print(data["why"])
-        console.print(f"[dim]hardware: {data['sources']['hardware']}[/]")
-        console.print(f"[dim]assumes: {data['sources']['memory']}; {data['sources']['overlap']}[/]")
+        console.print(f"[dim]hardware: {data['sources']['hardware']}[/]", highlight=False)
+        print_assumptions(sources=data["sources"])
         if explain:
             print_explanations(explanations, "where each number comes from")
 
@@ -154,16 +158,16 @@ def step_command(
 def request_command(
     model: str = MODEL,
     hardware: str = HARDWARE,
-    input_len: int = typer.Option(None, "--input-len", "-i", help="Prompt tokens."),
-    output_len: int = typer.Option(None, "--output-len", "-o", help="Generated tokens."),
-    lengths: str = typer.Option(None, "--lengths", help="Average over input:output:weight, e.g. 512:128:3,4096:512:1"),
-    lengths_csv: str = typer.Option(None, "--lengths-csv", help="Average over a CSV of input_len,output_len[,count]."),
+    input_len: int = INPUT_LEN,
+    output_len: int = OUTPUT_LEN,
+    lengths: str = LENGTHS,
+    lengths_csv: str = LENGTHS_CSV,
     chips: int = CHIPS,
     batch: int = BATCH,
     weights: str = WEIGHTS,
     kv_dtype: str = KV_DTYPE,
     compute_dtype: str = COMPUTE,
-    mfu: float = typer.Option(1.0, "--mfu", help="Achieved fraction of peak FLOP/s in prefill (default 1)."),
+    mfu: float = MFU,
     tp: int = TP,
     pp: int = PP,
     ep: int = EP,
@@ -176,8 +180,7 @@ def request_command(
 
     Example: roofline request --model llama-3-8b --hardware h100-sxm --input-len 2048 --output-len 256
     """
-    check_count("--batch", batch)
-    m, hw = load_model(model), load_hardware(hardware)
+    m, hw = load_model_option(model), load_hardware_option(hardware)
     dep = deployment_from_options(m, hw, chips, weights, kv_dtype, compute_dtype, tp, pp, ep, None,
                                   memory_utilization, engine=engine)
     dist = lengths_from_options(input_len, output_len, lengths, lengths_csv)
@@ -210,12 +213,14 @@ def request_command(
             else:
                 table.add_row(label, format_seconds(data[key]))
         table.add_row("no-cache slowdown", f"{data['no_cache_slowdown']:.1f}x")
-        table.add_row("output tokens/s per chip", f"{data['tokens_per_s_per_chip']:,.1f}")
+        table.add_row("output tokens/s per chip", f"{data['tokens_per_s_per_chip']:,.1f}" if data["fits"] == 1
+                      else "none: does not fit")
         if data.get("tp", 1) > 1 or data.get("pp", 1) > 1:
             table.add_row("collectives: prefill / per decode step",
                           f"{format_seconds(data['prefill_comms_s'])} / {format_seconds(data['decode_comms_s'])}")
         table.add_row("fits at the final context", "yes" if data["fits"] == 1 else "[bold red]NO[/]")
         console.print(table)
+        print_assumptions(mfu=mfu, sources=data.get("sources"), memory_utilization=memory_utilization)
         if explain:
             print_explanations(explanations, "where each number comes from")
 

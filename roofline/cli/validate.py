@@ -6,9 +6,10 @@ from collections import Counter
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
-from ._common import JSON_OPTION, console, emit
+from ..errors import RooflineError
+from ._common import JSON_OPTION, compact_table, console, emit
+from .options import load_hardware_option
 
 HARDWARE = typer.Option(
     None, "--hardware", help="Hardware profile (name or YAML, e.g. a calibrated profile), repeatable: only rows "
@@ -25,7 +26,7 @@ def validate_command(
     hardware: list[str] = HARDWARE,
     source: str = SOURCE,
     rows_files: list[Path] = ROWS,
-    html_out: Path = HTML,
+    html_out: str = HTML,
     show_cases: bool = CASES,
     holdout: bool = HOLDOUT,
     as_json: bool = JSON_OPTION,
@@ -38,35 +39,38 @@ def validate_command(
     from ..e2e.importers import import_file
     from ..e2e.report import summary_rows, write_validation_page
     from ..e2e.schema import E2EError
-    from ..e2e.validate import load_profiles, validate
+    from ..e2e.validate import validate
+    from .values import check_outputs
 
+    check_outputs([("--html", html_out)])
     if rows_files:
-        rows = [r for f in rows_files for r in import_file(f)]
+        try:
+            rows = [r for f in rows_files for r in import_file(f)]
+        except RooflineError as exc:
+            raise type(exc)(f"--rows: {exc}") from None
         if source:
             rows = [r for r in rows if r.source == source or r.source.startswith(source)]
             if not rows:
                 raise E2EError(f"--source {source!r} matches no rows of --rows")
     else:
         rows = load_shipped(source)
-    result = validate(rows, load_profiles(hardware or []), holdout=holdout)
+    profiles = [load_hardware_option(h) for h in hardware or []]
+    result = validate(rows, profiles, holdout=holdout)
     if html_out is not None:
         write_validation_page(result, html_out)
     data = result.as_dict()
 
     def render() -> None:
         if show_cases:
-            cases = Table(title="Cases (ratio = predicted / measured)")
-            for col in ("id", "quantity", "measured", "predicted", "ratio"):
-                cases.add_column(col, overflow="fold", justify="left" if col in ("id", "quantity") else "right")
+            cases = compact_table("Cases (ratio = predicted / measured)",
+                                  ["id", "quantity", "measured", "predicted", "ratio"], left=("quantity",))
             for c in result.cases:
                 cases.add_row(c.id, c.quantity, f"{c.measured:.4g}", f"{c.predicted:.4g}", f"{c.ratio:.3f}")
             console.print(cases)
-        table = Table(title=f"End-to-end validation: {len(result.cases)} cases from {len(rows)} rows",
-                      caption="MAPE/median/gmean: the prediction; spec: MAPE of the spec sheet; gmean: "
-                              "geometric-mean ratio predicted / measured")
-        for col in ("quantity", "group", "n", "MAPE", "median", "gmean", "spec"):
-            table.add_column(col, no_wrap=col == "group", overflow="fold",
-                             justify="left" if col in ("quantity", "group") else "right")
+        table = compact_table(f"End-to-end validation: {len(result.cases)} cases from {len(rows)} rows",
+                              ["quantity", "group", "n", "MAPE", "median", "gmean", "spec"], left=("group",))
+        table.caption = ("MAPE/median/gmean: the prediction; spec: MAPE of the spec sheet; gmean: geometric-mean "
+                         "ratio predicted / measured")
         for row in summary_rows(result.summary, result.summary_spec):
             table.add_row(*row)
         console.print(table)

@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import memory
-from ..errors import RooflineError
+from ..errors import OptionError, RooflineError, shown
 from ..memory import Number
 from ..specs import HardwareSpec, ModelSpec
 from ..units import dtype_bytes
@@ -167,22 +167,24 @@ def deployment(
     """
     precision = precision or Precision()
     if not (0.0 < memory_utilization <= 1.0) or not np.isfinite(memory_utilization):
-        raise RooflineError(f"memory_utilization (--memory-utilization) must be in (0, 1] (got {memory_utilization})")
+        raise OptionError(f"memory_utilization must be in (0, 1] (got {shown(memory_utilization)})",
+                          parameters=("memory_utilization",))
     chips_arr = np.asarray(chips, dtype=float)
     if np.any(~np.isfinite(chips_arr)) or np.any(chips_arr < 1) or np.any(chips_arr != np.floor(chips_arr)):
-        raise RooflineError(f"chips (--chips) must be a whole number ≥ 1 (got {chips})")
+        raise OptionError(f"chips must be a whole number ≥ 1 (got {shown(chips)})", parameters=("chips",))
     par = parallelism(chips, tp, pp, ep, topology_text, model.num_experts)
     if par.pp > model.num_layers:
-        raise RooflineError(f"--pp {par.pp} exceeds the model's {model.num_layers} layers")
+        raise OptionError(f"pp={par.pp} exceeds the model's {model.num_layers} layers", parameters=("pp",))
     price = hw.price_per_chip_hour if price_per_chip_hour is None else float(price_per_chip_hour)
     if not np.isfinite(price) or price <= 0:
-        raise RooflineError(f"price_per_chip_hour (--price) must be a positive finite number (got {price})")
+        raise OptionError(f"price_per_chip_hour must be a positive finite number (got {shown(price)})",
+                          parameters=("price_per_chip_hour",))
     eng = engine if isinstance(engine, EngineTerms) else engine_terms(hw, engine)
     if comms_overlap is None and eng.comms_overlap is not None and eng.active:
         comms_overlap = eng.comms_overlap
     overlap = (1.0 if hw.kind == "tpu" else 0.0) if comms_overlap is None else float(comms_overlap)
     if not 0.0 <= overlap <= 1.0:
-        raise RooflineError(f"comms_overlap must be in [0, 1] (got {overlap})")
+        raise OptionError(f"comms_overlap must be in [0, 1] (got {overlap})", parameters=("comms_overlap",))
     return Deployment(
         model=model, hw=hw, rates=rates or chip_rates(hw, precision.compute), precision=precision, par=par,
         chips=chips_arr if chips_arr.ndim else float(chips_arr), memory_utilization=float(memory_utilization),

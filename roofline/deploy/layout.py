@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import topology
-from ..errors import RooflineError
+from ..errors import OptionError, shown
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,8 @@ def _degree(value: int | None, option: str) -> int:
     if value is None:
         return 1
     if isinstance(value, bool) or int(value) != value or value < 1 or value > 1 << 20:
-        raise RooflineError(f"--{option} must be a whole number from 1 to {1 << 20} (got {value})")
+        raise OptionError(f"{option} must be a whole number from 1 to {1 << 20} (got {shown(value)})",
+                          parameters=(option,))
     return int(value)
 
 
@@ -64,17 +65,17 @@ def parallelism(
     tp_d, pp_d, ep_d = _degree(tp, "tp"), _degree(pp, "pp"), _degree(ep, "ep")
     chips_arr = np.asarray(chips, dtype=float)
     if sizes is not None and np.any(chips_arr != topology.topology_chips(sizes)):
-        raise RooflineError(f"--topology {topology_text} has {topology.topology_chips(sizes)} chips but "
-                            f"--chips is {chips}")
+        raise OptionError(f"topology_text={topology_text} has {topology.topology_chips(sizes)} chips, not "
+                          f"chips={shown(chips)}", parameters=("topology_text", "chips"))
     explicit = tp is not None or pp is not None or ep is not None
     if np.any(np.mod(chips_arr, tp_d * pp_d) != 0):
-        per = f"--tp {tp_d}" if pp_d == 1 else f"--tp {tp_d} x --pp {pp_d} = {tp_d * pp_d} chips per replica"
-        raise RooflineError(f"{per} must divide --chips ({chips})")
+        per = f"tp={tp_d}" if pp_d == 1 else f"tp={tp_d} x pp={pp_d} = {tp_d * pp_d} chips per replica"
+        raise OptionError(f"{per} must divide chips={shown(chips)}", parameters=("tp", "pp", "chips"))
     if ep_d > 1:
         if num_experts <= 1:
-            raise RooflineError(f"--ep {ep_d}: the model has no routed experts (ep needs an MoE model)")
+            raise OptionError(f"ep={ep_d}: the model has no routed experts (ep needs an MoE model)", parameters=("ep",))
         if tp_d % ep_d or num_experts % ep_d:
-            raise RooflineError(f"--ep {ep_d} must divide --tp ({tp_d}) and the {num_experts} experts")
+            raise OptionError(f"ep={ep_d} must divide tp={tp_d} and the {num_experts} experts", parameters=("ep", "tp"))
     return Parallelism(tp_d, pp_d, ep_d, explicit, topology_text)
 
 
