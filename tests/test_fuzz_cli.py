@@ -154,7 +154,7 @@ KINDS_BY_FLAG: dict[tuple[str, str], str] = {
     ("report", "--models"): "name_list",
     ("plan", "--hardware"): "name_list", ("plan", "--weights"): "dtype_list", ("plan", "--kv-dtype"): "dtype_list",
     ("plan", "--tp"): "int_list", ("plan", "--pp"): "int_list", ("plan", "--price"): "price_list",
-    ("plan", "--max-chips"): "count", ("plan", "--top"): "count",
+    ("plan", "--max-chips"): "count", ("plan", "--top"): "count", ("plan", "--percentile"): "choice",
     ("textbook", "--only"): "only",
     ("diff", "--with"): "overrides",
     ("collective", "--op"): "choice", ("collective", "--bytes"): "bytes", ("collective", "--axes"): "axes",
@@ -184,7 +184,10 @@ KINDS_BY_FLAG: dict[tuple[str, str], str] = {
 #: Options not fuzzed, with why (booleans cannot be bad; free text is any text).
 NOT_FUZZED: dict[tuple[str, str], str] = {
     **{("*", f): "an on/off flag" for f in ("--json", "--explain", "--wide", "--full", "--force", "--cases",
-                                           "--wraparound", "--save", "--help")},
+                                           "--wraparound", "--save", "--help", "--holdout", "--scale-out-tp")},
+    ("*", "--engine"): "a profile's engine key; an unknown one is refused with the keys the profile has "
+                       "(tests/test_engine_fit.py)",
+    ("report", "--traces"): "bound,prediction; checked by the report (tests/test_report.py)",
     ("model import", "--name"): "any one-line name (checked by the model spec it becomes)",
     ("e2e import", "--hardware"): "free text naming the rows' hardware",
     ("e2e import", "--model"): "free text naming the rows' model",

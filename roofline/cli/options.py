@@ -110,7 +110,7 @@ def precision_from_options(weights: str, kv_dtype: str, compute_dtype: str,
     _dtype("--kv-dtype", kv_dtype)
     _dtype("--compute-dtype", compute_dtype)
     default, components = "bf16", {}
-    for item in (part.strip() for part in str(weights).split(",")):
+    for item in str(weights).split(","):
         if not item:
             raise RooflineError(f"--weights: empty item in {weights!r} (e.g. bf16,experts=mxfp4)")
         if item == "checkpoint":
@@ -119,7 +119,7 @@ def precision_from_options(weights: str, kv_dtype: str, compute_dtype: str,
             base = Precision.checkpoint(model)
             default, components = base.weights, {**dict(base.components), **components}
         elif "=" in item:
-            name, _, dtype = (x.strip() for x in item.partition("="))
+            name, _, dtype = item.partition("=")
             if name not in WEIGHT_COMPONENTS:
                 raise RooflineError(f"--weights: unknown component {name!r} in {item!r}; allowed: "
                                     f"{', '.join(WEIGHT_COMPONENTS)}")
