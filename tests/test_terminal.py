@@ -19,7 +19,8 @@ from roofline.cli import _common
 from tests.inprocess import run_roofline
 
 REPO = Path(__file__).resolve().parent.parent
-SKIP = ("--json", "calibrate", "measure", "e2e import", "--rows", "h100-cal", "report")
+SKIP = ("--json", "calibrate", "measure", "e2e import", "--rows", "h100-cal", "report", "mine.yaml",
+        "--trace", "--holdout")
 
 
 def readme_commands() -> list[str]:
@@ -46,8 +47,8 @@ def test_readme_command_fits_80_columns(command, tmp_path, monkeypatch):
                             "my-llama-3.1-8b", "--save").code == 0
     monkeypatch.setattr(_common.console, "width", 80)
     monkeypatch.setattr(_common.err_console, "width", 80)
-    args = [a.replace("examples/", f"{REPO}/examples/").replace("/tmp/", f"{tmp_path}/")
-            for a in shlex.split(command)[1:]]
+    args = [a.replace("examples/", f"{REPO}/examples/").replace("tests/fixtures/", f"{REPO}/tests/fixtures/")
+            .replace("/tmp/", f"{tmp_path}/") for a in shlex.split(command)[1:]]
     saved = os.getcwd()
     os.chdir(tmp_path)
     try:

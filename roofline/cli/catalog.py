@@ -203,7 +203,10 @@ def model_show(name: str = typer.Argument(..., help="Built-in name, YAML or conf
             if key != "derived":
                 table.add_row(key, str(value))
         for key, value in data["derived"].items():
-            shown = format_bytes(value) if "bytes" in key else f"{value / 1e9:.3f} B"
+            if isinstance(value, dict):
+                shown = ", ".join(f"{k} {v}" for k, v in value.items())
+            else:
+                shown = format_bytes(value) if "bytes" in key else f"{value / 1e9:.3f} B"
             table.add_row(f"[bold]{key}[/]", shown)
         console.print(table)
 
