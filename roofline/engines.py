@@ -218,7 +218,8 @@ def speculative(dep: Deployment, batch: int, context: float, draft_model: ModelS
     from dataclasses import replace
 
     from .deploy import chip_rates
-    draft_dep = replace(dep, model=draft_model, rates=chip_rates(dep.hw, dep.precision.compute))
+    draft_rates = chip_rates(dep.hw, dep.precision.compute, kv_dtype=dep.precision.kv)
+    draft_dep = replace(dep, model=draft_model, rates=draft_rates)
     draft = np.asarray(step_terms(draft_dep, decode_work(batches, context)).time_s, dtype=float)
     verify = np.asarray(step_terms(dep, Work(prefill_seqs=batches, prefill_len=draft_len + 1.0,
                                              prefill_cached=context)).time_s, dtype=float)

@@ -186,7 +186,8 @@ def deployment(
     if not 0.0 <= overlap <= 1.0:
         raise OptionError(f"comms_overlap must be in [0, 1] (got {overlap})", parameters=("comms_overlap",))
     return Deployment(
-        model=model, hw=hw, rates=rates or chip_rates(hw, precision.compute), precision=precision, par=par,
+        model=model, hw=hw, rates=rates or chip_rates(hw, precision.compute, kv_dtype=precision.kv),
+        precision=precision, par=par,
         chips=chips_arr if chips_arr.ndim else float(chips_arr), memory_utilization=float(memory_utilization),
         price_per_chip_hour=price,
         price_source="command line" if price_per_chip_hour is not None else "hardware spec",

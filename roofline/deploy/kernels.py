@@ -45,24 +45,59 @@ def gemm_family(dtype: str, block_scaled: bool = False) -> str:
     return "fp8_block" if (block_scaled and dtype == "fp8") else ""
 
 
+#: Dtypes of the same width and tensor-core rate: a fit on one prices the other (said in sources).
+TWINS = {"fp16": "bf16", "bf16": "fp16"}
+
+
+def resolve(hw: HardwareSpec, key: str, dtype: str) -> tuple[str, str, str] | None:
+    """(entry dtype, dtype priced at, note) of the entry that prices ``key`` in ``dtype``, or None.
+
+    The exact entry; else its fp16/bf16 twin (same width and rate); else, for attention, the bf16
+    kernel model — decode attention at ``dtype``'s KV bytes, prefill attention as bf16 — an explicit
+    fallback named in the note.  Nothing else is borrowed.
+    """
+    if entry(hw, key, dtype) is not None:
+        return dtype, dtype, ""
+    twin = TWINS.get(dtype)
+    if twin and entry(hw, key, twin) is not None:
+        return twin, twin, f"{twin} entry for {dtype}: same width and tensor-core rate"
+    if key.startswith("attention") and dtype != "bf16" and entry(hw, key, "bf16") is not None:
+        if key == "attention_decode":
+            return "bf16", dtype, f"bf16 kernel model at {dtype} KV bytes (no {key}/{dtype} entry)"
+        return "bf16", "bf16", f"bf16 kernel (no {key}/{dtype} entry)"
+    return None
+
+
 def coverage(hw: HardwareSpec, term: str, dtype: str) -> str:
     """'calibrated profile (gemm/bf16, ... rows)' or 'spec sheet (profile has no gemm/fp8 entry)'."""
     from ..calibration.lookup import source_label
 
-    keys = [k for k in TERM_OPS[term] if entry(hw, k, dtype) is not None]
-    if not keys:
-        return source_label(hw, TERM_OPS[term][0], dtype)
     labels = []
-    for key in keys:
+    for key in TERM_OPS[term]:
+        found = resolve(hw, key, "bf16" if term == "collective" else dtype)
+        if found is None:
+            continue
         op, impl = split_family(key)
-        labels.append(source_label(hw, op, dtype, impl).removeprefix("calibrated profile (").removesuffix(")"))
+        label = source_label(hw, op, found[0], impl).removeprefix("calibrated profile (").removesuffix(")")
+        labels.append(label + (f"; {found[2]}" if found[2] else ""))
+    if not labels:
+        return source_label(hw, TERM_OPS[term][0], dtype)
     return f"calibrated profile ({'; '.join(labels)})"
 
 
 def _time(hw: HardwareSpec, op: str, dtype: str, impl: str, **shape: ArrayLike) -> np.ndarray:
-    from ..calibration.lookup import op_time  # the fit's own models: one formula for fit and prediction
+    """The fitted model of the entry :func:`resolve` picks (the fit's own formula), else the spec roofline."""
+    from ..calibration.keys import op_key
+    from ..calibration.lookup import op_time
+    from ..calibration.predict import op_time_with
 
-    return np.asarray(op_time(hw, op, dtype, impl, fallback=True, **shape)[0], dtype=float)
+    key = op_key(op, impl)
+    found = resolve(hw, key, dtype)
+    if found is None:
+        return np.asarray(op_time(hw, op, dtype, impl, fallback=True, **shape)[0], dtype=float)
+    fitted = entry(hw, key, found[0])
+    assert fitted is not None
+    return np.asarray(op_time_with(hw, f"{key}/{found[1]}", dict(fitted.params), shape), dtype=float)
 
 
 def gemm_time_s(hw: HardwareSpec, dtype: str, m: ArrayLike, n: ArrayLike, k: ArrayLike) -> np.ndarray:

@@ -53,13 +53,20 @@ def _op_time(dep: Deployment, layout: fabric.Layout, op: str, total_bytes: Array
     return lower, upper, "spec sheet"
 
 
+def collective_bytes_per_element(dep: Deployment) -> float:
+    """Bytes per activation element on the wire: the compute dtype's on TPUs (the book's int8 collectives),
+    at least 16-bit on GPUs, whose engines all-reduce activations in bf16/fp16 even around fp8 or int8 GEMMs."""
+    width = dep.precision.activation_bytes
+    return width if dep.hw.kind == "tpu" else max(width, 2.0)
+
+
 def stage_comms(dep: Deployment, tokens: ArrayLike, decode_seqs: ArrayLike, layers: float) -> CommsTerms:
     """Collectives of ``layers`` layers of one tp group processing ``tokens`` (``decode_seqs`` decoding)."""
     par, m = dep.par, dep.model
     if not par.explicit or par.tp == 1:
         zero = np.zeros_like(np.asarray(tokens, dtype=float))
         return CommsTerms(zero, zero, zero, NO_COMMS)
-    act = dep.precision.activation_bytes
+    act = collective_bytes_per_element(dep)
     layout = fabric.tp_layout(dep.hw, par.tp, par.topology_text)
     ar_bytes = np.multiply(tokens, m.d_model * act)
     ar_lo, ar_t, ar_src = _op_time(dep, layout, "allreduce", ar_bytes, par.tp)
@@ -91,7 +98,7 @@ def pipeline_send_time_s(dep: Deployment, tokens: ArrayLike) -> Number:
     if dep.par.pp == 1:
         return np.zeros_like(np.asarray(tokens, dtype=float))
     hw = dep.hw
-    nbytes = np.multiply(tokens, dep.model.d_model * dep.precision.activation_bytes)
+    nbytes = np.multiply(tokens, dep.model.d_model * collective_bytes_per_element(dep))
     domain = hw.max_ici_domain_chips
     if domain and dep.par.group_chips > domain and hw.dcn_bandwidth_bytes_per_s:
         return (hw.dcn_latency_s or 0.0) + nbytes / hw.dcn_bandwidth_bytes_per_s
