@@ -78,11 +78,16 @@ def report_command(
     summary = write_report(out, scenario)
 
     def render() -> None:
+        from ._common import compact_table
+
+        table = compact_table("configurations per model", ["model", "evaluated", "fit", "out of memory",
+                                                           "frontier"], left=("model",))
         for name, counts in summary["models"].items():
-            console.print(f"{name}: {counts['evaluated']:,} configurations, {counts['fit']:,} fit, "
-                          f"{counts['dropped_out_of_memory']:,} dropped (out of memory), "
-                          f"{counts['frontier_points']} frontier points")
-        console.print(f"traces: {', '.join(summary['traces'])}")
+            table.add_row(name, f"{counts['evaluated']:,}", f"{counts['fit']:,}",
+                          f"{counts['dropped_out_of_memory']:,}", str(counts["frontier_points"]))
+        console.print(table)
+        chips = list(dict.fromkeys(t.split(" · ")[0] for t in summary["traces"]))
+        console.print(f"traces per chip (bound, prediction): {', '.join(chips)}")
         console.print(f"wrote {summary['path']} ({summary['bytes'] / 1e6:.1f} MB, {summary['figures']} figures)")
 
     emit(summary, as_json, render)
