@@ -118,6 +118,11 @@ def all_fit_case(hardware: list[Any] | None = None, batch: int = 1220) -> dict[s
                 batch=np.arange(1, batch + 1), context=np.arange(8, 520, 2), chips=[1, 2, 4, 8], **DTYPES)
 
 
+def full_sweep(kw: dict[str, Any]) -> Any:
+    """decode_sweep of ``kw`` with its point limit lifted (the CLI's MAX_SWEEP_POINTS guards 2 M points)."""
+    return decode_sweep(**kw, max_points=20_000_000)
+
+
 def naive_formula(kw: dict[str, Any]) -> int:
     """The book's step on the same grid, plain numpy per block: max(2·B·P_active/F, (W + B·KV(S))/BW), fit mask."""
     m = kw["model"]
@@ -157,11 +162,11 @@ def calibrated_h100() -> Any:
 
 def bench_sweep(repeats: int) -> None:
     kw = all_fit_case()
-    result = decode_sweep(**kw)
+    result = full_sweep(kw)
     n = result.evaluated
     assert len(result) == n, "the every-point-fits case must fit everywhere"
     del result
-    t = paired({"sweep": lambda: decode_sweep(**kw), "naive": lambda: naive_formula(kw)}, repeats)
+    t = paired({"sweep": lambda: full_sweep(kw), "naive": lambda: naive_formula(kw)}, repeats)
     rate = n / np.median(t["sweep"])
     ratio = float(np.median(t["naive"] / t["sweep"]))
     figure(f"full-evaluation sweep, spec sheet ({n:,} points, every one fits)", rate / 1e6, "M configurations/s",
@@ -176,8 +181,8 @@ def bench_sweep(repeats: int) -> None:
            f"{peak['peak_bytes'] / 1e9:.2f} GB peak, {above:.0f} bytes/point above the loaded interpreter")
     cal = calibrated_h100()
     kw_cal = all_fit_case([cal], batch=610)
-    n_cal = decode_sweep(**kw_cal).evaluated
-    t = paired({"calibrated": lambda: decode_sweep(**kw_cal)}, max(2, repeats // 2))
+    n_cal = full_sweep(kw_cal).evaluated
+    t = paired({"calibrated": lambda: full_sweep(kw_cal)}, max(2, repeats // 2))
     figure(f"full-evaluation sweep, calibrated H100 profile ({n_cal:,} points)",
            n_cal / np.median(t["calibrated"]) / 1e6, "M configurations/s", "none (fitted kernels cost more)", None)
 
@@ -185,7 +190,7 @@ def bench_sweep(repeats: int) -> None:
 def peak_sweep() -> dict[str, Any]:
     kw = all_fit_case()
     baseline = peak_rss_bytes()
-    result = decode_sweep(**kw)
+    result = full_sweep(kw)
     return {"points": result.evaluated, "baseline_bytes": baseline,
             "peak_bytes": peak_rss_bytes()}
 
