@@ -1,48 +1,88 @@
 """Speed figures of this machine for the README's performance section (prints, asserts nothing).
 
-    python benchmarks/bench.py            # all five figures
-    python benchmarks/bench.py --quick    # fewer repeats
+    python benchmarks/bench.py            # every figure, each with its target
+    python benchmarks/bench.py --quick    # fewer repeats, a 10^7-point streaming case
+    python benchmarks/bench.py --json     # every figure as one JSON document on stdout
 
-1. decode-step sweep: configurations evaluated per second (target ≥ 5 million / s);
-2. Pareto frontier of one million points (target < 0.5 s);
-3. cold start of `roofline step` beside `python -c "import numpy, yaml, pydantic, typer, rich"`
-   (target: within 1.5×);
-4. `roofline report` with no arguments, run in a temporary folder (target < 5 s);
-5. the serving simulator: simulated requests/s for 100,000 requests (benchmarks/bench_simulate.py).
+Timings that are compared are paired and interleaved (A, B, A, B, ...) in one process and the
+figure is the median (of the times, and of the per-pair ratios), so load from other processes
+hits both sides alike.  Peak memory is measured in a fresh child process (VmHWM).
 
-Each timing is the best of several runs (the minimum is the least disturbed by other load).
+1. full-evaluation sweep, every point fits (10^7 points): configurations/s, ratio to a naive
+   numpy evaluation of the book's formula with its memory-fit mask, peak bytes per point;
+   the same sweep on a calibrated profile (fitted GEMM, attention and all-reduce kernels);
+2. a 10^8-configuration sweep streamed to its Pareto frontier: seconds and peak memory;
+3. Pareto frontier of 10^6 points: random, and the worst case beside a plain sort-and-cummax;
+4. cold start of `roofline step` beside `python -c "import numpy, yaml, pydantic, typer, rich"`;
+5. `roofline report` with 8 models beside 1 model;
+6. the serving simulator (benchmarks/bench_simulate.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from roofline import memory
+from roofline.deploy import DEFAULT_MEMORY_UTILIZATION
 from roofline.pareto import pareto_order
 from roofline.specs import load_hardware, load_model
 from roofline.sweep import decode_sweep
+from roofline.units import dtype_bytes
 
 STEP_ARGS = ["step", "--model", "llama-2-13b", "--hardware", "tpu-v5e", "--chips", "8", "--batch", "16",
-             "--context", "8192"]
+             "--context", "8192", "--json"]
 BARE_IMPORT = "import numpy, yaml, pydantic, typer, rich"
+REPORT_MODELS = ("llama-2-13b", "llama-2-13b-gqa", "llama-3-70b", "llama-3-8b", "mixtral-8x7b", "llama-2-7b",
+                 "mistral-7b-v0.1", "gemma-2-9b")
+DTYPES = dict(weights=("bf16", "int8"), kv_dtypes=("bf16", "int8"))
+FIGURES: list[dict[str, Any]] = []
 
 
-def best_of(repeats: int, fn: Callable[[], object]) -> float:
-    """Fastest wall time of ``repeats`` calls, in seconds."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
+def figure(name: str, value: float, unit: str, target: str, met: bool | None, note: str = "") -> None:
+    """Record and print one figure with its target."""
+    FIGURES.append({"figure": name, "value": float(value), "unit": unit, "target": target,
+                    "met": None if met is None else bool(met), "note": note})
+    verdict = "" if met is None else ("  ok" if met else "  MISSED")
+    shown = f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+    print(f"{name}: {shown} {unit}  [target {target}]{verdict}{'  (' + note + ')' if note else ''}",
+          file=sys.stderr if ARGS.json else sys.stdout, flush=True)
+
+
+#: CPU seconds (this process, user + system) of the last :func:`paired` call, by name.
+CPU: dict[str, np.ndarray] = {}
+
+
+def paired(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, np.ndarray]:
+    """Wall seconds of each function over ``repeats`` interleaved rounds (one warm-up round first).
+
+    The CPU seconds of this process for each call go to :data:`CPU` (other load does not count there).
+    """
+    for fn in fns.values():
         fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    cpu: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start, start_cpu = time.perf_counter(), time.process_time()
+            fn()
+            times[name].append(time.perf_counter() - start)
+            cpu[name].append(time.process_time() - start_cpu)
+    CPU.clear()
+    CPU.update({name: np.asarray(c) for name, c in cpu.items()})
+    return {name: np.asarray(t) for name, t in times.items()}
 
 
 def roofline_command() -> list[str]:
@@ -51,82 +91,231 @@ def roofline_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "roofline"]
 
 
+def peak_rss_bytes() -> int:
+    """Peak resident memory of this process: VmHWM (reset by exec, unlike ru_maxrss, which a child
+    started from a large parent inherits), else ru_maxrss."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def child(kind: str, *extra: str) -> dict[str, Any]:
+    """Run one measurement in a fresh interpreter (its own peak RSS); returns its JSON line."""
+    out = subprocess.run([sys.executable, __file__, "--child", kind, *extra], check=True, capture_output=True,
+                         text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# --------------------------------------------------------------------------- 1. full-evaluation sweep
+
+
+def all_fit_case(hardware: list[Any] | None = None, batch: int = 1220) -> dict[str, Any]:
+    """LLaMA-3-8B, batch 1..1220 × 256 contexts 8..518 × chips 1, 2, 4, 8 × 2 chips × 4 dtype pairs:
+    9,994,240 configurations, every one fits in HBM (so each gets a full step evaluation)."""
+    return dict(model=load_model("llama-3-8b"), hardware=hardware or [load_hardware("h200"), load_hardware("b200")],
+                batch=np.arange(1, batch + 1), context=np.arange(8, 520, 2), chips=[1, 2, 4, 8], **DTYPES)
+
+
+def full_sweep(kw: dict[str, Any]) -> Any:
+    """decode_sweep of ``kw`` with its point limit lifted (the CLI's MAX_SWEEP_POINTS guards 2 M points)."""
+    return decode_sweep(**kw, max_points=20_000_000)
+
+
+def naive_formula(kw: dict[str, Any]) -> int:
+    """The book's step on the same grid, plain numpy per block: max(2·B·P_active/F, (W + B·KV(S))/BW), fit mask."""
+    m = kw["model"]
+    counts = memory.param_counts(m)
+    batch = kw["batch"].astype(float)[None, :]
+    context = kw["context"].astype(float)[:, None]
+    total = 0
+    for hw in kw["hardware"]:
+        for w in kw["weights"]:
+            for kv in kw["kv_dtypes"]:
+                weights = counts.total * dtype_bytes(w)
+                kv_seq = memory.kv_cache_bytes_per_token(m, dtype_bytes(kv)) * context
+                for chips in kw["chips"]:
+                    kv_bytes = batch * kv_seq
+                    step = np.maximum(2.0 * counts.active * batch / (chips * hw.flops_per_s["bf16"]),
+                                      (weights + kv_bytes) / (chips * hw.hbm_bandwidth_bytes_per_s))
+                    fits = weights + kv_bytes <= chips * hw.hbm_bytes * DEFAULT_MEMORY_UTILIZATION
+                    total += int(np.count_nonzero(fits)) + int(step.size)
+    return total
+
+
+def calibrated_h100() -> Any:
+    """The H100 profile fitted on the shipped measurements (GEMM, decode attention, all-reduce), cached."""
+    from roofline.specs import dump_yaml
+
+    cache = Path(tempfile.gettempdir()) / "roofline-bench" / "h100-sxm-calibrated.yaml"
+    if not cache.exists():
+        from roofline.calibration import fit
+        from roofline.calibration.data import load_measurements
+
+        profile, _ = fit.calibrate(load_measurements("builtin:h100-sxm"), load_hardware("h100-sxm"),
+                                   ops=["gemm", "attention_decode", "allreduce"])
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(dump_yaml(profile.model_dump(exclude_none=True)), encoding="utf-8")
+    return load_hardware(cache)
+
+
 def bench_sweep(repeats: int) -> None:
-    model = load_model("llama-2-13b")
-    hardware = [load_hardware(h) for h in ("tpu-v5e", "tpu-v6e", "h100-sxm", "h200")]
-    batch = np.arange(1, 4097)
-    context = np.array([1024, 2048, 4096, 8192, 16384, 32768])
-    cases = {
-        # The report's kind of sweep: the whole slice is one tp group (one decode_step pair per chip count).
-        "tp = whole slice, chips 1..128": dict(chips=[1, 2, 4, 8, 16, 32, 64, 128], tp=None),
-        # tp as its own axis: tp 1, 2, 4, 8 on every chip count it divides.
-        "tp in {1,2,4,8}, chips 8..128": dict(chips=[8, 16, 32, 64, 128], tp=[1, 2, 4, 8]),
-    }
-    # Every point fits (LLaMA-3-8B, short contexts, H200/B200): no point is screened out as OOM,
-    # so this is the rate of full decode-step evaluations.
-    small = load_model("llama-3-8b")
-    big_hbm = [load_hardware(h) for h in ("h200", "b200")]
-    all_fit = dict(model=small, hardware=big_hbm, batch=np.arange(1, 1025), context=np.arange(64, 513, 64))
-    runs = {label: dict(model=model, hardware=hardware, batch=batch, context=context, **kw)
-            for label, kw in cases.items()}
-    runs["every point fits, llama-3-8b, chips 1..8"] = dict(all_fit, chips=[1, 2, 4, 8], tp=None)
-    for label, kw in runs.items():
-        result = decode_sweep(weights=("bf16", "int8"), kv_dtypes=("bf16", "int8"), **kw)
-        seconds = best_of(repeats, lambda kw=kw: decode_sweep(weights=("bf16", "int8"),
-                                                              kv_dtypes=("bf16", "int8"), **kw))
-        fit = len(result)
-        print(f"sweep [{label}]: {result.evaluated:,} configurations ({fit:,} fit in HBM) in "
-              f"{seconds * 1e3:.0f} ms = {result.evaluated / seconds / 1e6:.1f} M configurations/s "
-              f"({fit / seconds / 1e6:.1f} M full step evaluations/s)  [target >= 5 M/s]")
+    kw = all_fit_case()
+    result = full_sweep(kw)
+    n = result.evaluated
+    assert len(result) == n, "the every-point-fits case must fit everywhere"
+    del result
+    t = paired({"sweep": lambda: full_sweep(kw), "naive": lambda: naive_formula(kw)}, repeats)
+    rate = n / np.median(t["sweep"])
+    ratio = float(np.median(t["naive"] / t["sweep"]))
+    figure(f"full-evaluation sweep, spec sheet ({n:,} points, every one fits)", rate / 1e6, "M configurations/s",
+           ">= 25", rate >= 25e6, f"{n / np.median(CPU['sweep']) / 1e6:.1f} M/s of this process's CPU time")
+    figure("  ... as a fraction of a naive numpy evaluation of the formula", ratio, "x", ">= 0.12", ratio >= 0.12,
+           f"naive {n / np.median(t['naive']) / 1e6:.0f} M/s; CPU-time ratio "
+           f"{np.median(CPU['naive'] / CPU['sweep']):.3f}")
+    peak = child("peak-sweep")
+    per_point = peak["peak_bytes"] / peak["points"]
+    above = (peak["peak_bytes"] - peak["baseline_bytes"]) / peak["points"]
+    figure("  ... peak memory per point (whole process)", per_point, "bytes", "<= 60", per_point <= 60,
+           f"{peak['peak_bytes'] / 1e9:.2f} GB peak, {above:.0f} bytes/point above the loaded interpreter")
+    cal = calibrated_h100()
+    kw_cal = all_fit_case([cal], batch=610)
+    n_cal = full_sweep(kw_cal).evaluated
+    t = paired({"calibrated": lambda: full_sweep(kw_cal)}, max(2, repeats // 2))
+    figure(f"full-evaluation sweep, calibrated H100 profile ({n_cal:,} points)",
+           n_cal / np.median(t["calibrated"]) / 1e6, "M configurations/s", "none (fitted kernels cost more)", None)
 
 
-def bench_frontier(repeats: int) -> None:
+def peak_sweep() -> dict[str, Any]:
+    kw = all_fit_case()
+    baseline = peak_rss_bytes()
+    result = full_sweep(kw)
+    return {"points": result.evaluated, "baseline_bytes": baseline,
+            "peak_bytes": peak_rss_bytes()}
+
+
+# --------------------------------------------------------------------------- 2. streaming frontier
+
+
+def streaming_case(quick: bool) -> dict[str, Any]:
+    """LLaMA-3-8B on six GPUs, batch 1..4096 × 256 contexts 16..4096 × chips 1, 2, 4, 8 × 4 dtype pairs:
+    100,663,296 configurations (64.6 M fit in HBM); --quick: 2 GPUs, 128 contexts (16.8 M)."""
+    names = ("h100-sxm", "h200") if quick else ("h100-sxm", "h200", "b200", "mi300x", "mi325x", "mi355x")
+    context = np.arange(16, 2049, 16) if quick else np.arange(16, 4097, 16)
+    return dict(model=load_model("llama-3-8b"), hardware=[load_hardware(h) for h in names],
+                batch=np.arange(1, 4097), context=context, chips=[1, 2, 4, 8], **DTYPES)
+
+
+def stream_frontier(quick: bool) -> dict[str, Any]:
+    from roofline.sweep_frontier import decode_frontier
+
+    kw = streaming_case(quick)
+    start = time.perf_counter()
+    result = decode_frontier(**kw, objectives=("latency-throughput",), group="hardware")
+    seconds = time.perf_counter() - start
+    return {"seconds": seconds, "evaluated": result.evaluated, "fit": result.evaluated - result.dropped_out_of_memory,
+            "kept": len(result), "peak_bytes": peak_rss_bytes()}
+
+
+def bench_streaming(quick: bool) -> None:
+    r = child("stream", *(["--quick"] if quick else []))
+    figure(f"sweep of {r['evaluated']:,} configurations streamed to its frontier", r["seconds"], "s", "< 10",
+           r["seconds"] < 10, f"{r['fit']:,} fit in HBM and are evaluated; {r['kept']:,} frontier points kept")
+    figure("  ... peak memory", r["peak_bytes"] / 1e9, "GB", "< 1.5", r["peak_bytes"] < 1.5e9)
+
+
+# --------------------------------------------------------------------------- 3. Pareto
+
+
+def plain_frontier(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The baseline: one argsort by x, a running maximum of y (no tie handling)."""
+    order = np.argsort(x)
+    ys = y[order]
+    best = np.maximum.accumulate(ys)
+    return order[np.r_[True, ys[1:] > best[:-1]]]
+
+
+def bench_pareto(repeats: int) -> None:
     rng = np.random.default_rng(0)
     n = 1_000_000
     latency, throughput = rng.lognormal(size=n), rng.lognormal(size=n)
-    seconds = best_of(repeats, lambda: pareto_order(latency, throughput, "min", "max"))
-    print(f"frontier of {n:,} random points: {seconds * 1e3:.0f} ms  [target < 500 ms]")
-    # Worst case for the sample screen: every point on the frontier (throughput rises with latency).
-    line = np.sort(latency)
-    seconds = best_of(max(1, repeats // 2), lambda: pareto_order(line, line, "min", "max"))
-    print(f"frontier of {n:,} points that are all on it (worst case): {seconds * 1e3:.0f} ms")
+    line = rng.permutation(np.sort(latency))  # every point on the frontier, shuffled
+    t = paired({"random": lambda: pareto_order(latency, throughput, "min", "max"),
+                "worst": lambda: pareto_order(line, line, "min", "max"),
+                "plain": lambda: plain_frontier(line, line)}, repeats)
+    figure(f"Pareto frontier of {n:,} random points", float(np.median(t["random"])) * 1e3, "ms", "< 500",
+           np.median(t["random"]) < 0.5)
+    ratio = float(np.median(t["worst"] / t["plain"]))
+    figure("  ... worst case (every point on it, shuffled) / plain sort-and-cummax", ratio, "x", "near 1",
+           ratio <= 1.5, f"{np.median(t['worst']) * 1e3:.0f} ms vs {np.median(t['plain']) * 1e3:.0f} ms")
+
+
+# --------------------------------------------------------------------------- 4, 5. commands
 
 
 def bench_cold_start(repeats: int) -> None:
     env = {**os.environ, "COLUMNS": "120"}
 
-    def run(cmd: list[str]) -> None:
-        subprocess.run(cmd, check=True, capture_output=True, env=env)
+    def run(cmd: list[str]) -> Callable[[], object]:
+        return lambda: subprocess.run(cmd, check=True, capture_output=True, env=env)
 
-    bare = best_of(repeats, lambda: run([sys.executable, "-c", BARE_IMPORT]))
-    step = best_of(repeats, lambda: run([*roofline_command(), *STEP_ARGS]))
-    print(f"cold start: `roofline step ...` {step * 1e3:.0f} ms vs bare `python -c \"{BARE_IMPORT}\"` "
-          f"{bare * 1e3:.0f} ms = {step / bare:.2f}x  [target <= 1.5x]")
+    t = paired({"bare": run([sys.executable, "-c", BARE_IMPORT]), "step": run([*roofline_command(), *STEP_ARGS]),
+                "api": run([sys.executable, "-c", "import roofline as rl; rl.decode_step(rl.load_model('llama-2-13b'),"
+                            " rl.load_hardware('tpu-v5e'), 8, 16, 8192)"])}, repeats)
+    ratio = float(np.median(t["step"] / t["bare"]))
+    figure("cold start: `roofline step ... --json` / bare imports", ratio, "x", "<= 1.25", ratio <= 1.25,
+           f"{np.median(t['step']) * 1e3:.0f} ms vs {np.median(t['bare']) * 1e3:.0f} ms for the bare imports")
+    api = float(np.median(t["api"] / t["bare"]))
+    figure("  ... the same step through the Python API / bare imports", api, "x", "none (the CLI's share)", None,
+           f"{np.median(t['api']) * 1e3:.0f} ms")
 
 
 def bench_report(repeats: int) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        seconds = best_of(repeats, lambda: subprocess.run([*roofline_command(), "report"], cwd=folder,
-                                                         check=True, capture_output=True))
-        size = (Path(folder) / "reports" / "index.html").stat().st_size
-    print(f"`roofline report` (default scenario): {seconds:.2f} s, {size / 1e6:.1f} MB page  [target < 5 s]")
+        def run(models: tuple[str, ...]) -> Callable[[], object]:
+            cmd = [*roofline_command(), "report", "--models", ",".join(models), "--out", f"{folder}/r.html"]
+            return lambda: subprocess.run(cmd, cwd=folder, check=True, capture_output=True)
+
+        t = paired({"one": run(REPORT_MODELS[:1]), "eight": run(REPORT_MODELS)}, repeats)
+        size = (Path(folder) / "r.html").stat().st_size
+    ratio = float(np.median(t["eight"] / t["one"]))
+    figure("`roofline report`: 8 models / 1 model", ratio, "x", "<= 3", ratio <= 3,
+           f"{np.median(t['eight']):.2f} s vs {np.median(t['one']):.2f} s; {size / 1e6:.1f} MB page")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats")
-    args = parser.parse_args()
-    repeats = 2 if args.quick else 5
-    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, {os.cpu_count()} CPUs")
+    if ARGS.child:
+        result = peak_sweep() if ARGS.child == "peak-sweep" else stream_frontier(ARGS.quick)
+        print(json.dumps(result))
+        return
+    repeats = 3 if ARGS.quick else 5
+    out = sys.stderr if ARGS.json else sys.stdout
+    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, {os.cpu_count()} CPUs", file=out)
     bench_sweep(repeats)
-    bench_frontier(repeats)
-    bench_cold_start(repeats)
-    bench_report(max(1, repeats // 2))
+    bench_streaming(ARGS.quick)
+    bench_pareto(repeats)
+    bench_cold_start(repeats + 2)
+    bench_report(max(2, repeats // 2))
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bench_simulate import bench_simulate
 
-    bench_simulate(20_000 if args.quick else 100_000)
+    with contextlib.redirect_stdout(out):
+        bench_simulate(20_000 if ARGS.quick else 100_000)
+    if ARGS.json:
+        print(json.dumps({"python": sys.version.split()[0], "numpy": np.__version__, "cpus": os.cpu_count(),
+                          "figures": FIGURES}, indent=1))
 
+
+def _args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, a smaller streaming case")
+    parser.add_argument("--json", action="store_true", help="every figure as JSON on stdout")
+    parser.add_argument("--child", choices=("peak-sweep", "stream"), help=argparse.SUPPRESS)
+    return parser.parse_args()
+
+
+ARGS = _args() if __name__ == "__main__" else argparse.Namespace(quick=False, json=False, child=None)
 
 if __name__ == "__main__":
     main()

@@ -64,6 +64,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     # sweeps and frontiers
     "decode_sweep": ("sweep", "decode_sweep"),
     "SweepResult": ("sweep", "SweepResult"),
+    "decode_frontier": ("sweep_frontier", "decode_frontier"),
     "frontier_of": ("pareto", "frontier_of"),
     "pareto_mask": ("pareto", "pareto_mask"),
     # capacity planning and request lengths

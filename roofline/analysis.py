@@ -21,8 +21,8 @@ from .specs import HardwareSpec, ModelSpec
 from .terms import StepTerms, decode_work, prefill_work, step_terms
 from .terms.step import BOOK
 
-__all__ = ["BOOK", "DEFAULT_CONTEXT", "Precision", "RequestResult", "StepResult", "decode_step", "request",
-           "request_from", "step_from"]
+__all__ = ["BOOK", "DEFAULT_CONTEXT", "Precision", "RequestResult", "StepMemory", "StepResult", "decode_step",
+           "request", "request_from", "step_from", "step_memory"]
 
 
 DEFAULT_PRECISION = Precision()
@@ -116,6 +116,37 @@ def decode_step(
     return step_from(dep, batch, context)
 
 
+@dataclass(frozen=True)
+class StepMemory:
+    """Memory of a decode step: per replica (``replica_*``: weights + its share of the KV) and the slice.
+
+    ``kv_bytes_per_sequence`` is what a sequence holds: its KV cache plus ``state_bytes_per_sequence``
+    (a hybrid model's constant recurrent state; 0 for pure attention).
+    """
+
+    kv_bytes_per_sequence: Number
+    replica_batch: Number
+    replica_bytes: Number
+    replica_usable_bytes: Number
+    total_bytes: Number
+    fits: Number
+    kv_only_bytes_per_sequence: Number = 0.0
+    state_bytes_per_sequence: Number = 0.0
+
+
+def step_memory(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepMemory:
+    """Each of r replicas holds the weights + B/r·(KV(S) + state) against its usable HBM; the slice holds r."""
+    replicas = dep.replicas
+    g_batch = np.divide(batch, replicas)
+    kv_only = memory.kv_cache_bytes_per_sequence(dep.model, context, dep.precision.kv_bytes)
+    state_seq = memory.state_bytes_per_sequence(dep.model, dep.precision.kv_bytes)
+    kv_seq = np.add(kv_only, state_seq)  # what a sequence holds: KV + its constant recurrent state
+    g_total = memory.total_memory_bytes(dep.weight_bytes, np.multiply(g_batch, kv_seq))
+    g_usable = dep.usable_hbm_bytes(g_batch)
+    return StepMemory(kv_seq, g_batch, g_total, g_usable, replicas * g_total, memory.fits_in_memory(g_total, g_usable),
+                      kv_only, state_seq)
+
+
 def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResult:
     """One decode step of ``dep`` at ``batch`` sequences over ``context`` tokens, from the step terms."""
     m, prec = dep.model, dep.precision
@@ -123,13 +154,11 @@ def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResu
     counts = memory.param_counts(m)
     replicas = dep.replicas
     chips = np.asarray(dep.chips, dtype=float)
-    g_batch = np.divide(batch, replicas)
+    mem = step_memory(dep, batch, context)
+    g_batch, kv_seq, g_total, g_usable = mem.replica_batch, mem.kv_bytes_per_sequence, mem.replica_bytes, \
+        mem.replica_usable_bytes
     weights = dep.weight_bytes
-    kv_only = memory.kv_cache_bytes_per_sequence(m, context, prec.kv_bytes)
-    state_seq = memory.state_bytes_per_sequence(m, prec.kv_bytes)
-    kv_seq = np.add(kv_only, state_seq)  # what a sequence holds: KV + its constant recurrent state
-    g_total = memory.total_memory_bytes(weights, np.multiply(g_batch, kv_seq))
-    g_usable = dep.usable_hbm_bytes(g_batch)
+    kv_only, state_seq = mem.kv_only_bytes_per_sequence, mem.state_bytes_per_sequence
     act = dep.activation_reserve_bytes(1.0)
     budget = dep.group_capacity_bytes() * dep.memory_utilization
     tps = np.divide(batch, t.time_s)
@@ -139,10 +168,10 @@ def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResu
         param_bytes=weights,
         kv_bytes_per_token=memory.kv_cache_bytes_per_token(m, prec.kv_bytes),
         kv_bytes=np.multiply(batch, kv_only),
-        total_bytes=replicas * g_total,
+        total_bytes=mem.total_bytes,
         hbm_capacity_bytes=memory.hbm_capacity_bytes(chips, dep.hw.hbm_bytes),
         usable_hbm_bytes=replicas * g_usable,
-        fits=memory.fits_in_memory(g_total, g_usable),
+        fits=mem.fits,
         overflow_bytes=replicas * np.maximum(g_total - g_usable, 0.0),
         max_batch=replicas * memory.max_batch_size(budget, weights, np.add(kv_seq, act)),
         min_chips=memory.min_chips(np.add(memory.total_memory_bytes(weights, np.multiply(batch, kv_seq)),

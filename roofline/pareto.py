@@ -28,20 +28,29 @@ OBJECTIVES: dict[str, tuple[str, Sense, str, Sense]] = {
 
 def _as_maximised(values: ArrayLike, sense: Sense) -> np.ndarray:
     """Objective values turned so that larger is better (negated for 'min')."""
-    if sense not in ("min", "max"):
-        raise ValueError(f"sense must be 'min' or 'max' (got {sense!r})")
+    _check_sense(sense)
     arr = np.asarray(values, dtype=float)
     return -arr if sense == "min" else arr
 
 
-def _frontier_sorted(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
-    """Positions of the non-dominated points of maximised (xs, ys), largest x first.
+def _check_sense(sense: str) -> None:
+    if sense not in ("min", "max"):
+        raise ValueError(f"sense must be 'min' or 'max' (got {sense!r})")
 
-    One sort by x; points with equal x form a run, and a run's best y (its first such point)
-    is kept when it beats the best y of every run before it.
+
+def oriented(x: np.ndarray, y: np.ndarray, x_sense: Sense, y_sense: Sense) -> tuple[np.ndarray, np.ndarray]:
+    """(sort key: smaller is better, y: larger is better) of two objectives and their senses."""
+    return (x if x_sense == "min" else -x), (y if y_sense == "max" else -y)
+
+
+def _frontier_runs(key: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """Positions of the non-dominated points (``key`` smaller is better, ``ys`` larger), best first.
+
+    One stable sort by key; points with equal key form a run, and a run's best y (its first
+    such point) is kept when it beats the best y of every run before it.
     """
-    order = np.argsort(-xs, kind="stable")
-    x_sorted, y_sorted = xs[order], ys[order]
+    order = np.argsort(key, kind="stable")
+    x_sorted, y_sorted = key[order], ys[order]
     starts = np.flatnonzero(np.r_[True, x_sorted[1:] != x_sorted[:-1]])
     run_best = np.maximum.reduceat(y_sorted, starts)
     best_before = np.empty_like(run_best)
@@ -54,17 +63,64 @@ def _frontier_sorted(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
     return order[first_hit[keep_runs]]
 
 
-def _not_dominated_by_sample(xs: np.ndarray, ys: np.ndarray, stride: int = 64) -> np.ndarray:
-    """Positions no point of a strided sample's frontier strictly beats (a superset of the frontier).
+def _frontier_sorted(key: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """Positions of the non-dominated points (``key`` smaller is better, ``ys`` larger), best first.
 
-    The sample frontier is a staircase (x falling, y rising): a point is dominated when the
-    last step with x ≥ its x has a larger y; one binary search per point, O(n log m).
+    A plain sort by key and a running maximum of y: a point is kept when its y beats every y
+    before it.  That is exact unless a kept point shares its key with a neighbour in the
+    sorted order (then which of the tied points comes first matters), where the run-based
+    scan of :func:`_frontier_runs` decides instead.
     """
-    sample = np.arange(0, xs.size, stride)
-    stairs = sample[_frontier_sorted(xs[sample], ys[sample])]
-    steps = np.searchsorted(-xs[stairs], -xs, side="right")
-    best_y = np.r_[-np.inf, ys[stairs]][steps]
-    return np.flatnonzero(ys >= best_y)
+    order = np.argsort(key)
+    y_sorted = ys[order]
+    best_before = np.empty_like(y_sorted)
+    best_before[0] = -np.inf
+    np.maximum.accumulate(y_sorted[:-1], out=best_before[1:])
+    kept = np.flatnonzero(y_sorted > best_before)
+    n = order.size
+    if 4 * kept.size < n:  # few kept: look at their neighbours only
+        here = key[order[kept]]
+        tied = (kept > 0) & (key[order[np.maximum(kept - 1, 0)]] == here)
+        tied |= (kept < n - 1) & (key[order[np.minimum(kept + 1, n - 1)]] == here)
+        has_tie = bool(tied.any())
+    else:
+        x_sorted = key[order]
+        has_tie = bool(np.any(x_sorted[1:] == x_sorted[:-1]))
+    return _frontier_runs(key, ys) if has_tie else order[kept]
+
+
+def key_floor(stair_key: np.ndarray, stair_y: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """:func:`staircase_floor` with the x axis as a rising sort key (smaller is better)."""
+    # At stair_key[k] the bound is the y of the step before it, so between two steps it stays
+    # at or below the true step there; each step is lowered by 1e-9 of the larger magnitude of
+    # it and the step before (the interpolation's rounding scales with both ends).
+    size = np.abs(stair_y)
+    steps = stair_y - np.maximum(size, np.r_[size[:1], size[:-1]]) * 1e-9
+    return np.interp(key, stair_key, np.r_[steps[0], steps[:-1]], left=-np.inf, right=steps[-1])
+
+
+def staircase_floor(stair_x: ArrayLike, stair_y: ArrayLike, x: ArrayLike) -> np.ndarray:
+    """A lower bound on the best y among staircase points with x ≥ ``x`` (−inf where none).
+
+    ``stair_x`` falls and ``stair_y`` rises (a frontier, best x first, both maximised).  The
+    bound is a linear interpolation that never exceeds the step it stands for (less a relative
+    1e-9 for rounding): one ``np.interp`` instead of a binary search per point.  A point whose
+    y is at most the bound is weakly dominated by a staircase point.
+    """
+    return key_floor(-np.asarray(stair_x, dtype=float), np.asarray(stair_y, dtype=float),
+                          -np.asarray(x, dtype=float))
+
+
+def _not_dominated_by_sample(key: np.ndarray, ys: np.ndarray, stride: int = 64) -> np.ndarray | None:
+    """Positions no point of a strided sample's frontier dominates (a superset of the frontier).
+
+    None when the sample's frontier is dense (the screen would keep almost everything).
+    """
+    sample = np.arange(0, key.size, stride)
+    stairs = sample[_frontier_sorted(key[sample], ys[sample])]
+    if stairs.size * 8 > sample.size:
+        return None
+    return np.flatnonzero(ys >= key_floor(key[stairs], ys[stairs], key))
 
 
 def pareto_order(x: ArrayLike, y: ArrayLike, x_sense: Sense = "min", y_sense: Sense = "max") -> np.ndarray:
@@ -73,15 +129,25 @@ def pareto_order(x: ArrayLike, y: ArrayLike, x_sense: Sense = "min", y_sense: Se
     Large inputs are first screened against the frontier of a 1-in-64 sample (cheap, exact:
     it only removes dominated points), then the survivors are sorted once.
     """
-    xs, ys = _as_maximised(x, x_sense), _as_maximised(y, y_sense)
-    if xs.shape != ys.shape or xs.ndim != 1:
-        raise ValueError(f"x and y must be 1-D and the same length (got {xs.shape} and {ys.shape})")
-    candidates = np.flatnonzero(~(np.isnan(xs) | np.isnan(ys)))
-    if candidates.size == 0:
+    _check_sense(x_sense)
+    _check_sense(y_sense)
+    xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if xa.shape != ya.shape or xa.ndim != 1:
+        raise ValueError(f"x and y must be 1-D and the same length (got {xa.shape} and {ya.shape})")
+    key, ys = oriented(xa, ya, x_sense, y_sense)
+    candidates: np.ndarray | None = None
+    if np.isnan(key).any() or np.isnan(ys).any():
+        candidates = np.flatnonzero(~(np.isnan(key) | np.isnan(ys)))
+        key, ys = key[candidates], ys[candidates]
+    if key.size == 0:
         return np.zeros(0, dtype=np.int64)
-    if candidates.size > 4096:
-        candidates = candidates[_not_dominated_by_sample(xs[candidates], ys[candidates])]
-    return candidates[_frontier_sorted(xs[candidates], ys[candidates])]
+    if key.size > 4096:
+        keep = _not_dominated_by_sample(key, ys)
+        if keep is not None and keep.size < key.size:
+            candidates = keep if candidates is None else candidates[keep]
+            key, ys = key[keep], ys[keep]
+    found = _frontier_sorted(key, ys)
+    return found if candidates is None else candidates[found]
 
 
 def pareto_mask(x: ArrayLike, y: ArrayLike, x_sense: Sense = "min", y_sense: Sense = "max") -> np.ndarray:

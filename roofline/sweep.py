@@ -1,11 +1,12 @@
-"""Cartesian sweeps of decode-step configurations, evaluated as numpy arrays.
+"""Cartesian sweeps of decode-step configurations, evaluated by the step model in chunks.
 
 A sweep is one model on one or more chips over batch × chips × context × tp degree ×
-weight and KV dtypes.  Python loops run over chips, dtype pairs and tp degrees only; every
-(batch, chips, context) point of a block is one element of the arrays given to
-:func:`roofline.analysis.decode_step`, so the formulas live in one place.  decode_step's own
-``max_batch`` (fit in HBM is monotone in batch) screens out the points that overflow HBM,
-which are counted, and the rest are evaluated and flattened into columns.
+weight and KV dtypes.  Python loops run over chips, dtype pairs, tp degrees and grids of a few
+thousand points; :mod:`roofline.sweep_kernel` evaluates each grid with the step model's own
+functions, so the formulas live in one place.  decode_step's own ``max_batch`` (fit in HBM is
+monotone in batch) screens out the points that overflow HBM, which are counted, and sizes the
+preallocated columns of the rest.  :func:`decode_frontier` streams a sweep to its Pareto
+frontiers, keeping only each chunk's frontier candidates.
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import cost, step, topology
-from .analysis import BOOK, DEFAULT_CONTEXT, Precision, decode_step
+from .analysis import BOOK, DEFAULT_CONTEXT, Precision, _check_positive, decode_step
 from .checks import check_count
-from .deploy import DEFAULT_MEMORY_UTILIZATION, chip_rates
+from .deploy import DEFAULT_MEMORY_UTILIZATION, Rates, chip_rates, deployment
 from .errors import OptionError, shown
+from .pareto import objective_columns, pareto_order
 from .specs import HardwareSpec, ModelSpec
+from .sweep_kernel import PointStore, SweepColumns, Tables, evaluate_part
 from .units import DTYPE_BYTES
 
 #: Per-point columns of a sweep (SI units, as their names say); ``block`` indexes ``blocks``.
@@ -63,11 +66,13 @@ class SweepResult:
     """The feasible points of a sweep as equal-length 1-D columns, and what was dropped.
 
     Labels shared by a whole block (model, chip, dtypes, critical batch) are stored once in
-    ``blocks``; ``column(name)`` expands them per point.  ``dropped_slots`` describes every
-    dropped point: per block and (chips, context) slot, the batches from the smallest dropped one up.
+    ``blocks``; ``column(name)`` expands them per point.  ``columns`` is a mapping of the
+    :data:`POINT_COLUMNS` (a :class:`~roofline.sweep_kernel.SweepColumns`: derived columns are
+    computed when first read).  ``dropped_slots`` describes every dropped point: per block and
+    (chips, context) slot, the batches from the smallest dropped one up.
     """
 
-    columns: dict[str, np.ndarray]
+    columns: Mapping[str, np.ndarray]
     blocks: tuple[dict[str, Any], ...]
     evaluated: int
     dropped_out_of_memory: int
@@ -93,9 +98,10 @@ class SweepResult:
     def select(self, mask: ArrayLike) -> SweepResult:
         """The points where ``mask`` (bool array or index array) holds; counts unchanged."""
         idx = np.asarray(mask)
-        return SweepResult({k: v[idx] for k, v in self.columns.items()}, self.blocks,
-                           self.evaluated, self.dropped_out_of_memory, self.dropped_by_hardware,
-                           self.sources, self.dropped_slots, self.skipped)
+        cols = self.columns
+        picked = cols.select(idx) if isinstance(cols, SweepColumns) else {k: v[idx] for k, v in cols.items()}
+        return SweepResult(picked, self.blocks, self.evaluated, self.dropped_out_of_memory,
+                           self.dropped_by_hardware, self.sources, self.dropped_slots, self.skipped)
 
     def with_step_time(self, column: str) -> SweepResult:
         """The same points priced at another step-time column (``step_time_lower_s``: the bound).
@@ -116,10 +122,31 @@ class SweepResult:
         """Per-point labels to split frontiers by: a block field, or 'all' (one group)."""
         if group == "all":
             return np.full(len(self), "all", dtype=object)
-        if group not in ("hardware", "weights", "kv_dtype", "model", "compute_dtype"):
-            raise OptionError(f"group: unknown {shown(group)}; allowed: hardware, weights, kv_dtype, all",
-                              parameters=("group",))
+        _check_group(group)
         return self.column(group)
+
+    def group_codes(self, group: str) -> tuple[np.ndarray, list[Any]]:
+        """(per-point group number, the groups' labels in order of first appearance), from the blocks."""
+        if group == "all":
+            return np.zeros(len(self), dtype=np.int32), ["all"] if len(self) else []
+        _check_group(group)
+        block = np.asarray(self.columns["block"])
+        present = np.flatnonzero(np.bincount(block, minlength=len(self.blocks)))
+        labels = list(dict.fromkeys(self.blocks[i][group] for i in present))
+        number = {label: i for i, label in enumerate(labels)}
+        by_block = np.array([number.get(blk[group], -1) for blk in self.blocks], dtype=np.int32)
+        return by_block[block], labels
+
+    def frontiers(self, objective: str, group: str = "hardware") -> dict[Any, np.ndarray]:
+        """One frontier per group (chip by default): {label: indices, best x first} (as frontier_by_group)."""
+        x_col, x_sense, y_col, y_sense = objective_columns(objective)
+        codes, labels = self.group_codes(group)
+        x, y = self.columns[x_col], self.columns[y_col]
+        out: dict[Any, np.ndarray] = {}
+        for i, label in enumerate(labels):
+            idx = np.flatnonzero(codes == i) if len(labels) > 1 else np.arange(codes.size)
+            out[label] = idx[pareto_order(x[idx], y[idx], x_sense, y_sense)]
+        return out
 
     def rows(self) -> list[dict[str, Any]]:
         """One dict per point (Python scalars), columns in :data:`COLUMNS` order."""
@@ -154,6 +181,12 @@ MAX_SWEEP_POINTS = 2_000_000
 MAX_SWEEP_SLOTS = 1_000_000
 #: Most values one list option (``--batch 1,2,...``) may hold.
 MAX_LIST_VALUES = 4096
+
+
+def _check_group(group: str) -> None:
+    if group not in ("hardware", "weights", "kv_dtype", "model", "compute_dtype"):
+        raise OptionError(f"group: unknown {shown(group)}; allowed: hardware, weights, kv_dtype, all",
+                          parameters=("group",))
 
 
 def parse_int_list(text: str, option: str, maximum: int = 2**31 - 1) -> np.ndarray:
@@ -207,64 +240,64 @@ def feasible_points(
     return slot, batch[position]
 
 
-def _block_columns(
-    model: ModelSpec,
-    hw: HardwareSpec,
-    batch: np.ndarray,
-    chips: np.ndarray,
-    context: np.ndarray,
-    max_batch: np.ndarray,
-    tp: int,
-    pp: int,
-    topology_text: str | None,
-    precision: Precision,
-    price: float,
-    memory_utilization: float,
-    ep: int | None = None,
-) -> tuple[dict[str, np.ndarray], str]:
-    """Columns of the points of one (chip, dtypes, tp) block that fit in HBM, and the comms source.
+@dataclass(frozen=True)
+class _Block:
+    """One (chip, dtypes, tp, pp, slice shape) block: its chip rows and the screen's counts per context."""
 
-    ``max_batch`` (chips × context, decode_step's own field) screens out every batch that
-    overflows HBM; decode_step then runs once on the flat arrays of the rest.  The latency
-    is the step model's prediction (``step_time_s``: collectives on the critical path on GPUs,
-    overlapped on TPUs; the book's general form when tp = 1); throughput and cost follow from it.
-    """
-    slot, b = feasible_points(batch, max_batch)
-    c = np.repeat(chips.astype(float), context.size)[slot]
-    s = np.tile(context.astype(float), chips.size)[slot]
-    none_fit = b.size == 0
-    if none_fit:  # price one point for the block's sources (fitted kernels need a shape), keep none
-        c, b, s = chips[:1].astype(float), batch[:1].astype(float), context[:1].astype(float)
-    res = decode_step(model, hw, c, b, s, precision, price, tp=tp, topology_text=topology_text,
-                      pp=pp if pp > 1 else None, ep=ep, memory_utilization=memory_utilization)
-    fits = np.asarray(res.fits) & (not none_fit)  # all True but for float ties at the HBM edge
-    keep = slice(None) if fits.all() else fits
-    c, b = c[keep], b[keep]
+    hw: HardwareSpec
+    name: str
+    rates: Rates
+    precision: Precision
+    price: float
+    tp: int
+    pp: int
+    rows: np.ndarray
+    shape: str | None
+    counts: np.ndarray
+    critical_batch: float
 
-    def kept(values: ArrayLike) -> np.ndarray:
-        return np.broadcast_to(np.asarray(values, dtype=float), fits.shape)[keep]
 
-    step_s = kept(res.step_time_s)
-    tps = step.tokens_per_s(b, step_s)
-    columns = {
-        "chips": c.astype(np.int64),
-        "tp": np.full(b.size, tp, dtype=np.int64),
-        "pp": np.full(b.size, pp, dtype=np.int64),
-        "batch": b.astype(np.int64),
-        "context": s[keep].astype(np.int64),
-        "step_time_s": step_s,
-        "step_time_lower_s": kept(res.step_time_lower_s),
-        "step_time_upper_s": kept(res.step_time_upper_s),
-        "comms_time_s": kept(res.comms_time_s),
-        "tokens_per_s": tps,
-        "tokens_per_s_per_chip": tps / c,
-        "tokens_per_s_per_user": 1.0 / step_s,
-        "cost_per_million_tokens": cost.cost_per_million_tokens(price, c, tps),
-        "bound": np.asarray(res.bound)[keep],
-        "total_bytes": kept(res.total_bytes),
-        "hbm_capacity_bytes": kept(res.hbm_capacity_bytes),
-    }
-    return columns, res.sources.get("comms", "")
+def _plan(model: ModelSpec, hardware: Sequence[HardwareSpec], names: Sequence[str],
+          axes: tuple[np.ndarray, np.ndarray, np.ndarray], precisions: list[Precision],
+          groups: list[tuple[int, int, np.ndarray, str | None]], prices: Mapping[str, float],
+          memory_utilization: float, sources: dict[str, str]) -> list[_Block]:
+    """Every block of the sweep with the screen's feasible batch counts (known before any evaluation)."""
+    batch_axis, chips_axis, context_axis = axes
+    blocks: list[_Block] = []
+    for hw, name in zip(hardware, names, strict=True):
+        rates = chip_rates(hw, precisions[0].compute)
+        sources[f"hardware:{name}"] = rates.source
+        price = prices.get(name, prices.get(hw.name, hw.price_per_chip_hour))
+        sources[f"price:{name}"] = "command line" if (name in prices or hw.name in prices) else "hardware spec"
+        for precision in precisions:
+            # The whole-slice max batch bounds every tp's (replicas each hold the weights):
+            # one screen per dtype pair; the step's own `fits` drops what it lets through.
+            screen = decode_step(model, hw, chips_axis[:, None].astype(float), 1,
+                                 context_axis[None, :].astype(float), precision, price,
+                                 memory_utilization=memory_utilization, rates=rates)
+            max_batch = np.broadcast_to(screen.max_batch, (chips_axis.size, context_axis.size))
+            counts = np.searchsorted(batch_axis, max_batch.reshape(-1), side="right").reshape(max_batch.shape)
+            for degree, stages, rows, shape in groups:
+                blocks.append(_Block(hw, name, rates, precision, price, degree, stages, rows, shape, counts[rows],
+                                     float(screen.critical_batch)))
+    return blocks
+
+
+def _tables(blocks: list[_Block], parts: list[tuple[int, int]], batch_axis: np.ndarray,
+            context_axis: np.ndarray) -> Tables:
+    block_of = np.array([p[0] for p in parts], dtype=np.int32)
+    return Tables(
+        batch=batch_axis, context=context_axis, part_block=block_of,
+        part_chips=np.array([p[1] for p in parts], dtype=np.int64),
+        part_tp=np.array([blocks[i].tp for i in block_of], dtype=np.int64),
+        part_pp=np.array([blocks[i].pp for i in block_of], dtype=np.int64),
+        part_price=np.array([blocks[i].price for i in block_of], dtype=float),
+        part_hbm_bytes=np.array([blocks[i].hw.hbm_bytes for i in block_of], dtype=float))
+
+
+def _parts(blocks: list[_Block], chips_axis: np.ndarray) -> list[tuple[int, int]]:
+    """(block, chips) of every part, in evaluation order."""
+    return [(i, int(chips_axis[row])) for i, blk in enumerate(blocks) for row in blk.rows]
 
 
 def _memory_at(model: ModelSpec, hw: HardwareSpec, precision: Precision, price: float, tp: int, pp: int,
@@ -278,15 +311,15 @@ def _memory_at(model: ModelSpec, hw: HardwareSpec, precision: Precision, price: 
 
 def _dropped_slots(
     block: int, tp: int, pp: int, batch: np.ndarray, chips: np.ndarray, context: np.ndarray,
-    cols: dict[str, np.ndarray], memory: Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[Any, Any]],
+    kept: Sequence[int], memory: Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[Any, Any]],
 ) -> list[DroppedSlot]:
     """Each (chips, context) slot of a block that lost batches: the kept ones are a prefix of ``batch``.
 
-    ``memory(chips, batch, context)`` gives (total bytes, usable bytes) at the first dropped batch.
+    ``kept`` counts the points kept per slot (chips-major); ``memory(chips, batch, context)`` gives
+    (total bytes, usable bytes) at the first dropped batch.
     """
     slots = [(int(c), int(s)) for c in chips for s in context]
-    kept = [int(np.count_nonzero((cols["chips"] == c) & (cols["context"] == s))) for c, s in slots]
-    lost = [(slot, k) for slot, k in zip(slots, kept, strict=True) if k < batch.size]
+    lost = [(slot, int(k)) for slot, k in zip(slots, kept, strict=True) if k < batch.size]
     if not lost:
         return []
     c_arr = np.array([float(c) for (c, _), _ in lost])
@@ -297,6 +330,64 @@ def _dropped_slots(
     return [DroppedSlot(block, c, tp, pp, s, int(batch[k - 1]) if k else 0, int(batch[k]), int(batch.size - k),
                         float(total[i]), float(usable[i]))
             for i, ((c, s), k) in enumerate(lost)]
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What evaluating a sweep's blocks counted: points evaluated and dropped, per chip, and each lost slot."""
+
+    evaluated: int
+    dropped: int
+    dropped_by_hardware: dict[str, int]
+    dropped_slots: tuple[DroppedSlot, ...]
+
+
+def _evaluate(model: ModelSpec, blocks: list[_Block], axes: tuple[np.ndarray, np.ndarray, np.ndarray],
+              store: PointStore, memory_utilization: float, ep: int | None,
+              sources: dict[str, str]) -> _Outcome:
+    """Run the kernel over every part of every block into ``store``, counting what it dropped."""
+    batch_axis, chips_axis, context_axis = axes
+    batch_f, context_f = batch_axis.astype(float), context_axis.astype(float)
+    evaluated = dropped = part = 0
+    dropped_by_hw: dict[str, int] = {}
+    comms_sources: dict[str, dict[str, None]] = {}
+    slots: list[DroppedSlot] = []
+    known: dict[tuple[int, int, int, str | None], str] = {}  # the collectives' source does not depend on points
+    for index, blk in enumerate(blocks):
+        key = (id(blk.rates), blk.tp, blk.pp, blk.shape)
+        row_kept = np.zeros((blk.rows.size, context_axis.size), dtype=np.int64)
+        for local, row in enumerate(blk.rows):
+            if key in known and not blk.counts[local].any():  # nothing to evaluate, the source is known
+                part += 1
+                comms_sources.setdefault(blk.name, {})[known[key]] = None
+                continue
+            dep = deployment(model, blk.hw, float(chips_axis[row]), blk.precision, tp=blk.tp,
+                             pp=blk.pp if blk.pp > 1 else None, ep=ep, topology_text=blk.shape,
+                             memory_utilization=memory_utilization, price_per_chip_hour=blk.price, rates=blk.rates)
+            _, comms = evaluate_part(dep, batch_f, context_f, blk.counts[local], store, part,
+                                     row_kept=row_kept[local])
+            part += 1
+            known[key] = comms
+            comms_sources.setdefault(blk.name, {})[comms] = None
+        kept = int(row_kept.sum())
+        n_eval = batch_axis.size * blk.rows.size * context_axis.size
+        if kept < n_eval:
+            memory = functools.partial(_memory_at, model, blk.hw, blk.precision, blk.price, blk.tp, blk.pp,
+                                       blk.shape, ep, memory_utilization)
+            slots += _dropped_slots(index, blk.tp, blk.pp, batch_axis, chips_axis[blk.rows], context_axis,
+                                    row_kept.reshape(-1).tolist(), memory)
+        evaluated += n_eval
+        dropped += n_eval - kept
+        dropped_by_hw[blk.name] = dropped_by_hw.get(blk.name, 0) + n_eval - kept
+    for name, found in comms_sources.items():
+        sources[f"comms:{name}"] = " | ".join(found)
+    return _Outcome(evaluated, dropped, dropped_by_hw, tuple(slots))
+
+
+def _labels(model: ModelSpec, blocks: list[_Block]) -> tuple[dict[str, Any], ...]:
+    return tuple({"model": model.name, "hardware": b.name, "weights": b.precision.weights,
+                  "kv_dtype": b.precision.kv, "compute_dtype": b.precision.compute, "topology": b.shape or "",
+                  "critical_batch": b.critical_batch, "price_per_chip_hour": float(b.price)} for b in blocks)
 
 
 def tp_groups(
@@ -373,6 +464,58 @@ def parallel_groups(
     return groups
 
 
+@dataclass(frozen=True)
+class _Setup:
+    axes: tuple[np.ndarray, np.ndarray, np.ndarray]
+    blocks: list[_Block]
+    parts: list[tuple[int, int]]
+    tables: Tables
+    sources: dict[str, str]
+    skipped: tuple[str, ...]
+
+    @property
+    def capacity(self) -> int:
+        """Points the screen lets through: an upper bound of the points that fit."""
+        return int(sum(int(b.counts.sum()) for b in self.blocks))
+
+
+def _setup(model: ModelSpec, hardware: Sequence[HardwareSpec], batch: ArrayLike, chips: ArrayLike,
+           context: ArrayLike, weights: Sequence[str], kv_dtypes: Sequence[str], tp: Sequence[int] | None,
+           compute_dtype: str, prices: Mapping[str, float] | None, topologies: Sequence[str] | None,
+           pp: Sequence[int] | None, memory_utilization: float, labels: Sequence[str] | None) -> _Setup:
+    """Validate a sweep's options and plan its blocks and parts."""
+    if not hardware:
+        raise OptionError("hardware: give at least one chip", parameters=("hardware",))
+    names = [hw.name for hw in hardware] if labels is None else list(labels)
+    if len(names) != len(hardware):
+        raise OptionError(f"labels: {len(names)} given for {len(hardware)} chips", parameters=("labels",))
+    weights = check_dtypes(weights, "weights")
+    kv_dtypes = check_dtypes(kv_dtypes, "kv_dtypes")
+    if topologies:
+        chips = [topology.topology_chips(topology.parse_topology(t)) for t in topologies]
+    axes = tuple(np.unique(np.asarray(v, dtype=np.int64).reshape(-1)) for v in (batch, chips, context))
+    if axes[0].size:
+        _check_positive(batch=axes[0])
+    skipped: list[str] = []
+    groups = parallel_groups(axes[1], tp, pp, topologies, skipped)
+    if axes[1].size * axes[2].size > MAX_SWEEP_SLOTS:
+        raise OptionError(f"the sweep has {axes[1].size:,} chip counts x {axes[2].size:,} contexts, more "
+                          f"than the {MAX_SWEEP_SLOTS:,} this tool screens at once; give fewer chips= or context= "
+                          "values", parameters=("chips", "context"))
+    precisions = [Precision(w, kv, compute_dtype) for w in weights for kv in kv_dtypes]
+    sources: dict[str, str] = {}
+    blocks = _plan(model, hardware, names, axes, precisions, groups, dict(prices or {}), memory_utilization,
+                   sources)
+    parts = _parts(blocks, axes[1])
+    return _Setup(axes, blocks, parts, _tables(blocks, parts, axes[0], axes[2]), sources, tuple(skipped))
+
+
+def _finish_sources(sources: dict[str, str], model: ModelSpec) -> dict[str, str]:
+    sources["model"] = model.source or model.name
+    sources["formulas"] = f"{BOOK}, 'Theoretical estimates for LLM latency and throughput'"
+    return sources
+
+
 def decode_sweep(
     model: ModelSpec,
     hardware: Sequence[HardwareSpec],
@@ -389,6 +532,7 @@ def decode_sweep(
     memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
     ep: int | None = None,
     labels: Sequence[str] | None = None,
+    max_points: int | None = None,
 ) -> SweepResult:
     """Every (chip, weights, KV dtype, tp, chips, batch, context) decode step that fits in HBM.
 
@@ -396,81 +540,23 @@ def decode_sweep(
     16 chips whose ICI axes carry the collectives); ``tp`` the model-parallel degrees to try
     (each must divide the chip count; None: the whole slice is one tp group, the book's
     figure).  ``labels`` names each chip's points (default: its name; the report passes the
-    file each came from).  The loops run over chips × dtypes × tp degrees, never over configurations.
+    file each came from).  The loops run over chips × dtypes × tp degrees and grids of points,
+    never over configurations; the columns are allocated once, sized by the screen's counts,
+    and a sweep holding more than ``max_points`` (default :data:`MAX_SWEEP_POINTS`) is refused
+    before any is evaluated.
     """
-    if not hardware:
-        raise OptionError("hardware: give at least one chip", parameters=("hardware",))
-    names = [hw.name for hw in hardware] if labels is None else list(labels)
-    if len(names) != len(hardware):
-        raise OptionError(f"labels: {len(names)} given for {len(hardware)} chips", parameters=("labels",))
-    weights = check_dtypes(weights, "weights")
-    kv_dtypes = check_dtypes(kv_dtypes, "kv_dtypes")
-    if topologies:
-        chips = [topology.topology_chips(topology.parse_topology(t)) for t in topologies]
-    batch_axis, chips_axis, context_axis = (
-        np.unique(np.asarray(v, dtype=np.int64).reshape(-1)) for v in (batch, chips, context)
-    )
-    skipped: list[str] = []
-    groups = parallel_groups(chips_axis, tp, pp, topologies, skipped)
-    if chips_axis.size * context_axis.size > MAX_SWEEP_SLOTS:
-        raise OptionError(f"the sweep has {chips_axis.size:,} chip counts x {context_axis.size:,} contexts, more "
-                          f"than the {MAX_SWEEP_SLOTS:,} this tool screens at once; give fewer chips= or context= "
-                          "values", parameters=("chips", "context"))
-    prices = dict(prices or {})
-    parts: list[dict[str, np.ndarray]] = []
-    blocks: list[dict[str, Any]] = []
-    evaluated = dropped = held = 0
-    dropped_by_hw: dict[str, int] = {}
-    sources: dict[str, str] = {}
-    comms_sources: dict[str, dict[str, None]] = {}
-    slots: list[DroppedSlot] = []
-    for hw, name in zip(hardware, names, strict=True):
-        sources[f"hardware:{name}"] = chip_rates(hw, compute_dtype).source
-        price = prices.get(name, prices.get(hw.name, hw.price_per_chip_hour))
-        sources[f"price:{name}"] = "command line" if (name in prices or hw.name in prices) else "hardware spec"
-        for w in weights:
-            for kv in kv_dtypes:
-                precision = Precision(w, kv, compute_dtype)
-                # The whole-slice max batch bounds every tp's (replicas each hold the weights):
-                # one screen per dtype pair; decode_step's own `fits` drops what it lets through.
-                screen = decode_step(model, hw, chips_axis[:, None].astype(float), 1,
-                                     context_axis[None, :].astype(float), precision, price,
-                                     memory_utilization=memory_utilization)
-                max_batch = np.broadcast_to(screen.max_batch, (chips_axis.size, context_axis.size))
-                for degree, stages, rows, shape in groups:
-                    fit_here = int(np.searchsorted(batch_axis, max_batch[rows].reshape(-1), side="right").sum())
-                    held += fit_here
-                    if held > MAX_SWEEP_POINTS:
-                        raise OptionError(
-                            f"the sweep would hold more than {MAX_SWEEP_POINTS:,} configurations that fit in HBM "
-                            f"(about {MAX_SWEEP_POINTS * 500 / 1e9:.0f} GB); use a smaller grid: fewer batch=, "
-                            "chips=, context= or dtype values, or a doubling range such as 1..4096",
-                            parameters=("batch", "chips", "context"))
-                    cols, comms = _block_columns(model, hw, batch_axis, chips_axis[rows], context_axis,
-                                                 max_batch[rows], degree, stages, shape, precision, price,
-                                                 memory_utilization, ep)
-                    comms_sources.setdefault(name, {})[comms] = None
-                    n_eval = batch_axis.size * rows.size * context_axis.size
-                    n_kept = cols["step_time_s"].size
-                    cols["block"] = np.full(n_kept, len(blocks), dtype=np.int32)
-                    parts.append(cols)
-
-                    if n_kept < n_eval:
-                        memory = functools.partial(_memory_at, model, hw, precision, price, degree, stages,
-                                                   shape, ep, memory_utilization)
-                        slots += _dropped_slots(len(blocks), degree, stages, batch_axis, chips_axis[rows],
-                                                context_axis, cols, memory)
-                    blocks.append({"model": model.name, "hardware": name, "weights": w,
-                                   "kv_dtype": kv, "compute_dtype": compute_dtype,
-                                   "topology": shape or "", "critical_batch": float(screen.critical_batch),
-                                   "price_per_chip_hour": float(price)})
-                    evaluated += n_eval
-                    dropped += n_eval - n_kept
-                    dropped_by_hw[name] = dropped_by_hw.get(name, 0) + n_eval - n_kept
-    columns = {k: np.concatenate([part[k] for part in parts]) for k in POINT_COLUMNS}
-    for name, found in comms_sources.items():
-        sources[f"comms:{name}"] = " | ".join(found)
-    sources["model"] = model.source or model.name
-    sources["formulas"] = f"{BOOK}, 'Theoretical estimates for LLM latency and throughput'"
-    return SweepResult(columns, tuple(blocks), evaluated, dropped, dropped_by_hw, sources, tuple(slots),
-                       tuple(skipped))
+    plan = _setup(model, hardware, batch, chips, context, weights, kv_dtypes, tp, compute_dtype, prices,
+                  topologies, pp, memory_utilization, labels)
+    limit = MAX_SWEEP_POINTS if max_points is None else int(max_points)
+    if plan.capacity > limit:
+        raise OptionError(
+            f"the sweep would hold more than {limit:,} configurations that fit in HBM "
+            f"(about {limit * 500 / 1e9:.0f} GB); use a smaller grid: fewer batch=, "
+            "chips=, context= or dtype values, or a doubling range such as 1..4096",
+            parameters=("batch", "chips", "context"))
+    batch_axis, _, context_axis = plan.axes
+    store = PointStore(plan.capacity, batch_axis.size, context_axis.size, len(plan.parts))
+    out = _evaluate(model, plan.blocks, plan.axes, store, memory_utilization, ep, plan.sources)
+    columns = SweepColumns(store.trimmed(), plan.tables, POINT_COLUMNS)
+    return SweepResult(columns, _labels(model, plan.blocks), out.evaluated, out.dropped, out.dropped_by_hardware,
+                       _finish_sources(plan.sources, model), out.dropped_slots, plan.skipped)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..pareto import OBJECTIVES, frontier_by_group
+from ..pareto import OBJECTIVES
 from ..sweep import SweepResult
 
 Figure = dict[str, Any]
@@ -108,7 +108,8 @@ def line_trace(x: Any, y: Any, name: str, color: str, dash: str = "solid", hover
 
 def hover_data(result: SweepResult, idx: np.ndarray) -> list[list[Any]]:
     """customdata rows for the hover template (step time in ms)."""
-    cols = [result.column(name)[idx] for name in HOVER_FIELDS]
+    points = result.select(idx)
+    cols = [points.column(name) for name in HOVER_FIELDS]
     cols[7] = cols[7] * 1e3
     return [list(row) for row in zip(*(c.tolist() for c in cols), strict=True)]
 
@@ -118,7 +119,7 @@ def frontier_figure(result: SweepResult, objective: str, title: str, group: str 
     x_col, _, y_col, _ = OBJECTIVES[objective]
     (x_title, x_scale), (y_title, y_scale) = AXES[x_col], AXES[y_col]
     traces, xs, ys = [], [], []
-    frontiers = frontier_by_group(result.columns, result.group_labels(group), objective)
+    frontiers = result.frontiers(objective, group)
     for i, (key, idx) in enumerate(frontiers.items()):
         x = result.columns[x_col][idx] * x_scale
         y = result.columns[y_col][idx] * y_scale
@@ -161,7 +162,7 @@ def trace_frontier_figure(traces: Sequence[FrontierTrace], objective: str, title
     for tr in traces:
         if len(tr.result) == 0:
             continue
-        idx = frontier_by_group(tr.result.columns, tr.result.group_labels("all"), objective)["all"]
+        idx = tr.result.frontiers(objective, "all")["all"]
         x, y = tr.result.columns[x_col][idx] * x_scale, tr.result.columns[y_col][idx] * y_scale
         xs.append(x)
         ys.append(y)

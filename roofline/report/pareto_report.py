@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis import BOOK
-from ..pareto import OBJECTIVES, frontier_by_group
+from ..pareto import OBJECTIVES
 from ..specs import load_model
 from ..sweep import SweepResult, decode_sweep
 from . import figures, sections
@@ -87,9 +87,11 @@ def frontier_rows(
 ) -> list[list[Any]]:
     """Table rows of every group's (chip's) frontier points, in the frontier's order."""
     rows: list[list[Any]] = []
-    for idx in frontier_by_group(result.columns, result.group_labels(group), objective).values():
-        for i in idx:
-            c = {k: result.column(k)[i] for k in figures.HOVER_FIELDS}
+    for idx in result.frontiers(objective, group).values():
+        points = result.select(idx)  # the frontier's points only: columns read once, not per point
+        cols = {k: points.column(k).tolist() for k in figures.HOVER_FIELDS}
+        for i in range(len(idx)):
+            c = {k: v[i] for k, v in cols.items()}
             rows.append([c["hardware"], c["chips"], c["topology"] or "-", c["tp"], c["batch"], c["weights"],
                          c["kv_dtype"],
                          c["context"], f"{c['step_time_s'] * 1e3:.3f}", f"{c['tokens_per_s_per_chip']:,.1f}",

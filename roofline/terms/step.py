@@ -10,6 +10,7 @@ terms it gives the prediction and two bounds: collectives overlapped (lower) and
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -56,12 +57,32 @@ class StepTerms:
     time_s: Number
     lower_s: Number
     upper_s: Number
-    bound: np.ndarray
+    bound_code: np.ndarray
     sources: dict[str, str] = field(default_factory=dict)
     state_bytes: Number = 0.0
 
+    @functools.cached_property
+    def bound(self) -> np.ndarray:
+        """'memory', 'compute' or 'network' per point: the words of :attr:`bound_code` (made when first read)."""
+        return bound_names(self.bound_code)
+
     def as_dict(self) -> dict[str, object]:
-        return asdict(self)
+        return {**asdict(self), "bound": self.bound}
+
+
+#: What limits a step, by :func:`bound_code`: 0 memory, 1 compute, 2 network.
+BOUND_NAMES = np.array(["memory", "compute", "network"])
+
+
+def bound_code(compute_s: Number, bytes_s: Number, exposed_s: Number, local_s: Number) -> np.ndarray:
+    """0 memory; 1 compute where FLOP time > byte time; 2 network where exposed collectives > local work."""
+    network = np.greater(exposed_s, local_s)
+    return np.where(network, np.int8(2), np.greater(compute_s, bytes_s).astype(np.int8))
+
+
+def bound_names(code: np.ndarray) -> np.ndarray:
+    """The words of :data:`BOUND_NAMES` for an array of bound codes (same shape)."""
+    return BOUND_NAMES[code.reshape(-1)].reshape(code.shape)
 
 
 def _zeros(like: Number) -> np.ndarray:
@@ -150,9 +171,7 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     exposed = np.maximum(0.0, np.subtract(c.time_s, dep.comms_overlap * stage_local))
     pp = float(par.pp)
     stage_pred = stage_local + exposed
-    compute_binds = compute_time > kv_time + weight_time
-    local_bound = np.where(compute_binds, "compute", "memory")
-    bound = np.where(exposed > stage_local, "network", local_bound)
+    code = bound_code(compute_time, kv_time + weight_time, exposed, stage_local)
     return StepTerms(
         tokens=replica.tokens, kv_read_bytes=kv_read, weight_read_bytes=weights_read, kv_written_bytes=kv_written,
         matmul_flops=decode_mm + prefill_mm, attention_flops=attn_p_flops,
@@ -166,7 +185,7 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
         time_s=pp * (stage_pred + send),
         lower_s=pp * (np.maximum(stage_local, c.lower_s) + send),
         upper_s=pp * (stage_local + c.time_s + send),
-        bound=bound, state_bytes=state,
+        bound_code=code, state_bytes=state,
         sources={**rates.sources, "comms": c.source, "engine": dep.engine.source,
                  "overlap": f"collectives overlap {dep.comms_overlap:g} of local work "
                             f"({'TPU: XLA overlaps' if dep.hw.kind == 'tpu' else 'GPU: on the critical path'})",
