@@ -47,8 +47,9 @@ def test_readme_command_fits_80_columns(command, tmp_path, monkeypatch):
                             "my-llama-3.1-8b", "--save").code == 0
     monkeypatch.setattr(_common.console, "width", 80)
     monkeypatch.setattr(_common.err_console, "width", 80)
-    args = [a.replace("examples/", f"{REPO}/examples/").replace("tests/fixtures/", f"{REPO}/tests/fixtures/")
-            .replace("/tmp/", f"{tmp_path}/") for a in shlex.split(command)[1:]]
+    # /tmp/ first: the clone itself may live under /tmp (CI), and its paths must stay whole.
+    args = [a.replace("/tmp/", f"{tmp_path}/").replace("examples/", f"{REPO}/examples/")
+            .replace("tests/fixtures/", f"{REPO}/tests/fixtures/") for a in shlex.split(command)[1:]]
     saved = os.getcwd()
     os.chdir(tmp_path)
     try:
