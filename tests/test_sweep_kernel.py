@@ -40,9 +40,10 @@ def calibrated_h100():
 
 
 def shipped_profile_one_engine():
-    """The shipped h100-sxm-cal profile with only its trtllm/1.0 engine entry, so its engine terms apply."""
+    """The shipped h100-sxm-cal profile with one engine entry, so engine terms apply: its trtllm/1.0 fit
+    with a step overhead of 1 ms set here (the fitted terms may all be absent for that engine)."""
     data = load_hardware("h100-sxm-cal").model_dump(exclude_none=True)
-    data["engine"] = {"trtllm/1.0": data["engine"]["trtllm/1.0"]}
+    data["engine"] = {"trtllm/1.0": {**data["engine"]["trtllm/1.0"], "step_overhead_s": 1e-3}}
     data["name"] = "h100-sxm-cal-trtllm"
     return hardware_from_dict(data)
 
@@ -219,12 +220,13 @@ def test_every_point_on_the_frontier_shuffled_and_ties() -> None:
 
 
 def test_the_engine_terms_reach_the_sweep() -> None:
-    # The one-engine profile's GEMM slowdown (fitted, > 0) makes every step slower than without it.
+    # The one-engine profile's 1 ms step overhead adds exactly 1 ms to every decode step (GPU: no overlap).
     args = (MODELS["llama-3-8b"], [1, 8, 64], [1, 2], [2048])
     with_engine = decode_sweep(args[0], [CHIPS["h100-sxm-cal-trtllm"]], *args[1:])
     kernels_only = decode_sweep(args[0], [CHIPS["h100-sxm-cal"]], *args[1:])
     assert len(with_engine) == len(kernels_only) > 0
-    assert np.all(with_engine.columns["step_time_s"] > kernels_only.columns["step_time_s"])
+    delta = with_engine.columns["step_time_s"] - kernels_only.columns["step_time_s"]
+    assert delta == pytest.approx(np.full(delta.shape, 1e-3), rel=1e-9)
 
 
 def test_streamed_sweep_keeps_labels_slots_prices_and_skips() -> None:
