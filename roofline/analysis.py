@@ -89,9 +89,10 @@ def _check_positive(**values: ArrayLike) -> None:
 
 def _deploy(model: ModelSpec, hw: HardwareSpec, chips: ArrayLike, precision: Precision,
             price: float | None, rates: Rates | None, tp: int | None, pp: int | None, ep: int | None,
-            topology_text: str | None, memory_utilization: float) -> Deployment:
+            topology_text: str | None, memory_utilization: float, engine: str | None = None) -> Deployment:
     return deployment(model, hw, chips, precision, tp=tp, pp=pp, ep=ep, topology_text=topology_text,
-                      memory_utilization=memory_utilization, price_per_chip_hour=price, rates=rates)
+                      memory_utilization=memory_utilization, price_per_chip_hour=price, rates=rates,
+                      engine=engine)
 
 
 def decode_step(
@@ -108,11 +109,12 @@ def decode_step(
     pp: int | None = None,
     ep: int | None = None,
     memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
+    engine: str | None = None,
 ) -> StepResult:
     """Memory, fit, step time, throughput and cost of one decode step (see :func:`step_from`)."""
     _check_positive(chips=chips, batch=batch, context=context)
     dep = _deploy(model, hw, chips, precision, price_per_chip_hour, rates, tp, pp, ep, topology_text,
-                  memory_utilization)
+                  memory_utilization, engine)
     return step_from(dep, batch, context)
 
 
@@ -291,10 +293,11 @@ def request(
     ep: int | None = None,
     topology_text: str | None = None,
     memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
+    engine: str | None = None,
 ) -> RequestResult:
     """TTFT = prefill of I tokens (yields token 1); O-1 decode steps follow, the KV growing."""
     _check_positive(input_len=input_len, output_len=output_len, chips=chips, batch=batch)
-    dep = _deploy(model, hw, chips, precision, None, rates, tp, pp, ep, topology_text, memory_utilization)
+    dep = _deploy(model, hw, chips, precision, None, rates, tp, pp, ep, topology_text, memory_utilization, engine)
     return request_from(dep, input_len, output_len, batch, mfu)
 
 

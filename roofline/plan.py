@@ -263,11 +263,12 @@ def _chip_axis(hardware: Sequence[HardwareSpec], max_chips: int) -> np.ndarray:
 
 def _prefill_moments(model: ModelSpec, hw: HardwareSpec, layout: tuple[int, int, int], lengths: LengthDistribution,
                      precision: Precision, mfu: float, memory_utilization: float,
-                     ep: int | None = None) -> tuple[float, float]:
+                     ep: int | None = None, engine: str | None = None) -> tuple[float, float]:
     """E[S] and E[S²] of one request's prefill (analysis.request, batch 1) on a (chips, tp, pp) replica."""
     chips, tp, pp = layout
     res = request(model, hw, lengths.input_len, lengths.output_len, chips=chips, batch=1, precision=precision,
-                  mfu=mfu, tp=tp, pp=pp if pp > 1 else None, ep=ep, memory_utilization=memory_utilization)
+                  mfu=mfu, tp=tp, pp=pp if pp > 1 else None, ep=ep, memory_utilization=memory_utilization,
+                  engine=engine)
     ttft = np.asarray(res.ttft_s, dtype=float)
     return float(weighted_mean(ttft, lengths.weight)), float(weighted_mean(ttft**2, lengths.weight))
 
@@ -290,6 +291,7 @@ def plan(
     pp: Sequence[int] | None = None,
     memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
     ep: int | None = None,
+    engine: str | None = None,
 ) -> PlanResult:
     """Cheapest $/hour over chips × batch × dtypes (one :func:`sweep.decode_sweep`) meeting the targets."""
     if not 0 < qps < float("inf"):
@@ -303,7 +305,8 @@ def plan(
     by_name = {hw.name: hw for hw in hardware}
     sw = decode_sweep(model, hardware, batch=np.asarray(batches), chips=_chip_axis(hardware, max_chips),
                       context=(int(round(lengths.decode_context)),), weights=weights, kv_dtypes=kv_dtypes,
-                      prices=prices, tp=tp, pp=pp, memory_utilization=memory_utilization, ep=ep)
+                      prices=prices, tp=tp, pp=pp, memory_utilization=memory_utilization, ep=ep,
+                      engine=engine)
     cols = sw.columns
     hw_col, w_col, kv_col = sw.column("hardware"), sw.column("weights"), sw.column("kv_dtype")
     chips, batch = cols["chips"].astype(float), cols["batch"].astype(float)
@@ -326,7 +329,7 @@ def plan(
             for key in {(int(chips[r]), int(cols["tp"][r]), int(cols["pp"][r])) for r in rows}:
                 sel = rows[(chips[rows] == key[0]) & (cols["tp"][rows] == key[1]) & (cols["pp"][rows] == key[2])]
                 p_mean[sel], p_sq[sel] = _prefill_moments(model, by_name[blk["hardware"]], key, lengths, prec, mfu,
-                                                          memory_utilization, ep)
+                                                          memory_utilization, ep, engine)
     step_s = cols["step_time_s"]
     decode_steps = max(lengths.mean_output - 1.0, 0.0)
     inf = np.full(step_s.shape, np.inf)

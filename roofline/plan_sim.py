@@ -42,7 +42,7 @@ def _percentile(p: object, name: str) -> float:
 
 def size_candidate(model: ModelSpec, hw: HardwareSpec, d: Deployment, qps: float, lengths: LengthDistribution,
                    percentile: str, ttft_slo_s: float | None, tpot_slo_s: float | None, requests: int,
-                   seed: int, memory_utilization: float) -> SimulatedSizing:
+                   seed: int, memory_utilization: float, engine: str | None = None) -> SimulatedSizing:
     """Smallest replica count (from the closed form's up) whose simulated percentile latencies meet the SLOs."""
     from .analysis import Precision
     from .simulate import OpenLoop, SchedulerConfig, simulate
@@ -50,7 +50,7 @@ def size_candidate(model: ModelSpec, hw: HardwareSpec, d: Deployment, qps: float
 
     longest = float(max(lengths.input_len + lengths.output_len))
     cost = cost_for(model, hw, d.tp, Precision(d.weights, d.kv_dtype), memory_utilization,
-                    pp=d.pp if d.pp > 1 else None, max_context=longest + 1.0)
+                    pp=d.pp if d.pp > 1 else None, max_context=longest + 1.0, engine=engine)
     scheduler = SchedulerConfig(max_num_seqs=d.batch, max_num_batched_tokens=max(8192, d.batch))
     replicas = d.replicas
     for _ in range(MAX_EXTRA_REPLICAS + 1):
@@ -77,8 +77,9 @@ def plan_at_percentile(model: ModelSpec, hardware: list[HardwareSpec], qps: floa
     screen = plan(model, hardware, qps, lengths, ttft_slo_s, tpot_slo_s, top=candidates, **plan_options)  # type: ignore[arg-type]
     by_name = {hw.name: hw for hw in hardware}
     mu = float(plan_options.get("memory_utilization", 0.9))  # type: ignore[arg-type]
-    jobs = [(model, by_name[d.hardware], d, qps, lengths, percentile, ttft_slo_s, tpot_slo_s, requests, seed, mu)
-            for d in screen.candidates]
+    engine = plan_options.get("engine")
+    jobs = [(model, by_name[d.hardware], d, qps, lengths, percentile, ttft_slo_s, tpot_slo_s, requests, seed, mu,
+             engine) for d in screen.candidates]
     if workers > 1 and len(jobs) > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             sized = list(pool.map(size_candidate, *zip(*jobs, strict=True)))

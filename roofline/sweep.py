@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike
 from . import cost, step, topology
 from .analysis import BOOK, DEFAULT_CONTEXT, Precision, _check_positive, decode_step
 from .checks import check_count
-from .deploy import DEFAULT_MEMORY_UTILIZATION, Rates, chip_rates, deployment
+from .deploy import DEFAULT_MEMORY_UTILIZATION, Rates, chip_rates, deployment, engine_terms
 from .errors import OptionError, shown
 from .pareto import objective_columns, pareto_order
 from .specs import HardwareSpec, ModelSpec
@@ -344,7 +344,7 @@ class _Outcome:
 
 def _evaluate(model: ModelSpec, blocks: list[_Block], axes: tuple[np.ndarray, np.ndarray, np.ndarray],
               store: PointStore, memory_utilization: float, ep: int | None,
-              sources: dict[str, str]) -> _Outcome:
+              sources: dict[str, str], engine: str | None = None) -> _Outcome:
     """Run the kernel over every part of every block into ``store``, counting what it dropped."""
     batch_axis, chips_axis, context_axis = axes
     batch_f, context_f = batch_axis.astype(float), context_axis.astype(float)
@@ -363,7 +363,8 @@ def _evaluate(model: ModelSpec, blocks: list[_Block], axes: tuple[np.ndarray, np
                 continue
             dep = deployment(model, blk.hw, float(chips_axis[row]), blk.precision, tp=blk.tp,
                              pp=blk.pp if blk.pp > 1 else None, ep=ep, topology_text=blk.shape,
-                             memory_utilization=memory_utilization, price_per_chip_hour=blk.price, rates=blk.rates)
+                             memory_utilization=memory_utilization, price_per_chip_hour=blk.price, rates=blk.rates,
+                             engine=engine)
             _, comms = evaluate_part(dep, batch_f, context_f, blk.counts[local], store, part,
                                      row_kept=row_kept[local])
             part += 1
@@ -533,6 +534,7 @@ def decode_sweep(
     ep: int | None = None,
     labels: Sequence[str] | None = None,
     max_points: int | None = None,
+    engine: str | None = None,
 ) -> SweepResult:
     """Every (chip, weights, KV dtype, tp, chips, batch, context) decode step that fits in HBM.
 
@@ -556,7 +558,9 @@ def decode_sweep(
             parameters=("batch", "chips", "context"))
     batch_axis, _, context_axis = plan.axes
     store = PointStore(plan.capacity, batch_axis.size, context_axis.size, len(plan.parts))
-    out = _evaluate(model, plan.blocks, plan.axes, store, memory_utilization, ep, plan.sources)
+    out = _evaluate(model, plan.blocks, plan.axes, store, memory_utilization, ep, plan.sources, engine)
+    for hw, name in zip(hardware, [hw.name for hw in hardware] if labels is None else list(labels), strict=True):
+        plan.sources[f"engine:{name}"] = engine_terms(hw, engine).source
     columns = SweepColumns(store.trimmed(), plan.tables, POINT_COLUMNS)
     return SweepResult(columns, _labels(model, plan.blocks), out.evaluated, out.dropped, out.dropped_by_hardware,
                        _finish_sources(plan.sources, model), out.dropped_slots, plan.skipped)

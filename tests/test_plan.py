@@ -255,3 +255,21 @@ def test_plan_at_a_percentile_is_sized_by_simulation():
     assert all(s.replicas >= s.candidate.replicas for s in sized)  # never fewer than the closed form
     with pytest.raises(RooflineError, match="--percentile"):
         plan_at_percentile(m, [hw], 4.0, fixed_lengths(512, 64), "p95")
+
+
+def test_plan_with_a_profiles_engine_names_it_and_is_slower():
+    # --engine picks the profile's engine entry: its terms (here a known 1 ms step overhead) slow every
+    # decode step, so the plan's TPOT is at least 1 ms above the kernel-only plan's at the same deployment.
+    from roofline.specs import hardware_from_dict
+
+    data = load_hardware("h100-sxm-cal").model_dump(exclude_none=True)
+    entry = {**data.pop("engine")["trtllm/1.0"], "step_overhead_s": 1e-3}
+    kernels_only = hardware_from_dict(data)
+    hw = hardware_from_dict({**data, "engine": {"mine/1": entry, "other/2": entry}})
+    lengths = fixed_lengths(1024, 128)
+    plain = plan.plan(load_model("llama-3-8b"), [kernels_only], qps=2, lengths=lengths, top=1, weights=["bf16"],
+                      kv_dtypes=["bf16"])
+    slow = plan.plan(load_model("llama-3-8b"), [hw], qps=2, lengths=lengths, top=1, weights=["bf16"],
+                     kv_dtypes=["bf16"], engine="mine/1")
+    assert "calibrated engine mine/1" in slow.sources[f"engine:{hw.name}"]
+    assert slow.best.decode_step_s >= 1e-3 and slow.best.decode_step_s > plain.best.decode_step_s

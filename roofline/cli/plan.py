@@ -27,6 +27,7 @@ from .options import (
     BATCH,
     CHIPS,
     CONTEXT,
+    ENGINE,
     EP,
     HARDWARE,
     INPUT_LEN,
@@ -73,6 +74,7 @@ def plan_command(
     pp: str = typer.Option(None, "--pp", help="Pipeline depths to try, comma-separated (default 1)."),
     ep: int = EP,
     memory_utilization: float = MEMORY_UTILIZATION,
+    engine: str = ENGINE,
     percentile: str = typer.Option(None, "--percentile", help="Size the cheapest candidates by simulation so the "
                                                               "SLOs hold at p50, p90 or p99 (slower)."),
     explain: bool = typer.Option(False, "--explain", help="Show formulas and values behind the best plan."),
@@ -94,7 +96,7 @@ def plan_command(
         kv_dtypes=check_dtypes(split_names(kv_dtype, "--kv-dtype"), "--kv-dtype"), mfu=mfu,
         tp=None if tp is None else parse_int_list(tp, "--tp", 1 << 20).tolist(),
         pp=None if pp is None else parse_int_list(pp, "--pp", 1 << 20).tolist(), ep=ep,
-        memory_utilization=memory_utilization)
+        memory_utilization=memory_utilization, engine=engine)
     sized: list[Any] = []
     if percentile is not None:
         from ..plan_sim import plan_at_percentile
