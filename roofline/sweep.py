@@ -348,6 +348,8 @@ def _evaluate(model: ModelSpec, blocks: list[_Block], axes: tuple[np.ndarray, np
     """Run the kernel over every part of every block into ``store``, counting what it dropped."""
     batch_axis, chips_axis, context_axis = axes
     batch_f, context_f = batch_axis.astype(float), context_axis.astype(float)
+    for blk in blocks:
+        sources[f"engine:{blk.name}"] = engine_terms(blk.hw, engine).source
     evaluated = dropped = part = 0
     dropped_by_hw: dict[str, int] = {}
     comms_sources: dict[str, dict[str, None]] = {}
@@ -559,8 +561,6 @@ def decode_sweep(
     batch_axis, _, context_axis = plan.axes
     store = PointStore(plan.capacity, batch_axis.size, context_axis.size, len(plan.parts))
     out = _evaluate(model, plan.blocks, plan.axes, store, memory_utilization, ep, plan.sources, engine)
-    for hw, name in zip(hardware, [hw.name for hw in hardware] if labels is None else list(labels), strict=True):
-        plan.sources[f"engine:{name}"] = engine_terms(hw, engine).source
     columns = SweepColumns(store.trimmed(), plan.tables, POINT_COLUMNS)
     return SweepResult(columns, _labels(model, plan.blocks), out.evaluated, out.dropped, out.dropped_by_hardware,
                        _finish_sources(plan.sources, model), out.dropped_slots, plan.skipped)

@@ -110,6 +110,7 @@ def decode_frontier(
     objectives: Sequence[str] = ("latency-throughput",),
     group: str = "hardware",
     buffer_points: int = BUFFER_POINTS,
+    engine: str | None = None,
 ) -> SweepResult:
     """The sweep of :func:`roofline.sweep.decode_sweep`, kept only where it is on a frontier.
 
@@ -129,7 +130,7 @@ def decode_frontier(
     batch_axis, _, context_axis = plan.axes
     store = PointStore(max(int(buffer_points), CHUNK), batch_axis.size, context_axis.size, len(plan.parts),
                        flush=keeper.flush)
-    out = _evaluate(model, plan.blocks, plan.axes, store, memory_utilization, ep, plan.sources)
+    out = _evaluate(model, plan.blocks, plan.axes, store, memory_utilization, ep, plan.sources, engine)
     keeper.flush(store)
     kept = keeper.kept if keeper.kept is not None else SweepColumns(store.columns(), plan.tables, POINT_COLUMNS)
     return SweepResult(kept, blocks, out.evaluated, out.dropped, out.dropped_by_hardware,
