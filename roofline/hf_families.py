@@ -11,22 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import SpecError
+from .hf_checks import as_int as _as_int
+from .hf_checks import int_key as _int
 from .hf_checks import required
-from .hf_config import (
-    _DEEPSEEK_KEYS,
-    _LLAMA_KEYS,
-    Family,
-    Mapped,
-    Value,
-    _as_int,
-    _core,
-    _deepseek,
-    _f,
-    _gated,
-    _int,
-    _local_layers,
-    _opt,
-)
+from .hf_core_families import _DEEPSEEK_KEYS, _LLAMA_KEYS, _deepseek
+from .hf_fields import Family, Mapped, Value, _core, _f, _gated, _local_layers, _opt
 
 
 def _layers(cfg: dict[str, Any], origin: str) -> int:

@@ -11,21 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import SpecError, shown
+from .hf_checks import as_int as _as_int
 from .hf_checks import bad_key, required
-from .hf_config import (
-    _LLAMA_KEYS,
-    Family,
-    Mapped,
-    Value,
-    _as_int,
-    _core,
-    _f,
-    _flag,
-    _gated,
-    _int,
-    _local_layers,
-    _opt_int,
-)
+from .hf_checks import flag_key as _flag
+from .hf_checks import int_key as _int
+from .hf_checks import optional_int as _opt_int
+from .hf_core_families import _LLAMA_KEYS
+from .hf_fields import Family, Mapped, Value, _core, _f, _gated, _local_layers
 
 
 def _no_window(cfg: dict[str, Any], origin: str) -> None:

@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from .errors import SpecError, shown
-from .hf_config import Value
+from .hf_fields import Value
 
 _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 #: Module names whose exclusion keeps a whole component in the default dtype.
