@@ -172,6 +172,7 @@ class EngineCalibration(_Spec):
     sample_s_per_seq: float = Field(0.0, ge=0, le=1.0)
     prefill_seq_overhead_s: float = Field(0.0, ge=0, le=10.0)
     gemm_slowdown: float = Field(0.0, ge=0, le=100.0)
+    collective_hop_s: float = Field(0.0, ge=0, le=1e-2)
     comms_overlap: float = Field(0.0, ge=0, le=1.0)
     rows: int = Field(0, ge=0)
     sources: list[str] = Field(default_factory=list)

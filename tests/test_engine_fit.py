@@ -39,6 +39,16 @@ def test_gemm_slowdown_scales_the_gemm_term():
     assert float(res.gemm_time_s) == pytest.approx(16.06e9 / 3.35e12, rel=0.01)
 
 
+def test_collective_hop_latency_counts_ring_steps_by_hand():
+    # Llama-2-70B on 8 H100s, tp 8, one decode step: 80 layers x 2 all-reduces x 2(8 - 1) ring steps
+    # x 5 us = 11.2 ms on top of the kernel step; at tp 1 there is no collective, so nothing is added.
+    model, hop = load_model("llama-2-70b"), replace(NO_ENGINE, collective_hop_s=5e-6, key="t")
+    for tp, added in ((8, 80 * 2 * 14 * 5e-6), (1, 0.0)):
+        base = float(step_from(deployment(model, H100, tp, tp=tp), 4, 1024).step_time_s)
+        slow = float(step_from(deployment(model, H100, tp, tp=tp, engine=hop), 4, 1024).step_time_s)
+        assert slow - base == pytest.approx(added, rel=1e-9, abs=1e-15)
+
+
 def test_asking_for_an_engine_the_profile_lacks_names_what_it_has():
     with pytest.raises(RooflineError, match="has no such engine entry"):
         deployment(LLAMA, load_hardware("h100-sxm-cal"), 1, engine="vllm/0.0")
@@ -54,7 +64,7 @@ def designs():
 def test_design_is_the_prediction_path(designs):
     # The fit's affine design y0 + J·θ reproduces predict_row with those engine terms exactly.
     ds, hw = designs
-    theta = np.array([2e-3, 3e-5, 2e5, 1e-4, 5e-3, 0.3])
+    theta = np.array([2e-3, 3e-5, 2e5, 1e-4, 5e-3, 0.3, 4e-6])
     eng = replace(NO_ENGINE, **dict(zip(ef.ENGINE_TERMS, theta, strict=True)), key="t", source="t")
     for d in ds[:4]:
         direct = predict_row(d.row, hw, eng)["ttft_s"]
@@ -64,7 +74,7 @@ def test_design_is_the_prediction_path(designs):
 def test_fit_recovers_known_terms(designs):
     # Measurements synthesised from known terms are fitted back (the rows identify them).
     ds, _ = designs
-    truth = np.array([0.0, 4e-5, 0.0, 0.0, 3e-3, 0.4])
+    truth = np.array([0.0, 4e-5, 0.0, 0.0, 3e-3, 0.4, 6e-6])
     fake = [replace(d, measured=d.predict(truth)) for d in ds]
     fitted = ef.theta_of(ef.fit_terms(fake * 2))
     assert float(np.max(ef.ape(fake, fitted))) < 0.01

@@ -16,7 +16,7 @@ from ..specs import EngineCalibration, HardwareSpec
 
 #: Fitted engine quantities, in the order the fit and the step model use them.
 ENGINE_TERMS = ("step_overhead_s", "layer_overhead_s", "layer_bytes_per_token", "sample_s_per_seq",
-                "prefill_seq_overhead_s", "gemm_slowdown")
+                "prefill_seq_overhead_s", "gemm_slowdown", "collective_hop_s")
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,7 @@ class EngineTerms:
     sample_s_per_seq: float = 0.0
     prefill_seq_overhead_s: float = 0.0
     gemm_slowdown: float = 0.0
+    collective_hop_s: float = 0.0
     comms_overlap: float | None = None
     key: str = ""
     source: str = "none (kernel times only: no engine terms)"

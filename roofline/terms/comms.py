@@ -29,6 +29,19 @@ class CommsTerms:
     time_s: Number
     bytes_per_step: Number
     source: str
+    ring_steps: float = 0.0
+
+
+def ring_steps_per_layer(tp: int, alltoalls: float, ep: int = 1, moe_share: float = 0.0) -> float:
+    """Peer-to-peer steps of one layer's collectives in a ring: 2(n−1) per all-reduce, n−1 per all-to-all.
+
+    Dense layer: two all-reduces and the KV all-to-alls over tp; an MoE layer with ep > 1 swaps its MLP
+    all-reduce for a dispatch and a combine over ep (NCCL ring algorithms; book, part 3)."""
+    dense = 2.0 * 2 * (tp - 1) + alltoalls * (tp - 1)
+    if ep <= 1 or not moe_share:
+        return dense
+    moe = 2.0 * (tp - 1) + 2.0 * (ep - 1) + alltoalls * (tp - 1)
+    return (1.0 - moe_share) * dense + moe_share * moe
 
 
 NO_COMMS = "none (tp = 1, or no tp given: the book's idealised fully sharded slice)"
@@ -90,7 +103,9 @@ def stage_comms(dep: Deployment, tokens: ArrayLike, decode_seqs: ArrayLike, laye
     time = dense_layers * dense_t + moe_layers * np.asarray(moe_t)
     moved = layers * (2.0 * ar_bytes + a2a_count * q_bytes)
     source = f"{fabric.PART3}; {layout.describe(dep.hw)}; {ar_src}"
-    return CommsTerms(lower, time, moved, source)
+    moe_share = moe_layers / layers if (par.ep > 1 and layers) else 0.0
+    steps = layers * ring_steps_per_layer(par.tp, a2a_count, par.ep, moe_share)
+    return CommsTerms(lower, time, moved, source, steps)
 
 
 def pipeline_send_time_s(dep: Deployment, tokens: ArrayLike) -> Number:

@@ -97,11 +97,12 @@ def microbatches(dep: Deployment, decode_seqs: Number) -> Number:
 
 
 def engine_overhead_s(dep: Deployment, stage: Work, layers: float, share: float, bw: Number,
-                      gemm_s: Number) -> Number:
+                      gemm_s: Number, ring_steps: float = 0.0) -> Number:
     """One stage's engine work outside the kernels (profile's ``engine:`` terms; 0 without an engine).
 
     share·(step overhead + sampled sequences·sampling + prefill sequences·prefill overhead)
-    + layers·(layer overhead + tokens·non-GEMM bytes per token / W_hbm) + GEMM·slowdown.
+    + layers·(layer overhead + tokens·non-GEMM bytes per token / W_hbm) + GEMM·slowdown
+    + collective ring steps·the engine's latency per step (its collectives beyond the fitted kernels).
     """
     e = dep.engine
     sampled = np.add(stage.decode_seqs, stage.prefill_seqs)
@@ -109,7 +110,9 @@ def engine_overhead_s(dep: Deployment, stage: Work, layers: float, share: float,
         stage.prefill_seqs, e.prefill_seq_overhead_s)
     per_layer = e.layer_overhead_s + np.multiply(stage.tokens, e.layer_bytes_per_token) / bw
     active = np.asarray(sampled) > 0
-    return np.where(active, share * per_step + layers * per_layer, 0.0) + e.gemm_slowdown * np.asarray(gemm_s)
+    collectives = ring_steps * e.collective_hop_s
+    return (np.where(active, share * per_step + layers * per_layer + collectives, 0.0)
+            + e.gemm_slowdown * np.asarray(gemm_s))
 
 
 def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
@@ -164,9 +167,9 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     attn_decode = (attention.decode_attention_fitted_s(dep, stage.decode_seqs, stage.decode_context, layers,
                                                        shards) + state / bw
                    if rates.uses("attention_decode") else kv_time)
-    overhead = engine_overhead_s(dep, stage, layers, share, bw, gemm)
-    stage_local = attn_decode + gemm + attn_prefill + overhead
     c = comms.stage_comms(dep, tokens, stage.decode_seqs, layers)
+    overhead = engine_overhead_s(dep, stage, layers, share, bw, gemm, c.ring_steps)
+    stage_local = attn_decode + gemm + attn_prefill + overhead
     send = comms.pipeline_send_time_s(dep, tokens)
     exposed = np.maximum(0.0, np.subtract(c.time_s, dep.comms_overlap * stage_local))
     pp = float(par.pp)
