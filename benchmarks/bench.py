@@ -3,6 +3,7 @@
     python benchmarks/bench.py            # every figure, each with its target
     python benchmarks/bench.py --quick    # fewer repeats, a 10^7-point streaming case
     python benchmarks/bench.py --json     # every figure as one JSON document on stdout
+    python benchmarks/bench.py --only cold-start   # one part (repeatable; see --help)
 
 Timings that are compared are paired and interleaved (A, B, A, B, ...) in one process and the
 figure is the median (of the times, and of the per-pair ratios), so load from other processes
@@ -255,17 +256,28 @@ def bench_pareto(repeats: int) -> None:
 
 
 def bench_cold_start(repeats: int) -> None:
-    env = {**os.environ, "COLUMNS": "120"}
+    # Python may write bytecode caches here (as an installed package has them): with
+    # PYTHONDONTWRITEBYTECODE set, every start would compile roofline's sources again.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"COLUMNS": "120"}
+    cpu: dict[str, list[float]] = {}
 
-    def run(cmd: list[str]) -> Callable[[], object]:
-        return lambda: subprocess.run(cmd, check=True, capture_output=True, env=env)
+    def run(name: str, cmd: list[str]) -> Callable[[], object]:
+        def go() -> None:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            subprocess.run(cmd, check=True, capture_output=True, env=env)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu.setdefault(name, []).append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+        return go
 
-    t = paired({"bare": run([sys.executable, "-c", BARE_IMPORT]), "step": run([*roofline_command(), *STEP_ARGS]),
-                "api": run([sys.executable, "-c", "import roofline as rl; rl.decode_step(rl.load_model('llama-2-13b'),"
-                            " rl.load_hardware('tpu-v5e'), 8, 16, 8192)"])}, repeats)
+    t = paired({"bare": run("bare", [sys.executable, "-c", BARE_IMPORT]),
+                "step": run("step", [*roofline_command(), *STEP_ARGS]),
+                "api": run("api", [sys.executable, "-c", "import roofline as rl; rl.decode_step(rl.load_model("
+                                   "'llama-2-13b'), rl.load_hardware('tpu-v5e'), 8, 16, 8192)"])}, repeats)
     ratio = float(np.median(t["step"] / t["bare"]))
+    cpu_ratio = float(np.median(np.divide(cpu["step"][1:], cpu["bare"][1:])))  # the warm-up round left out
     figure("cold start: `roofline step ... --json` / bare imports", ratio, "x", "<= 1.25", ratio <= 1.25,
-           f"{np.median(t['step']) * 1e3:.0f} ms vs {np.median(t['bare']) * 1e3:.0f} ms for the bare imports")
+           f"{np.median(t['step']) * 1e3:.0f} ms vs {np.median(t['bare']) * 1e3:.0f} ms for the bare imports; "
+           f"CPU time ratio {cpu_ratio:.2f}")
     api = float(np.median(t["api"] / t["bare"]))
     figure("  ... the same step through the Python API / bare imports", api, "x", "none (the CLI's share)", None,
            f"{np.median(t['api']) * 1e3:.0f} ms")
@@ -284,6 +296,10 @@ def bench_report(repeats: int) -> None:
            f"{np.median(t['eight']):.2f} s vs {np.median(t['one']):.2f} s; {size / 1e6:.1f} MB page")
 
 
+#: The parts of the benchmark, in the order they run (``--only`` picks some).
+PARTS = ("sweep", "streaming", "pareto", "cold-start", "report", "simulate")
+
+
 def main() -> None:
     if ARGS.child:
         result = peak_sweep() if ARGS.child == "peak-sweep" else stream_frontier(ARGS.quick)
@@ -292,16 +308,18 @@ def main() -> None:
     repeats = 3 if ARGS.quick else 5
     out = sys.stderr if ARGS.json else sys.stdout
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, {os.cpu_count()} CPUs", file=out)
-    bench_sweep(repeats)
-    bench_streaming(ARGS.quick)
-    bench_pareto(repeats)
-    bench_cold_start(repeats + 2)
-    bench_report(max(2, repeats // 2))
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_simulate import bench_simulate
+    wanted = set(ARGS.only or PARTS)
+    for part, run in (("sweep", lambda: bench_sweep(repeats)), ("streaming", lambda: bench_streaming(ARGS.quick)),
+                      ("pareto", lambda: bench_pareto(repeats)), ("cold-start", lambda: bench_cold_start(repeats + 2)),
+                      ("report", lambda: bench_report(max(2, repeats // 2)))):
+        if part in wanted:
+            run()
+    if "simulate" in wanted:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_simulate import bench_simulate
 
-    with contextlib.redirect_stdout(out):
-        bench_simulate(20_000 if ARGS.quick else 100_000)
+        with contextlib.redirect_stdout(out):
+            bench_simulate(20_000 if ARGS.quick else 100_000)
     if ARGS.json:
         print(json.dumps({"python": sys.version.split()[0], "numpy": np.__version__, "cpus": os.cpu_count(),
                           "figures": FIGURES}, indent=1))
@@ -311,11 +329,14 @@ def _args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats, a smaller streaming case")
     parser.add_argument("--json", action="store_true", help="every figure as JSON on stdout")
+    parser.add_argument("--only", action="append", choices=PARTS,
+                        help="run only this part (repeatable); default: every part")
     parser.add_argument("--child", choices=("peak-sweep", "stream"), help=argparse.SUPPRESS)
     return parser.parse_args()
 
 
-ARGS = _args() if __name__ == "__main__" else argparse.Namespace(quick=False, json=False, child=None)
+ARGS = _args() if __name__ == "__main__" else argparse.Namespace(quick=False, json=False, child=None,
+                                                                       only=None)
 
 if __name__ == "__main__":
     main()

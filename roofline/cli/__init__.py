@@ -15,6 +15,7 @@ import typer
 
 from ..errors import OptionError, RooflineError
 from ..fmt import set_byte_system
+from ._coercion import use_direct_parsers
 from ._common import err_console
 
 COMMAND_MODULES = (
@@ -98,6 +99,7 @@ def main() -> None:
     from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer's vendored click
 
     _hide_flag_metavars()
+    use_direct_parsers()
     try:
         register_commands(modules_for(sys.argv[1:]))
         code = app(standalone_mode=False)

@@ -9,10 +9,39 @@ from typing import Any
 
 import numpy as np
 import typer
-from rich.console import Console
 
-console = Console()
-err_console = Console(stderr=True)
+
+class _LazyConsole:
+    """A rich Console made on first use (importing rich.console costs start-up; --json prints none).
+
+    Attribute reads and writes go to the real Console, so ``console.print(...)`` and
+    ``monkeypatch.setattr(console, "width", 80)`` behave as on a Console.
+    """
+
+    def __init__(self, **options: Any) -> None:
+        object.__setattr__(self, "_options", options)
+        object.__setattr__(self, "_console", None)
+
+    def real(self) -> Any:
+        """The rich Console itself (made now if not yet)."""
+        if self._console is None:
+            from rich.console import Console
+
+            object.__setattr__(self, "_console", Console(**self._options))
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self.real(), name, value)
+
+    #: A property, as on Console, so that monkeypatch.setattr(console, "width", 80) is undone by setting it back.
+    width = property(lambda self: self.real().width, lambda self, value: setattr(self.real(), "width", value))
+
+
+console: Any = _LazyConsole()
+err_console: Any = _LazyConsole(stderr=True)
 
 JSON_OPTION = typer.Option(False, "--json", help="Print a JSON object for scripts instead of a table.")
 

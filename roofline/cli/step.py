@@ -9,7 +9,6 @@ import typer
 from ..analysis import request_from, step_from
 from ..errors import RooflineError
 from ..fmt import format_bytes, format_seconds
-from ..lengths import averaged_request, lengths_from_options
 from ._common import (
     EXPLAIN_OPTION,
     JSON_OPTION,
@@ -180,6 +179,8 @@ def request_command(
 
     Example: roofline request --model llama-3-8b --hardware h100-sxm --input-len 2048 --output-len 256
     """
+    from ..lengths import averaged_request, lengths_from_options  # request only: keeps `step` start-up lean
+
     m, hw = load_model_option(model), load_hardware_option(hardware)
     dep = deployment_from_options(m, hw, chips, weights, kv_dtype, compute_dtype, tp, pp, ep, None,
                                   memory_utilization, engine=engine)

@@ -12,13 +12,17 @@ collectives (the faster of NCCL and the custom all-reduce).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .. import fabric, memory, sharding
+from .. import memory, sharding
 from ..deploy import Deployment, kernels
 from ..memory import Number
+
+if TYPE_CHECKING:  # fabric (and collectives) load only when a step has tp > 1: CLI start-up
+    from .. import fabric
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,8 @@ NO_COMMS = "none (tp = 1, or no tp given: the book's idealised fully sharded sli
 
 
 def _spec_op(dep: Deployment, layout: fabric.Layout, op: str, total_bytes: ArrayLike) -> tuple[Number, Number]:
+    from .. import fabric
+
     t = fabric.collective_on(dep.hw, layout, op, total_bytes)
     return t.time_s, t.time_upper_s
 
@@ -79,6 +85,8 @@ def stage_comms(dep: Deployment, tokens: ArrayLike, decode_seqs: ArrayLike, laye
     if not par.explicit or par.tp == 1:
         zero = np.zeros_like(np.asarray(tokens, dtype=float))
         return CommsTerms(zero, zero, zero, NO_COMMS)
+    from .. import fabric
+
     act = collective_bytes_per_element(dep)
     layout = fabric.tp_layout(dep.hw, par.tp, par.topology_text)
     ar_bytes = np.multiply(tokens, m.d_model * act)
