@@ -133,6 +133,16 @@ def _finite_within(stage_local: Number, c: comms.CommsTerms) -> bool:
             and fits_into(np.shape(c.lower_s), shape) and nonnegative_finite(stage_local))
 
 
+def _least_over_broadcast(x: np.ndarray, small: Number) -> np.ndarray | None:
+    """min of ``x`` over the axes where ``small`` has size 1 (one reduction, no temporaries of x's size),
+    shaped to compare with ``small``; None when ``small`` has no axes of x's length (nothing to save)."""
+    shape, inner = x.shape, np.shape(small)
+    if not inner or len(inner) != len(shape):
+        return None
+    axes = tuple(i for i, (n, m) in enumerate(zip(shape, inner, strict=True)) if m == 1 and n > 1)
+    return np.minimum.reduce(x, axis=axes, keepdims=True) if axes else None
+
+
 def _bitwise_equal(a: Number, b: Number) -> bool:
     """Whether two float64 arrays of one shape hold the same bits (so −0 ≠ +0)."""
     a, b = np.asarray(a), np.asarray(b)
@@ -207,22 +217,30 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     pp = float(par.pp)
     finite = _finite_within(stage_local, c)
     quiet = finite and all_zero(c.time_s) and all_zero(c.lower_s)
+    quiet_net = quiet
     if quiet:  # nothing exposed: max(0, 0 − overlap·local) = 0, max(local, 0) = local + 0 = local
         exposed = zeros_shaped(c.time_s, stage_local)
         stage_pred = stage_lower = stage_upper = stage_local
     else:
-        stage_lower = np.maximum(stage_local, c.lower_s)
         stage_upper = stage_local + c.time_s
+        least = _least_over_broadcast(stage_local, c.lower_s) if finite else None
+        # max(local, lower) = local where lower ≤ local everywhere
+        stage_lower = stage_local if least is not None and bool(np.all(np.less_equal(c.lower_s, least))) \
+            else np.maximum(stage_local, c.lower_s)
         if finite and dep.comms_overlap == 0.0:  # 0·local = 0: exposed has the collectives' own shape
             alone = np.maximum(0.0, c.time_s)
             shape = np.shape(stage_local)
             exposed = alone if np.shape(alone) == shape else np.broadcast_to(alone, shape)
             # local + exposed = local + comms where exposed is comms itself (comms ≥ 0)
             stage_pred = stage_upper if _bitwise_equal(alone, c.time_s) else stage_local + exposed
+            # never network where the exposed collectives ≤ the least local work they meet
+            quiet_net = np.shape(alone) == np.shape(c.lower_s) and least is not None and \
+                bool(np.all(np.less_equal(alone, least)))
         else:
             exposed = np.maximum(0.0, np.subtract(c.time_s, dep.comms_overlap * stage_local))
             stage_pred = stage_local + exposed
-    code = bound_code(compute_time, kv_time + weight_time, None if quiet else exposed, stage_local)
+            quiet_net = False
+    code = bound_code(compute_time, kv_time + weight_time, None if quiet or quiet_net else exposed, stage_local)
     bubble = pipeline_bubble_s(pp, mb, stage_pred, send, quiet or (finite and nonnegative_finite(c.time_s)))
     return StepTerms(
         tokens=replica.tokens, kv_read_bytes=kv_read, weight_read_bytes=weights_read, kv_written_bytes=kv_written,
