@@ -19,6 +19,7 @@ from .errors import OptionError, shown
 from .memory import Number
 from .specs import HardwareSpec, ModelSpec
 from .terms import StepTerms, decode_work, prefill_work, step_terms
+from .terms.exact import times
 from .terms.step import BOOK
 
 __all__ = ["BOOK", "DEFAULT_CONTEXT", "Precision", "RequestResult", "StepMemory", "StepResult", "decode_step",
@@ -145,7 +146,8 @@ def step_memory(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepMe
     kv_seq = np.add(kv_only, state_seq)  # what a sequence holds: KV + its constant recurrent state
     g_total = memory.total_memory_bytes(dep.weight_bytes, np.multiply(g_batch, kv_seq))
     g_usable = dep.usable_hbm_bytes(g_batch)
-    return StepMemory(kv_seq, g_batch, g_total, g_usable, replicas * g_total, memory.fits_in_memory(g_total, g_usable),
+    return StepMemory(kv_seq, g_batch, g_total, g_usable, times(replicas, g_total),
+                      memory.fits_in_memory(g_total, g_usable),
                       kv_only, state_seq)
 
 

@@ -20,8 +20,9 @@ from .analysis import DEFAULT_CONTEXT
 from .deploy import DEFAULT_MEMORY_UTILIZATION
 from .pareto import key_floor, objective_columns, oriented, pareto_order
 from .specs import HardwareSpec, ModelSpec
-from .sweep import POINT_COLUMNS, SweepResult, _check_group, _evaluate, _finish_sources, _labels, _setup
 from .sweep_kernel import CHUNK, PointStore, SweepColumns, Tables, concat
+from .sweep_plan import _evaluate, _finish_sources, _labels, _setup
+from .sweep_result import POINT_COLUMNS, SweepResult, _check_group
 
 #: Points the streaming buffer holds (about 47 MB of stored columns).
 BUFFER_POINTS = 1 << 20

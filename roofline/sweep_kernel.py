@@ -26,7 +26,7 @@ from .terms import decode_work, step_terms
 from .terms.step import bound_names
 
 #: Points per grid: large enough that Python overhead is small, small enough for the temporaries to stay cached.
-CHUNK = 65536
+CHUNK = 524288
 #: Float columns the kernel writes for every kept point (SI units, as their names say).
 FLOAT_COLUMNS = ("step_time_s", "step_time_lower_s", "step_time_upper_s", "comms_time_s", "total_bytes")
 #: Integer columns that locate a point: its batch and context on the sweep's axes and its part.
@@ -165,10 +165,11 @@ def evaluate_part(dep: Deployment, batch: np.ndarray, context: np.ndarray, count
             keep = np.broadcast_to(mem.fits, (within.size, cols[1] - cols[0]))
         else:
             keep = np.logical_and(mem.fits, np.arange(cols[0], cols[1])[None, :] < within[:, None])
+        n = store.append(part, rows, cols, keep,
+                         (t.time_s, t.lower_s, t.upper_s, t.comms_lower_s, mem.total_bytes), t.bound_code)
         if row_kept is not None:
-            row_kept[rows[0]:rows[1]] += np.count_nonzero(keep, axis=1)
-        kept += store.append(part, rows, cols, keep,
-                             (t.time_s, t.lower_s, t.upper_s, t.comms_lower_s, mem.total_bytes), t.bound_code)
+            row_kept[rows[0]:rows[1]] += cols[1] - cols[0] if n == keep.size else np.count_nonzero(keep, axis=1)
+        kept += n
         comms_source = comms_source or t.sources.get("comms", "")
     if not comms_source:
         comms_source = step_terms(dep, decode_work(1.0, context[:1])).sources.get("comms", "")

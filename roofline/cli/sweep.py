@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -16,6 +17,7 @@ from ..files import write_atomic
 from ..fmt import format_seconds
 from ..pareto import OBJECTIVES, frontier_by_group
 from ..sweep import COLUMNS, SweepResult, check_dtypes, decode_sweep, parse_int_list
+from ..sweep_frontier import decode_frontier
 from . import values
 from ._common import JSON_OPTION, WIDE_OPTION, compact_table, console, emit, print_assumptions
 from .options import load_hardware_option, load_model_option
@@ -61,11 +63,20 @@ MAX_SLICE_CHIPS = 1 << 20
 def run_sweep(model: str, hardware: str, batch: str, chips: str, context: str, weights: str,
               kv_dtype: str, tp: str | None, compute_dtype: str, price: str | None,
               topology: str | None = None, pp: str | None = None,
-              memory_utilization: float = DEFAULT_MEMORY_UTILIZATION) -> SweepResult:
-    """Parse the shared sweep options and run :func:`roofline.sweep.decode_sweep`."""
+              memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
+              frontiers: tuple[Sequence[str], str] | None = None) -> SweepResult:
+    """Parse the shared sweep options and run :func:`roofline.sweep.decode_sweep`, or with
+    ``frontiers`` = (objectives, group) :func:`roofline.sweep_frontier.decode_frontier`: the same
+    sweep streamed to those frontiers (memory bounded by the frontier, not the grid)."""
     hw = [load_hardware_option(h) for h in split_names(hardware, "--hardware")]
     values.dtype(compute_dtype)
-    return decode_sweep(
+    extra: dict[str, Any] = {}
+    if frontiers is not None:
+        run = decode_frontier
+        extra = {"objectives": tuple(frontiers[0]), "group": frontiers[1]}
+    else:
+        run = decode_sweep
+    return run(
         load_model_option(model), hw,
         batch=parse_int_list(batch, "--batch"),
         chips=parse_int_list(chips, "--chips", MAX_SLICE_CHIPS),
@@ -78,6 +89,7 @@ def run_sweep(model: str, hardware: str, batch: str, chips: str, context: str, w
         compute_dtype=compute_dtype,
         prices=parse_prices(price, [h.name for h in hw]),
         topologies=None if topology is None else [_topology(t) for t in split_names(topology, "--topology")],
+        **extra,
     )
 
 
@@ -101,7 +113,7 @@ def write_csv(path: str | Path, result: SweepResult) -> None:
 
 def summary(result: SweepResult) -> dict[str, Any]:
     """Counts and sources of a sweep for --json."""
-    return {"evaluated": result.evaluated, "fit": len(result),
+    return {"evaluated": result.evaluated, "fit": result.evaluated - result.dropped_out_of_memory,
             "dropped_out_of_memory": result.dropped_out_of_memory,
             "dropped_by_hardware": result.dropped_by_hardware, "skipped": list(result.skipped),
             "sources": result.sources}
@@ -214,7 +226,7 @@ def pareto_command(
             raise RooflineError(f"--objective: unknown {name!r}; allowed: {', '.join(OBJECTIVES)}, all")
     check_outputs([("--html", html_path), ("--csv", csv_path)])
     result = run_sweep(model, hardware, batch, chips, context, weights, kv_dtype, tp, compute_dtype, price,
-                       topology, pp, memory_utilization)
+                       topology, pp, memory_utilization, frontiers=(objectives, group))
     if len(result) == 0:
         slices = f"--topology {topology}" if topology else f"--chips {chips}"
         raise RooflineError(f"no configuration of {model} fits in HBM on {hardware} with {slices}; "

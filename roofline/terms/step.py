@@ -19,6 +19,7 @@ from .. import memory
 from ..deploy import Deployment
 from ..memory import Number
 from . import attention, comms, gemms
+from .exact import all_zero, fits_into, nonnegative_finite, plus, times, zeros_shaped
 from .work import Work
 
 BOOK = "How to Scale Your Model, part 7: All About Transformer Inference"
@@ -29,7 +30,9 @@ class StepTerms:
     """One step on one replica: bytes, FLOPs and time of each term, the bounds and the prediction.
 
     Times are seconds for the whole replica's step; ``stage_*`` are one pipeline stage's share
-    for one microbatch (equal to the step when pp = 1).
+    for one microbatch (equal to the step when pp = 1).  Fields equal by an exact shortcut
+    (:mod:`roofline.terms.exact`: no collectives, pp = 1) may be one array, and a term that is 0
+    everywhere a read-only broadcast zero: treat the arrays as read-only.
     """
 
     tokens: Number
@@ -74,10 +77,20 @@ class StepTerms:
 BOUND_NAMES = np.array(["memory", "compute", "network"])
 
 
-def bound_code(compute_s: Number, bytes_s: Number, exposed_s: Number, local_s: Number) -> np.ndarray:
-    """0 memory; 1 compute where FLOP time > byte time; 2 network where exposed collectives > local work."""
-    network = np.greater(exposed_s, local_s)
-    return np.where(network, np.int8(2), np.greater(compute_s, bytes_s).astype(np.int8))
+def bound_code(compute_s: Number, bytes_s: Number, exposed_s: Number | None, local_s: Number) -> np.ndarray:
+    """0 memory; 1 compute where FLOP time > byte time; 2 network where exposed collectives > local work.
+
+    ``exposed_s`` None: no collectives exposed anywhere (the code keeps the shape it would have).
+    """
+    code = np.asarray(np.greater(compute_s, bytes_s)).view(np.int8)  # False/True are the bytes 0/1
+    if exposed_s is None:
+        shape = np.broadcast_shapes(code.shape, np.shape(local_s))
+    else:
+        network = np.greater(exposed_s, local_s)
+        shape = np.broadcast_shapes(code.shape, network.shape)
+        if network.any():
+            code = np.where(network, np.int8(2), code)
+    return code if code.shape == shape else np.broadcast_to(code, shape).copy()
 
 
 def bound_names(code: np.ndarray) -> np.ndarray:
@@ -115,6 +128,39 @@ def engine_overhead_s(dep: Deployment, stage: Work, layers: float, share: float,
             + e.gemm_slowdown * np.asarray(gemm_s))
 
 
+def _finite_within(stage_local: Number, c: comms.CommsTerms) -> bool:
+    """Whether a stage's local work is float64, finite and ≥ 0 and its collectives broadcast into it
+    (the condition of the exact shortcuts below)."""
+    shape = np.shape(stage_local)
+    return (getattr(stage_local, "dtype", None) == np.float64 and fits_into(np.shape(c.time_s), shape)
+            and fits_into(np.shape(c.lower_s), shape) and nonnegative_finite(stage_local))
+
+
+def _least_over_broadcast(x: np.ndarray, small: Number) -> np.ndarray | None:
+    """min of ``x`` over the axes where ``small`` has size 1 (one reduction, no temporaries of x's size),
+    shaped to compare with ``small``; None when ``small`` has no axes of x's length (nothing to save)."""
+    shape, inner = x.shape, np.shape(small)
+    if not inner or len(inner) != len(shape):
+        return None
+    axes = tuple(i for i, (n, m) in enumerate(zip(shape, inner, strict=True)) if m == 1 and n > 1)
+    return np.minimum.reduce(x, axis=axes, keepdims=True) if axes else None
+
+
+def _bitwise_equal(a: Number, b: Number) -> bool:
+    """Whether two float64 arrays of one shape hold the same bits (so −0 ≠ +0)."""
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and a.dtype == b.dtype == np.float64 and np.array_equal(a.view(np.int64),
+                                                                                      b.view(np.int64))
+
+
+def pipeline_bubble_s(pp: float, mb: Number, stage_s: Number, send_s: Number, finite: bool) -> Number:
+    """(pp − m)·(stage + send): the stage-slots a round-robin pipeline idles; exactly 0 at pp = 1 when
+    the stage time is known finite and ≥ 0 (``finite``), so no array is computed then."""
+    if pp == 1.0 and finite and all_zero(send_s):
+        return zeros_shaped(mb, stage_s, send_s)
+    return (pp - mb) * (stage_s + send_s)
+
+
 def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     """Price one step of ``work`` (whole slice) on ``dep``: per-replica terms, prediction and bounds.
 
@@ -135,10 +181,10 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     tokens = stage.tokens
     # KV read: the decodes' caches, and the cached prefix a prefill chunk (chunked prefill, prefix hit,
     # speculative verify) attends to.
-    kv_read = share * (np.multiply(stage.decode_seqs,
-                                   memory.kv_cache_bytes_per_sequence(m, stage.decode_context, prec.kv_bytes))
-                       + np.multiply(stage.prefill_seqs,
-                                     memory.kv_cache_bytes_per_sequence(m, stage.prefill_cached, prec.kv_bytes)))
+    # (Terms that are exactly 0 or factors exactly 1 for the whole call are skipped: terms/exact.py.)
+    kv_read = times(share, plus(
+        np.multiply(stage.decode_seqs, memory.kv_cache_bytes_per_sequence(m, stage.decode_context, prec.kv_bytes)),
+        np.multiply(stage.prefill_seqs, memory.kv_cache_bytes_per_sequence(m, stage.prefill_cached, prec.kv_bytes))))
     kv_written = share * np.multiply(stage.prefill_seqs, np.subtract(
         memory.kv_cache_bytes_per_sequence(m, np.add(stage.prefill_len, stage.prefill_cached), prec.kv_bytes),
         memory.kv_cache_bytes_per_sequence(m, stage.prefill_cached, prec.kv_bytes)))
@@ -148,7 +194,7 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
                                                              stage.prefill_cached)
     decode_mm = 2.0 * share * np.multiply(stage.decode_seqs, counts.active)
     prefill_mm = 2.0 * share * np.multiply(stage.prefill_tokens, counts.active)
-    kv_time = (kv_read + state) / bw
+    kv_time = plus(kv_read, state) / bw
     weight_time = (weights_read + kv_written) / bw
     cal_prefill = rates.uses("attention_prefill")
     spec_attn_p = _zeros(tokens) if cal_prefill else attn_p_flops
@@ -169,25 +215,49 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
                    if rates.uses("attention_decode") else kv_time)
     c = comms.stage_comms(dep, tokens, stage.decode_seqs, layers)
     overhead = engine_overhead_s(dep, stage, layers, share, bw, gemm, c.ring_steps)
-    stage_local = attn_decode + gemm + attn_prefill + overhead
+    stage_local = plus(plus(attn_decode + gemm, attn_prefill), overhead)
     send = comms.pipeline_send_time_s(dep, tokens)
-    exposed = np.maximum(0.0, np.subtract(c.time_s, dep.comms_overlap * stage_local))
     pp = float(par.pp)
-    stage_pred = stage_local + exposed
-    code = bound_code(compute_time, kv_time + weight_time, exposed, stage_local)
+    finite = _finite_within(stage_local, c)
+    quiet = finite and all_zero(c.time_s) and all_zero(c.lower_s)
+    quiet_net = quiet
+    if quiet:  # nothing exposed: max(0, 0 − overlap·local) = 0, max(local, 0) = local + 0 = local
+        exposed = zeros_shaped(c.time_s, stage_local)
+        stage_pred = stage_lower = stage_upper = stage_local
+    else:
+        stage_upper = stage_local + c.time_s
+        least = _least_over_broadcast(stage_local, c.lower_s) if finite else None
+        # max(local, lower) = local where lower ≤ local everywhere
+        stage_lower = stage_local if least is not None and bool(np.all(np.less_equal(c.lower_s, least))) \
+            else np.maximum(stage_local, c.lower_s)
+        if finite and dep.comms_overlap == 0.0:  # 0·local = 0: exposed has the collectives' own shape
+            alone = np.maximum(0.0, c.time_s)
+            shape = np.shape(stage_local)
+            exposed = alone if np.shape(alone) == shape else np.broadcast_to(alone, shape)
+            # local + exposed = local + comms where exposed is comms itself (comms ≥ 0)
+            stage_pred = stage_upper if _bitwise_equal(alone, c.time_s) else stage_local + exposed
+            # never network where the exposed collectives ≤ the least local work they meet
+            quiet_net = np.shape(alone) == np.shape(c.lower_s) and least is not None and \
+                bool(np.all(np.less_equal(alone, least)))
+        else:
+            exposed = np.maximum(0.0, np.subtract(c.time_s, dep.comms_overlap * stage_local))
+            stage_pred = stage_local + exposed
+            quiet_net = False
+    code = bound_code(compute_time, kv_time + weight_time, None if quiet or quiet_net else exposed, stage_local)
+    bubble = pipeline_bubble_s(pp, mb, stage_pred, send, quiet or (finite and nonnegative_finite(c.time_s)))
     return StepTerms(
         tokens=replica.tokens, kv_read_bytes=kv_read, weight_read_bytes=weights_read, kv_written_bytes=kv_written,
         matmul_flops=decode_mm + prefill_mm, attention_flops=attn_p_flops,
         kv_time_s=kv_time, weight_time_s=weight_time, compute_time_s=compute_time, gemm_time_s=gemm,
         attention_decode_s=attn_decode, attention_prefill_s=attn_prefill, overhead_s=overhead,
-        stage_local_s=stage_local, local_s=pp * stage_local,
+        stage_local_s=stage_local, local_s=times(pp, stage_local),
         comms_time_s=pp * (c.time_s + send), comms_lower_s=pp * (c.lower_s + send),
-        comms_exposed_s=pp * (exposed + send), comms_bytes=c.bytes_per_step,
-        pipeline_send_s=pp * send, pipeline_bubble_s=(pp - mb) * (stage_pred + send),
+        comms_exposed_s=times(pp, plus(exposed, send)), comms_bytes=c.bytes_per_step,
+        pipeline_send_s=pp * send, pipeline_bubble_s=bubble,
         microbatches=mb,
-        time_s=pp * (stage_pred + send),
-        lower_s=pp * (np.maximum(stage_local, c.lower_s) + send),
-        upper_s=pp * (stage_local + c.time_s + send),
+        time_s=times(pp, plus(stage_pred, send)),
+        lower_s=times(pp, plus(stage_lower, send)),
+        upper_s=times(pp, plus(stage_upper, send)),
         bound_code=code, state_bytes=state,
         sources={**rates.sources, "comms": c.source, "engine": dep.engine.source,
                  "overlap": f"collectives overlap {dep.comms_overlap:g} of local work "
