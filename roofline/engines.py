@@ -1,4 +1,4 @@
-"""Serving designs over one deployment: static, interleaved and disaggregated engines, plus
+"""Serving designs over one deployment: static, interleaved, disaggregated and mixed engines, plus
 continuous batching at steady state, prefix caching and speculative decoding.
 
 Every step time here is :func:`roofline.terms.step_terms` of the right work: a prefill of the
@@ -96,6 +96,10 @@ def serve(dep: Deployment, mode: str, input_len: int, output_len: int, batch: in
         ttft = float(serving.interleaved_ttft_s(prefill_1, step_s))
         tpot = float(serving.interleaved_tpot_s(step_s, prefill_1, batch, output_len))
         stall, tps, used = prefill_1, batch / tpot, chips
+    elif mode == "mixed":
+        step_s = float(step_terms(dep, mixed_work(batch, input_len, output_len, mean_context), mfu).time_s)
+        ttft = float(serving.mixed_ttft_s(step_s, batch, output_len))
+        tpot, stall, tps, used = step_s, 0.0, batch / step_s, chips
     else:
         ttft = float(serving.disaggregated_ttft_s(prefill_1, transfer))
         tpot, stall = step_s, 0.0
@@ -123,6 +127,20 @@ def serve(dep: Deployment, mode: str, input_len: int, output_len: int, batch: in
             "decode step": f"batch {batch} at the mean context I + O/2 = {mean_context:g}",
         },
     )
+
+
+def mixed_work(batch: int, input_len: int, output_len: int, context: float) -> Work:
+    """One steady-state step of a mixed engine: B decodes at the mean context plus the prompts that
+    replace finished sequences, c = B·I/O prompt tokens a step.  With B ≥ O these are B/O whole
+    prompts; below, one chunk of c tokens after a cached prefix (I − c)/2, whose causal attention
+    c·((I − c)/2 + c/2) = c·I/2 is the prompts' I²/2 spread over their O/B steps."""
+    prompts = float(serving.mixed_prefill_seqs_per_step(batch, output_len))
+    if prompts >= 1.0:
+        return Work(decode_seqs=float(batch), decode_context=context, prefill_seqs=prompts,
+                    prefill_len=float(input_len))
+    chunk = prompts * input_len
+    return Work(decode_seqs=float(batch), decode_context=context, prefill_seqs=1.0, prefill_len=chunk,
+                prefill_cached=(input_len - chunk) / 2.0)
 
 
 def continuous_batching(dep: Deployment, input_len: int, output_len: int, prefill_s: float,

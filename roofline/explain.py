@@ -18,6 +18,7 @@ from .analysis import BOOK, RequestResult, StepResult
 from .deploy import Deployment
 from .specs import ModelSpec
 from .terms import decode_work, prefill_work, step_terms
+from .terms.comms import allreduces_per_layer
 
 S_MEMORY = f"{BOOK}, 'What about memory?'"
 S_LATENCY = f"{BOOK}, 'Theoretical estimates for LLM latency and throughput'"
@@ -120,7 +121,8 @@ def explain_step(dep: Deployment, batch: float, context: float, res: StepResult)
                      Term("overhead", _f(res.overhead_time_s), "s")), S_LATENCY,
                     note=f"bound: {np.asarray(res.bound).reshape(-1)[0]}"),
         Explanation("collectives per step", comms_up, "s",
-                    "L · (2 AllReduce [B, D] + AllToAlls when tp > K; ep: dispatch + combine) + pp sends",
+                    f"L · ({_allreduces(model)} AllReduce [B, D] + AllToAlls when tp > K; ep: dispatch + combine)"
+                    " + pp sends",
                     (Term("L", model.num_layers, "layers"), Term("tp", dep.par.tp, "")), S_SHARD,
                     note=src.get("comms", "")),
         Explanation("step time", _f(res.step_time_s), "s",
@@ -208,6 +210,11 @@ def explain_deployment(d: Any, qps: float, mean_output: float) -> list[Explanati
     ]
 
 
+def _allreduces(model: ModelSpec) -> str:
+    """'2', or '1' for a parallel attention/MLP block (the step model's count, as text)."""
+    return f"{allreduces_per_layer(model.parallel_block):g}"
+
+
 def explain_shard(model: ModelSpec, res: Any) -> list[Explanation]:
     """The sharding limits of a :class:`~roofline.multichip.ShardResult`, formula by formula."""
     lower, upper = _f(res.step_time_lower_s), _f(res.step_time_upper_s)
@@ -223,7 +230,8 @@ def explain_shard(model: ModelSpec, res: Any) -> list[Explanation]:
                     note="tp exceeds it: ICI binds" if res.tp > res.max_tp_decode else "tp within it"),
         Explanation("largest tp in prefill", res.max_tp_prefill, "chips", "Y < F / α_ici, α_ici = C / W_ici",
                     (Term("F", model.d_ff, ""), Term("α_ici", res.alpha_ici, "FLOP/B")), S_PREFILL),
-        Explanation("collectives per step", comms, "s", "L · (2 AllReduce [B, D] + AllToAlls when tp > K)",
+        Explanation("collectives per step", comms, "s",
+                    f"L · ({_allreduces(model)} AllReduce [B, D] + AllToAlls when tp > K)",
                     (Term("L", model.num_layers, "layers"), Term("AllToAlls/layer", res.attention_alltoalls_per_layer,
                                                              "")), S_SHARD),
         Explanation("decode step without collectives", local, "s", "attention + GEMMs + overhead",
@@ -241,9 +249,11 @@ def explain_shard(model: ModelSpec, res: Any) -> list[Explanation]:
 def explain_serve(res: Any, batch: int, output_len: int) -> list[Explanation]:
     """TTFT, TPOT and throughput of a :class:`~roofline.multichip.ServeResult`, by engine mode."""
     ttft_formula = {"static": "prefill of the whole batch", "interleaved": "batch-1 prefill + step/2 wait",
-                    "disaggregated": "batch-1 prefill + KV transfer"}[res.mode]
+                    "disaggregated": "batch-1 prefill + KV transfer",
+                    "mixed": "one mixed step (the prompt rides in it)"}[res.mode]
     tpot_formula = {"static": "decode step", "interleaved": "step + (B/O)·batch-1 prefill stall",
-                    "disaggregated": "decode step (prefill on its own servers)"}[res.mode]
+                    "disaggregated": "decode step (prefill on its own servers)",
+                    "mixed": "step of B decodes + B/O prompts"}[res.mode]
     return [
         Explanation("TTFT", res.ttft_s, "s", ttft_formula,
                     (Term("batch-1 prefill", res.prefill_s, "s"), Term("batch prefill", res.batch_prefill_s, "s"),

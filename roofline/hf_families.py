@@ -63,6 +63,7 @@ def _gptj(cfg: dict[str, Any], origin: str) -> Mapped:
         out["max_position_embeddings"] = _f(int(cfg["n_positions"]), "n_positions (rotary: no position weights)")
     out.update(_plain_mlp(str(cfg.get("activation_function", "gelu_new")), _four_d(cfg, "n_inner", d), bias=True))
     out.update(_layernorm(1, "GPT-J: one LayerNorm (ln_1) feeds attention and MLP in parallel"))
+    out["parallel_block"] = Value(True, "GPT-J: attention and MLP in parallel, outputs summed")
     return out
 
 
@@ -76,6 +77,8 @@ def _gpt_neox(cfg: dict[str, Any], origin: str) -> Mapped:
         out["qkv_bias"] = Value(True, f"{note}: query_key_value bias")
         out["o_bias"] = Value(True, f"{note}: dense (output) bias")
     out.update(_layernorm(2, "GPT-NeoX: input_layernorm and post_attention_layernorm in every block"))
+    if cfg.get("use_parallel_residual", True):
+        out["parallel_block"] = Value(True, "use_parallel_residual (default true): attention and MLP in parallel")
     return out
 
 
@@ -143,6 +146,8 @@ def _falcon(cfg: dict[str, Any], origin: str) -> Mapped:
     else:
         norms = _layernorm(2, "parallel_attn false: input_layernorm and post_attention_layernorm")
     out.update(norms)
+    if new_arch or cfg.get("parallel_attn", True):
+        out["parallel_block"] = Value(True, "Falcon: attention and MLP in parallel (parallel_attn / new decoder)")
     return out
 
 

@@ -16,7 +16,7 @@ from numpy.typing import ArrayLike
 from .memory import Number
 
 #: The engine designs ``roofline serve --mode`` accepts.
-MODES = ("static", "interleaved", "disaggregated")
+MODES = ("static", "interleaved", "disaggregated", "mixed")
 
 
 # --------------------------------------------------------------------------- engine designs
@@ -40,6 +40,17 @@ def interleaved_prefills_per_step(batch: ArrayLike, output_len: ArrayLike) -> Nu
 def interleaved_tpot_s(step_s: ArrayLike, prefill_s: ArrayLike, batch: ArrayLike, output_len: ArrayLike) -> Number:
     """Interleaved TPOT: each step plus the stall of B/O batch-1 prefills that pause decoding."""
     return np.add(step_s, np.multiply(interleaved_prefills_per_step(batch, output_len), prefill_s))
+
+
+def mixed_prefill_seqs_per_step(batch: ArrayLike, output_len: ArrayLike) -> Number:
+    """Prompts a mixed (in-flight, chunked-prefill) engine carries in each step at steady state: B/O,
+    batched with the step's B decodes, so their weight reads are shared (vLLM, TensorRT-LLM)."""
+    return np.divide(batch, output_len)
+
+
+def mixed_ttft_s(step_s: ArrayLike, batch: ArrayLike, output_len: ArrayLike) -> Number:
+    """Mixed TTFT: a prompt needs I of the B·I/O prompt tokens each step carries, so max(1, O/B) steps."""
+    return np.multiply(step_s, np.maximum(1.0, np.divide(output_len, batch)))
 
 
 def interleaved_ttft_s(prefill_s: ArrayLike, step_s: ArrayLike) -> Number:

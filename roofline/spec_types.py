@@ -97,8 +97,8 @@ class EngineCalibration(_Spec):
     """A serving engine's fitted terms beyond the kernels (``roofline calibrate fit`` on end-to-end rows).
 
     Each is a physical quantity: per step, per layer, per token and layer, per sampled or
-    prefilled sequence, the engine's GEMM slowdown against the calibrated kernels, and its latency
-    per collective ring step.
+    prefilled sequence, the engine's GEMM slowdown against the calibrated kernels, its latency
+    per collective ring step, and the share of a GQA group's query heads that re-read the KV cache.
     """
 
     step_overhead_s: float = spec_field(0.0, ge=0, le=10.0)
@@ -108,6 +108,7 @@ class EngineCalibration(_Spec):
     prefill_seq_overhead_s: float = spec_field(0.0, ge=0, le=10.0)
     gemm_slowdown: float = spec_field(0.0, ge=0, le=100.0)
     collective_hop_s: float = spec_field(0.0, ge=0, le=1e-2)
+    gqa_kv_reread: float = spec_field(0.0, ge=0, le=1.0)
     comms_overlap: float = spec_field(0.0, ge=0, le=1.0)
     rows: int = spec_field(0, ge=0)
     sources: list[str] = field(default_factory=list)
@@ -203,6 +204,9 @@ class ModelSpec(_Spec):
     # LayerNorms per layer (2: before attention and before the MLP; 1: GPT-J, Falcon-7B's parallel block),
     # a LayerNorm on the embeddings (BLOOM) and a bias on the LM head (GPT-J).
     norms_per_layer: int = spec_field(2, ge=0)
+    # Parallel block (GPT-J, Falcon, NeoX's parallel residual): attention and MLP read one input and
+    # their outputs are summed, so tensor parallelism all-reduces once per layer, not twice.
+    parallel_block: bool = False
     embedding_norm: bool = False
     lm_head_bias: bool = False
     max_position_embeddings: int | None = spec_field(None, gt=0)

@@ -49,6 +49,19 @@ def test_collective_hop_latency_counts_ring_steps_by_hand():
         assert slow - base == pytest.approx(added, rel=1e-9, abs=1e-15)
 
 
+def test_gqa_kv_reread_by_hand():
+    # llama-3-8b (32 query heads over 8 KV heads: 3 extra reads of each KV head) on one H100, 8 decodes
+    # at context 1024: KV 8 x 1024 x 131,072 B = 1.07e9 B; half re-read (f = 0.5): 0.5 x 3 x 1.07e9 B
+    # / 3.35e12 B/s = 0.48 ms more.  An MHA model (GPT-J: K = N) has no group to re-read.
+    hop = replace(NO_ENGINE, gqa_kv_reread=0.5, key="t")
+    base = float(step_from(deployment(LLAMA, H100, 1), 8, 1024).step_time_s)
+    slow = float(step_from(deployment(LLAMA, H100, 1, engine=hop), 8, 1024).step_time_s)
+    assert slow - base == pytest.approx(0.5 * 3 * 8 * 1024 * 131_072 / 3.35e12, rel=1e-9)
+    gptj = load_model("gpt-j-6b")
+    assert step_from(deployment(gptj, H100, 1, engine=hop), 8, 1024).step_time_s == \
+        step_from(deployment(gptj, H100, 1), 8, 1024).step_time_s
+
+
 def test_asking_for_an_engine_the_profile_lacks_names_what_it_has():
     with pytest.raises(RooflineError, match="has no such engine entry"):
         deployment(LLAMA, load_hardware("h100-sxm-cal"), 1, engine="vllm/0.0")
@@ -64,7 +77,7 @@ def designs():
 def test_design_is_the_prediction_path(designs):
     # The fit's affine design y0 + J·θ reproduces predict_row with those engine terms exactly.
     ds, hw = designs
-    theta = np.array([2e-3, 3e-5, 2e5, 1e-4, 5e-3, 0.3, 4e-6])
+    theta = np.array([2e-3, 3e-5, 2e5, 1e-4, 5e-3, 0.3, 4e-6, 0.2])
     eng = replace(NO_ENGINE, **dict(zip(ef.ENGINE_TERMS, theta, strict=True)), key="t", source="t")
     for d in ds[:4]:
         direct = predict_row(d.row, hw, eng)["ttft_s"]
@@ -74,7 +87,7 @@ def test_design_is_the_prediction_path(designs):
 def test_fit_recovers_known_terms(designs):
     # Measurements synthesised from known terms are fitted back (the rows identify them).
     ds, _ = designs
-    truth = np.array([0.0, 4e-5, 0.0, 0.0, 3e-3, 0.4, 6e-6])
+    truth = np.array([0.0, 4e-5, 0.0, 0.0, 3e-3, 0.4, 6e-6, 0.0])
     fake = [replace(d, measured=d.predict(truth)) for d in ds]
     fitted = ef.theta_of(ef.fit_terms(fake * 2))
     assert float(np.max(ef.ape(fake, fitted))) < 0.01

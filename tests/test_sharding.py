@@ -114,6 +114,19 @@ def test_tp8_comms_by_hand():
     assert res.bound == "memory"
 
 
+def test_parallel_block_all_reduces_once_per_layer():
+    # The same LLaMA-2-13B shape with attention and MLP in parallel (GPT-J/Falcon block): their partial
+    # sums are added before one AllReduce, so 40 × 1 × 14 us instead of 40 × 2 × 14 us (hand derivation
+    # above); the local step is unchanged.
+    m = load_model("llama-2-13b")
+    par = m.model_copy(update={"parallel_block": True})
+    two, one = (decode_step(x, V5E, 8, 16, 8192, tp=8) for x in (m, par))
+    assert one.comms_time_s == pytest.approx(40 * 1 * 14e-6)
+    assert two.comms_time_s == pytest.approx(2 * one.comms_time_s)
+    assert one.local_step_time_s == two.local_step_time_s
+    assert load_model("falcon-180b").parallel_block and load_model("gpt-j-6b").parallel_block
+
+
 def test_small_batch_on_nvlink_is_network_bound():
     # LLaMA-3-8B batch 1 on 8 H100: 16 GB of weights over 8·3.35e12 B/s ≈ 0.6 ms, while each of the
     # 2·32 AllReduces of 8 kB pays 2·7 ring steps × 2 us = 28 us: 1.79 ms of collectives (K = 8 KV

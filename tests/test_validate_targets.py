@@ -24,9 +24,11 @@ def test_held_out_errors_meet_the_targets(held_out):
 
 
 def test_tensor_parallel_error_is_bounded(held_out):
-    # Issue target: TP > 1 no worse than 1.25x the TP1 error.  Not met for throughput (see README);
-    # this guards the level reached so a regression fails.
-    by_tp = held_out.summary["throughput"]["by_tp"]
-    tp1 = by_tp["1"]["mape"]
-    worst = max(v["mape"] for k, v in by_tp.items() if k != "1")
-    assert worst <= 2.5 * tp1
+    # Issue target: TP > 1 no worse than 1.25x the TP1 error.  Not met (see README: TTFT's TP1 rows are
+    # 8 short TensorRT-LLM prefills, its TP > 1 rows mostly splitwise-sim prefills, some power-capped;
+    # throughput's worst slice is TP4); these guard the levels reached so a regression fails.
+    for quantity, level in (("throughput", 1.75), ("ttft_s", 2.0)):
+        by_tp = held_out.summary[quantity]["by_tp"]
+        tp1 = by_tp["1"]["mape"]
+        worst = max(v["mape"] for k, v in by_tp.items() if k != "1")
+        assert worst <= level * tp1, quantity

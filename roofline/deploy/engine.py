@@ -16,7 +16,8 @@ from ..specs import EngineCalibration, HardwareSpec
 
 #: Fitted engine quantities, in the order the fit and the step model use them.
 ENGINE_TERMS = ("step_overhead_s", "layer_overhead_s", "layer_bytes_per_token", "sample_s_per_seq",
-                "prefill_seq_overhead_s", "gemm_slowdown", "collective_hop_s")
+                "prefill_seq_overhead_s", "gemm_slowdown", "collective_hop_s",
+                "gqa_kv_reread")
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class EngineTerms:
     prefill_seq_overhead_s: float = 0.0
     gemm_slowdown: float = 0.0
     collective_hop_s: float = 0.0
+    gqa_kv_reread: float = 0.0
     comms_overlap: float | None = None
     key: str = ""
     source: str = "none (kernel times only: no engine terms)"

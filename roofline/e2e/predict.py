@@ -13,11 +13,11 @@ Today's body uses :func:`roofline.multichip.serve`, the engine behind ``roofline
 
 * ``static``: ``serve --mode static -b batch``: TTFT is the batch's prefill, TPOT one decode
   step of the batch at context I + O/2, throughput batch·O over prefill + O steps;
-* ``concurrency``: ``serve --mode interleaved -b concurrency`` (closed loop: the batch is the
-  number of clients);
+* ``concurrency``: ``serve --mode mixed -b concurrency`` (closed loop: the batch is the number of
+  clients; in-flight batching carries the new prompts in the decode steps);
 * ``rate`` with a finite rate that one replica sustains: ``serve --arrival-rate`` (Little's law,
   M/D/1 prefill queue), throughput = λ·O;
-* ``rate`` ``inf`` or a rate one replica cannot sustain: ``interleaved`` at the largest batch
+* ``rate`` ``inf`` or a rate one replica cannot sustain: ``mixed`` at the largest batch
   that fits in HBM at context I + O (capped at ``num_requests``): the engine's own batch cap is
   not in the data.
 
@@ -99,7 +99,7 @@ def predict_row(row: E2ERow, hw_ref: str | HardwareSpec | None = None,
         return _serve(dep, "static", isl, osl, wave_batch(row, hw, dep, i + o), row.dp)
     if row.load == "concurrency":
         per_replica = max(int(math.ceil((row.concurrency or 1) / row.dp)), 1)
-        return _serve(dep, "interleaved", isl, osl, per_replica, row.dp)
+        return _serve(dep, "mixed", isl, osl, per_replica, row.dp)
     rate = row.arrival_rate if row.arrival_rate is not None else math.inf
     if math.isfinite(rate):
         res = serve(dep, "interleaved", isl, osl, 1, arrival_rate=rate / row.dp)
@@ -112,7 +112,7 @@ def predict_row(row: E2ERow, hw_ref: str | HardwareSpec | None = None,
         raise RooflineError(f"{row.id}: {row.model} does not fit on {chips}x {hw.name} at context {i + o:g}")
     if row.num_requests is not None:
         batch = min(batch, max(int(math.ceil(row.num_requests / row.dp)), 1))
-    return _serve(dep, "interleaved", isl, osl, batch, row.dp)
+    return _serve(dep, "mixed", isl, osl, batch, row.dp)
 
 
 def _serve(dep: Deployment, mode: str, isl: int, osl: int, batch: int, replicas: int) -> dict[str, float]:

@@ -1,8 +1,9 @@
 """Collectives of one step on one pipeline stage: tp all-reduces, KV all-to-alls, ep dispatch/combine, pp sends.
 
 Megatron tensor parallelism puts two all-reduces of the activations [T, D] in every layer
-(attention output, MLP output).  Once tp exceeds the KV heads the KV cache is batch-sharded
-and each attention layer adds two all-to-alls of the decode queries [B, N·H] (book, part 7).
+(attention output, MLP output); one where attention and MLP run in parallel (GPT-J, Falcon).
+Once tp exceeds the KV heads the KV cache is batch-sharded and each attention layer adds two
+all-to-alls of the decode queries [B, N·H] (book, part 7).
 With expert parallelism an MoE layer's MLP all-reduce becomes a dispatch and a combine
 all-to-all of the routed tokens [T·k, D] over ep chips.  Pipeline stages pass [T/m, D] to the
 next stage.  Times come from the spec-sheet fabric (book, part 3) or the profile's fitted
@@ -36,12 +37,19 @@ class CommsTerms:
     ring_steps: float = 0.0
 
 
-def ring_steps_per_layer(tp: int, alltoalls: float, ep: int = 1, moe_share: float = 0.0) -> float:
+def allreduces_per_layer(parallel_block: bool) -> float:
+    """Megatron tp all-reduces per dense layer: 2 (attention output, MLP output); 1 for a parallel block,
+    whose attention and MLP partial sums are added before one all-reduce (GPT-J, Falcon)."""
+    return 1.0 if parallel_block else 2.0
+
+
+def ring_steps_per_layer(tp: int, alltoalls: float, allreduces: float = 2.0, ep: int = 1,
+                         moe_share: float = 0.0) -> float:
     """Peer-to-peer steps of one layer's collectives in a ring: 2(n−1) per all-reduce, n−1 per all-to-all.
 
-    Dense layer: two all-reduces and the KV all-to-alls over tp; an MoE layer with ep > 1 swaps its MLP
+    Dense layer: its all-reduces and the KV all-to-alls over tp; an MoE layer with ep > 1 swaps its MLP
     all-reduce for a dispatch and a combine over ep (NCCL ring algorithms; book, part 3)."""
-    dense = 2.0 * 2 * (tp - 1) + alltoalls * (tp - 1)
+    dense = allreduces * 2 * (tp - 1) + alltoalls * (tp - 1)
     if ep <= 1 or not moe_share:
         return dense
     moe = 2.0 * (tp - 1) + 2.0 * (ep - 1) + alltoalls * (tp - 1)
@@ -94,6 +102,7 @@ def stage_comms(dep: Deployment, tokens: ArrayLike, decode_seqs: ArrayLike, laye
     q_bytes = sharding.attention_query_bytes(decode_seqs, m.num_heads, m.head_dim, act)
     a2a_count = float(sharding.attention_alltoalls_per_layer(m.num_kv_heads, par.tp))
     a2a_lo, a2a_t, _ = (_op_time(dep, layout, "alltoall", q_bytes, par.tp) if a2a_count else (0.0, 0.0, ""))
+    ars = allreduces_per_layer(m.parallel_block)
     moe_layers = memory.moe_layer_count(m) * layers / m.num_layers
     dense_layers = layers - moe_layers
     if par.ep > 1 and moe_layers:
@@ -103,16 +112,16 @@ def stage_comms(dep: Deployment, tokens: ArrayLike, decode_seqs: ArrayLike, laye
         moe_lo = ar_lo + 2.0 * d_lo + a2a_count * a2a_lo
         moe_t = ar_t + 2.0 * d_t + a2a_count * a2a_t
     else:
-        moe_lo = 2.0 * ar_lo + a2a_count * a2a_lo
-        moe_t = 2.0 * ar_t + a2a_count * a2a_t
-    dense_lo = 2.0 * np.asarray(ar_lo) + a2a_count * np.asarray(a2a_lo)
-    dense_t = 2.0 * np.asarray(ar_t) + a2a_count * np.asarray(a2a_t)
+        moe_lo = ars * ar_lo + a2a_count * a2a_lo
+        moe_t = ars * ar_t + a2a_count * a2a_t
+    dense_lo = ars * np.asarray(ar_lo) + a2a_count * np.asarray(a2a_lo)
+    dense_t = ars * np.asarray(ar_t) + a2a_count * np.asarray(a2a_t)
     lower = dense_layers * dense_lo + moe_layers * np.asarray(moe_lo)
     time = dense_layers * dense_t + moe_layers * np.asarray(moe_t)
-    moved = layers * (2.0 * ar_bytes + a2a_count * q_bytes)
+    moved = layers * (ars * ar_bytes + a2a_count * q_bytes)
     source = f"{fabric.PART3}; {layout.describe(dep.hw)}; {ar_src}"
     moe_share = moe_layers / layers if (par.ep > 1 and layers) else 0.0
-    steps = layers * ring_steps_per_layer(par.tp, a2a_count, par.ep, moe_share)
+    steps = layers * ring_steps_per_layer(par.tp, a2a_count, ars, par.ep, moe_share)
     return CommsTerms(lower, time, moved, source, steps)
 
 

@@ -109,13 +109,27 @@ def microbatches(dep: Deployment, decode_seqs: Number) -> Number:
     return np.where(np.asarray(decode_seqs) > 0, np.clip(decode_seqs, 1.0, dep.par.pp), 1.0)
 
 
+def gqa_kv_reread_s(dep: Deployment, stage: Work, share: float, bw: Number) -> Number:
+    """f·(N/K − 1)·decode KV bytes / W_hbm: a decode-attention kernel without grouped-query reuse
+    (one thread block per query head, as before TensorRT-LLM's XQA) reads each KV head once per query
+    head of its group; f is the share not served from cache (0 without an engine, or for MHA)."""
+    f, m = dep.engine.gqa_kv_reread, dep.model
+    extra = m.num_heads / max(m.num_kv_heads, 1) - 1.0
+    if not f or extra <= 0:
+        return 0.0
+    kv = np.multiply(stage.decode_seqs, memory.kv_cache_bytes_per_sequence(m, stage.decode_context,
+                                                                          dep.precision.kv_bytes))
+    return f * extra * share * kv / bw
+
+
 def engine_overhead_s(dep: Deployment, stage: Work, layers: float, share: float, bw: Number,
                       gemm_s: Number, ring_steps: float = 0.0) -> Number:
     """One stage's engine work outside the kernels (profile's ``engine:`` terms; 0 without an engine).
 
     share·(step overhead + sampled sequences·sampling + prefill sequences·prefill overhead)
     + layers·(layer overhead + tokens·non-GEMM bytes per token / W_hbm) + GEMM·slowdown
-    + collective ring steps·the engine's latency per step (its collectives beyond the fitted kernels).
+    + collective ring steps·the engine's latency per step (its collectives beyond the fitted kernels)
+    + the KV re-reads of a kernel without grouped-query reuse (:func:`gqa_kv_reread_s`).
     """
     e = dep.engine
     sampled = np.add(stage.decode_seqs, stage.prefill_seqs)
@@ -125,7 +139,7 @@ def engine_overhead_s(dep: Deployment, stage: Work, layers: float, share: float,
     active = np.asarray(sampled) > 0
     collectives = ring_steps * e.collective_hop_s
     return (np.where(active, share * per_step + layers * per_layer + collectives, 0.0)
-            + e.gemm_slowdown * np.asarray(gemm_s))
+            + e.gemm_slowdown * np.asarray(gemm_s) + gqa_kv_reread_s(dep, stage, share, bw))
 
 
 def _finite_within(stage_local: Number, c: comms.CommsTerms) -> bool:
