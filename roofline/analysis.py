@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import compute, cost, memory
-from .deploy import DEFAULT_MEMORY_UTILIZATION, Deployment, Precision, Rates, deployment
+from .deploy import DEFAULT_MEMORY_UTILIZATION, Deployment, EngineTerms, Precision, Rates, deployment
 from .errors import OptionError, shown
 from .memory import Number
 from .specs import HardwareSpec, ModelSpec
@@ -90,7 +90,8 @@ def _check_positive(**values: ArrayLike) -> None:
 
 def _deploy(model: ModelSpec, hw: HardwareSpec, chips: ArrayLike, precision: Precision,
             price: float | None, rates: Rates | None, tp: int | None, pp: int | None, ep: int | None,
-            topology_text: str | None, memory_utilization: float, engine: str | None = None) -> Deployment:
+            topology_text: str | None, memory_utilization: float,
+            engine: str | EngineTerms | None = None) -> Deployment:
     return deployment(model, hw, chips, precision, tp=tp, pp=pp, ep=ep, topology_text=topology_text,
                       memory_utilization=memory_utilization, price_per_chip_hour=price, rates=rates,
                       engine=engine)
@@ -110,7 +111,7 @@ def decode_step(
     pp: int | None = None,
     ep: int | None = None,
     memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
-    engine: str | None = None,
+    engine: str | EngineTerms | None = None,
 ) -> StepResult:
     """Memory, fit, step time, throughput and cost of one decode step (see :func:`step_from`)."""
     _check_positive(chips=chips, batch=batch, context=context)
@@ -295,7 +296,7 @@ def request(
     ep: int | None = None,
     topology_text: str | None = None,
     memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
-    engine: str | None = None,
+    engine: str | EngineTerms | None = None,
 ) -> RequestResult:
     """TTFT = prefill of I tokens (yields token 1); O-1 decode steps follow, the KV growing."""
     _check_positive(input_len=input_len, output_len=output_len, chips=chips, batch=batch)

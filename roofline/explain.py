@@ -121,7 +121,7 @@ def explain_step(dep: Deployment, batch: float, context: float, res: StepResult)
                      Term("overhead", _f(res.overhead_time_s), "s")), S_LATENCY,
                     note=f"bound: {np.asarray(res.bound).reshape(-1)[0]}"),
         Explanation("collectives per step", comms_up, "s",
-                    f"L · ({_allreduces(model)} AllReduce [B, D] + AllToAlls when tp > K; ep: dispatch + combine)"
+                    f"L · ({_allreduces(dep)} AllReduce [B, D] + AllToAlls when tp > K; ep: dispatch + combine)"
                     " + pp sends",
                     (Term("L", model.num_layers, "layers"), Term("tp", dep.par.tp, "")), S_SHARD,
                     note=src.get("comms", "")),
@@ -210,9 +210,9 @@ def explain_deployment(d: Any, qps: float, mean_output: float) -> list[Explanati
     ]
 
 
-def _allreduces(model: ModelSpec) -> str:
-    """'2', or '1' for a parallel attention/MLP block (the step model's count, as text)."""
-    return f"{allreduces_per_layer(model.parallel_block):g}"
+def _allreduces(dep: Deployment) -> str:
+    """'2', or '1' for a parallel attention/MLP block the engine fuses (the step model's count, as text)."""
+    return f"{allreduces_per_layer(dep.model.parallel_block and dep.engine.fused_parallel_block):g}"
 
 
 def explain_shard(model: ModelSpec, res: Any) -> list[Explanation]:
@@ -231,7 +231,7 @@ def explain_shard(model: ModelSpec, res: Any) -> list[Explanation]:
         Explanation("largest tp in prefill", res.max_tp_prefill, "chips", "Y < F / α_ici, α_ici = C / W_ici",
                     (Term("F", model.d_ff, ""), Term("α_ici", res.alpha_ici, "FLOP/B")), S_PREFILL),
         Explanation("collectives per step", comms, "s",
-                    f"L · ({_allreduces(model)} AllReduce [B, D] + AllToAlls when tp > K)",
+                    "L · (2 AllReduce [B, D] + AllToAlls when tp > K)",
                     (Term("L", model.num_layers, "layers"), Term("AllToAlls/layer", res.attention_alltoalls_per_layer,
                                                              "")), S_SHARD),
         Explanation("decode step without collectives", local, "s", "attention + GEMMs + overhead",

@@ -110,6 +110,9 @@ class EngineCalibration(_Spec):
     collective_hop_s: float = spec_field(0.0, ge=0, le=1e-2)
     gqa_kv_reread: float = spec_field(0.0, ge=0, le=1.0)
     comms_overlap: float = spec_field(0.0, ge=0, le=1.0)
+    # Set by hand, not fitted: the engine adds a parallel block's attention and MLP partial sums before
+    # one all-reduce (vLLM's Falcon); TensorRT-LLM's published Falcon rows fit two all-reduces.
+    fused_parallel_block: bool = False
     rows: int = spec_field(0, ge=0)
     sources: list[str] = field(default_factory=list)
     at_bound: list[str] = field(default_factory=list)

@@ -23,11 +23,12 @@ def test_held_out_errors_meet_the_targets(held_out):
     assert all(held_out.summary_spec[q]["mape"] > 0.4 for q in ("ttft_s", "tpot_s", "throughput"))
 
 
-def test_tensor_parallel_error_is_bounded(held_out):
-    # Issue target: TP > 1 no worse than 1.25x the TP1 error.  Not met (see README: TTFT's TP1 rows are
-    # 8 short TensorRT-LLM prefills, its TP > 1 rows mostly splitwise-sim prefills, some power-capped;
-    # throughput's worst slice is TP4); these guard the levels reached so a regression fails.
-    for quantity, level in (("throughput", 1.75), ("ttft_s", 2.0)):
+def test_tensor_parallel_error_meets_the_target_for_throughput(held_out):
+    # Issue target: TP > 1 no worse than 1.25x the TP1 error.  Met for throughput (TP1, 2, 4, 8 rows);
+    # TPOT has no TP1 row.  Missed for TTFT (see README: its TP1 rows are 8 short TensorRT-LLM prefills,
+    # its TP > 1 rows mostly splitwise-sim prefills, the longest far slower per token than the model
+    # has): that one guards the level reached, so a regression fails.
+    for quantity, level in (("throughput", 1.25), ("ttft_s", 2.0)):
         by_tp = held_out.summary[quantity]["by_tp"]
         tp1 = by_tp["1"]["mape"]
         worst = max(v["mape"] for k, v in by_tp.items() if k != "1")

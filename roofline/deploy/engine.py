@@ -33,6 +33,7 @@ class EngineTerms:
     collective_hop_s: float = 0.0
     gqa_kv_reread: float = 0.0
     comms_overlap: float | None = None
+    fused_parallel_block: bool = False
     key: str = ""
     source: str = "none (kernel times only: no engine terms)"
 
@@ -49,7 +50,8 @@ def from_calibration(key: str, cal: EngineCalibration, origin: str) -> EngineTer
     held = cal.fit.get("holdout_mape")
     note = f", held-out MAPE {held:.1%}" if held is not None else ""
     return EngineTerms(**{name: float(getattr(cal, name)) for name in ENGINE_TERMS},
-                       comms_overlap=float(cal.comms_overlap), key=key,
+                       comms_overlap=float(cal.comms_overlap), fused_parallel_block=bool(cal.fused_parallel_block),
+                       key=key,
                        source=f"calibrated engine {key} ({origin}; {cal.rows} end-to-end rows{note})")
 
 

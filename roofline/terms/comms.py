@@ -1,7 +1,8 @@
 """Collectives of one step on one pipeline stage: tp all-reduces, KV all-to-alls, ep dispatch/combine, pp sends.
 
 Megatron tensor parallelism puts two all-reduces of the activations [T, D] in every layer
-(attention output, MLP output); one where attention and MLP run in parallel (GPT-J, Falcon).
+(attention output, MLP output); one where attention and MLP run in parallel (GPT-J, Falcon) and the
+engine fuses them (its profile entry says so).
 Once tp exceeds the KV heads the KV cache is batch-sharded and each attention layer adds two
 all-to-alls of the decode queries [B, N·H] (book, part 7).
 With expert parallelism an MoE layer's MLP all-reduce becomes a dispatch and a combine
@@ -37,10 +38,10 @@ class CommsTerms:
     ring_steps: float = 0.0
 
 
-def allreduces_per_layer(parallel_block: bool) -> float:
-    """Megatron tp all-reduces per dense layer: 2 (attention output, MLP output); 1 for a parallel block,
-    whose attention and MLP partial sums are added before one all-reduce (GPT-J, Falcon)."""
-    return 1.0 if parallel_block else 2.0
+def allreduces_per_layer(fused_parallel_block: bool) -> float:
+    """Megatron tp all-reduces per dense layer: 2 (attention output, MLP output); 1 where the model has a
+    parallel block (GPT-J, Falcon) and the engine adds its attention and MLP partial sums before one."""
+    return 1.0 if fused_parallel_block else 2.0
 
 
 def ring_steps_per_layer(tp: int, alltoalls: float, allreduces: float = 2.0, ep: int = 1,
@@ -102,7 +103,7 @@ def stage_comms(dep: Deployment, tokens: ArrayLike, decode_seqs: ArrayLike, laye
     q_bytes = sharding.attention_query_bytes(decode_seqs, m.num_heads, m.head_dim, act)
     a2a_count = float(sharding.attention_alltoalls_per_layer(m.num_kv_heads, par.tp))
     a2a_lo, a2a_t, _ = (_op_time(dep, layout, "alltoall", q_bytes, par.tp) if a2a_count else (0.0, 0.0, ""))
-    ars = allreduces_per_layer(m.parallel_block)
+    ars = allreduces_per_layer(m.parallel_block and dep.engine.fused_parallel_block)
     moe_layers = memory.moe_layer_count(m) * layers / m.num_layers
     dense_layers = layers - moe_layers
     if par.ep > 1 and moe_layers:
