@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import topology
-from .analysis import BOOK, Precision, _check_positive, decode_step
+from .analysis import BOOK, Precision, _check_positive, decode_step, step_memory
 from .deploy import Rates, chip_rates, deployment, engine_terms
 from .errors import OptionError
 from .specs import HardwareSpec, ModelSpec
@@ -89,10 +89,12 @@ def _parts(blocks: list[_Block], chips_axis: np.ndarray) -> list[tuple[int, int]
 def _memory_at(model: ModelSpec, hw: HardwareSpec, precision: Precision, price: float, tp: int, pp: int,
                topology_text: str | None, ep: int | None, memory_utilization: float, chips: np.ndarray,
                batch: np.ndarray, context: np.ndarray) -> tuple[Any, Any]:
-    """(weights + KV bytes, usable HBM bytes) of a block's configurations, from decode_step."""
-    res = decode_step(model, hw, chips, batch, context, precision, price, tp=tp, topology_text=topology_text,
-                      pp=pp if pp > 1 else None, ep=ep, memory_utilization=memory_utilization)
-    return res.total_bytes, res.usable_hbm_bytes
+    """(weights + KV bytes, usable HBM bytes) of a block's configurations: the step model's memory
+    (:func:`~roofline.analysis.step_memory`, what ``decode_step`` reports), without its step terms."""
+    dep = deployment(model, hw, chips, precision, tp=tp, pp=pp if pp > 1 else None, ep=ep,
+                     topology_text=topology_text, memory_utilization=memory_utilization, price_per_chip_hour=price)
+    mem = step_memory(dep, batch, context)
+    return mem.total_bytes, np.multiply(dep.replicas, mem.replica_usable_bytes)
 
 
 def _dropped_slots(
