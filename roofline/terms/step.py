@@ -133,6 +133,8 @@ def engine_overhead_s(dep: Deployment, stage: Work, layers: float, share: float,
     """
     e = dep.engine
     sampled = np.add(stage.decode_seqs, stage.prefill_seqs)
+    if not e.active:  # every term 0: a read-only zero of the step's shape, no full-grid passes
+        return zeros_shaped(sampled, stage.tokens, gemm_s)
     per_step = e.step_overhead_s + np.multiply(sampled, e.sample_s_per_seq) + np.multiply(
         stage.prefill_seqs, e.prefill_seq_overhead_s)
     per_layer = e.layer_overhead_s + np.multiply(stage.tokens, e.layer_bytes_per_token) / bw
