@@ -98,7 +98,10 @@ def serve(dep: Deployment, mode: str, input_len: int, output_len: int, batch: in
         stall, tps, used = prefill_1, batch / tpot, chips
     elif mode == "mixed":
         step_s = float(step_terms(dep, mixed_work(batch, input_len, output_len, mean_context), mfu).time_s)
-        ttft = float(serving.mixed_ttft_s(step_s, batch, output_len))
+        prompts = max(1.0, float(serving.mixed_prefill_seqs_per_step(batch, output_len)))
+        with_prompt = Work(decode_seqs=float(batch), decode_context=mean_context, prefill_seqs=prompts,
+                           prefill_len=float(input_len))
+        ttft = float(serving.mixed_ttft_s(step_s, step_terms(dep, with_prompt, mfu).time_s))
         tpot, stall, tps, used = step_s, 0.0, batch / step_s, chips
     else:
         ttft = float(serving.disaggregated_ttft_s(prefill_1, transfer))
@@ -133,14 +136,15 @@ def mixed_work(batch: int, input_len: int, output_len: int, context: float) -> W
     """One steady-state step of a mixed engine: B decodes at the mean context plus the prompts that
     replace finished sequences, c = B·I/O prompt tokens a step.  With B ≥ O these are B/O whole
     prompts; below, one chunk of c tokens after a cached prefix (I − c)/2, whose causal attention
-    c·((I − c)/2 + c/2) = c·I/2 is the prompts' I²/2 spread over their O/B steps."""
+    c·((I − c)/2 + c/2) = c·I/2 is the prompts' I²/2 spread over their O/B steps, and whose per-prompt
+    costs (sampling, the engine's per-prefill overhead, the LM head) count B/O of a prompt."""
     prompts = float(serving.mixed_prefill_seqs_per_step(batch, output_len))
     if prompts >= 1.0:
         return Work(decode_seqs=float(batch), decode_context=context, prefill_seqs=prompts,
                     prefill_len=float(input_len))
     chunk = prompts * input_len
     return Work(decode_seqs=float(batch), decode_context=context, prefill_seqs=1.0, prefill_len=chunk,
-                prefill_cached=(input_len - chunk) / 2.0)
+                prefill_cached=(input_len - chunk) / 2.0, prefill_prompts=prompts)
 
 
 def continuous_batching(dep: Deployment, input_len: int, output_len: int, prefill_s: float,

@@ -250,7 +250,7 @@ def explain_serve(res: Any, batch: int, output_len: int) -> list[Explanation]:
     """TTFT, TPOT and throughput of a :class:`~roofline.multichip.ServeResult`, by engine mode."""
     ttft_formula = {"static": "prefill of the whole batch", "interleaved": "batch-1 prefill + step/2 wait",
                     "disaggregated": "batch-1 prefill + KV transfer",
-                    "mixed": "one mixed step (the prompt rides in it)"}[res.mode]
+                    "mixed": "step/2 wait + a step of the decodes and whole prompts"}[res.mode]
     tpot_formula = {"static": "decode step", "interleaved": "step + (B/O)·batch-1 prefill stall",
                     "disaggregated": "decode step (prefill on its own servers)",
                     "mixed": "step of B decodes + B/O prompts"}[res.mode]

@@ -48,9 +48,10 @@ def mixed_prefill_seqs_per_step(batch: ArrayLike, output_len: ArrayLike) -> Numb
     return np.divide(batch, output_len)
 
 
-def mixed_ttft_s(step_s: ArrayLike, batch: ArrayLike, output_len: ArrayLike) -> Number:
-    """Mixed TTFT: a prompt needs I of the B·I/O prompt tokens each step carries, so max(1, O/B) steps."""
-    return np.multiply(step_s, np.maximum(1.0, np.divide(output_len, batch)))
+def mixed_ttft_s(step_s: ArrayLike, prompt_step_s: ArrayLike) -> Number:
+    """Mixed TTFT: half a step's wait for the running step, then the step that carries the decodes and
+    the whole prompt (engines prefill a prompt within their token budget in the next step)."""
+    return np.add(0.5 * np.asarray(step_s, dtype=float), prompt_step_s)
 
 
 def interleaved_ttft_s(prefill_s: ArrayLike, step_s: ArrayLike) -> Number:

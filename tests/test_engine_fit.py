@@ -84,6 +84,22 @@ def test_design_is_the_prediction_path(designs):
         assert d.predict(theta) == pytest.approx(direct, rel=1e-9)
 
 
+def test_design_columns_of_the_tp_and_gqa_terms_are_the_prediction_path():
+    # A TP4 Llama-2-70B decode (splitwise-sim, H100): ring steps and GQA groups exist, so both columns
+    # of the affine design are non-zero, and y0 + J·θ still equals predict_row with those terms.
+    hw = load_hardware("h100-sxm-cal")
+    row = next(r for r in load_shipped("splitwise-sim") if r.hardware == "h100-sxm" and r.tp == 4
+               and r.model == "llama-2-70b")
+    ds = [d for d in ef.designs_for(row, hw) if d.quantity == "tpot_s"]
+    assert ds
+    names = list(ef.ENGINE_TERMS)
+    for name in ("collective_hop_s", "gqa_kv_reread"):
+        assert ds[0].jacobian[names.index(name)] > 0
+    theta = np.array([1e-3, 2e-5, 1e5, 1e-4, 2e-3, 0.2, 5e-6, 0.5])
+    eng = replace(NO_ENGINE, **dict(zip(ef.ENGINE_TERMS, theta, strict=True)), key="t", source="t")
+    assert ds[0].predict(theta) == pytest.approx(predict_row(row, hw, eng)["tpot_s"], rel=1e-9)
+
+
 def test_fit_recovers_known_terms(designs):
     # Measurements synthesised from known terms are fitted back (the rows identify them).
     ds, _ = designs

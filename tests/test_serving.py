@@ -99,25 +99,29 @@ def test_mixed_engine_batches_the_new_prompts_into_the_decode_step():
     # weights are read once for both.  Hand derivation, one H100 (spec sheet), llama-3-8b, B = 128,
     # I = O = 128: one prompt a step, 256 tokens: 2·8.03e9·256 / 9.89e14 = 4.16 ms of FLOPs < weights
     # 16.06e9 B / 3.35e12 = 4.79 ms; KV read 128 x 192 (mean context) x 131,072 B = 0.96 ms; KV of the
-    # 128 prompt tokens written.  TPOT = TTFT = that step (B >= O: a prompt rides in one step).
+    # 128 prompt tokens written.  TPOT = that step; TTFT = half a step's wait + the step carrying the
+    # prompt, here the same step (B/O = 1 prompt a step): 1.5 steps.
     m = load_model("llama-3-8b")
     mixed = multichip.serve(m, H100, "mixed", 128, 128, 1, 128)
     step = (16.06e9 + 128 * 131_072 + 128 * 192 * 131_072) / 3.35e12
-    assert mixed.tpot_s == pytest.approx(step, rel=0.01) and mixed.ttft_s == pytest.approx(mixed.tpot_s)
+    assert mixed.tpot_s == pytest.approx(step, rel=0.01) and mixed.ttft_s == pytest.approx(1.5 * mixed.tpot_s)
     assert mixed.tokens_per_s_per_chip == pytest.approx(128 / mixed.tpot_s)
     # The book's interleaved engine pauses for each batch-1 prefill instead, re-reading the weights.
     inter = multichip.serve(m, H100, "interleaved", 128, 128, 1, 128)
     assert inter.tpot_s > 1.7 * mixed.tpot_s
-    # B < O: one chunk of c = B·I/O = 32 tokens a step after a cached prefix (I − c)/2 = 48, and a
-    # prompt needs O/B = 4 steps to its first token.
+    # B < O: one chunk of c = B·I/O = 32 tokens a step after a cached prefix (I − c)/2 = 48, a quarter
+    # of a prompt (its per-prompt costs count B/O = 1/4); the first token comes after half a step and
+    # the step of the 32 decodes with the whole 128-token prompt.
     from roofline.deploy import deployment
     from roofline.engines import mixed_work
     from roofline.terms import Work, step_terms
 
     small = multichip.serve(m, H100, "mixed", 128, 128, 1, 32)
-    assert mixed_work(32, 128, 128, 192.0) == Work(32.0, 192.0, 1.0, 32.0, 48.0)
-    assert small.tpot_s == float(step_terms(deployment(m, H100, 1), Work(32.0, 192.0, 1.0, 32.0, 48.0)).time_s)
-    assert small.ttft_s == pytest.approx(4 * small.tpot_s)
+    dep = deployment(m, H100, 1)
+    assert mixed_work(32, 128, 128, 192.0) == Work(32.0, 192.0, 1.0, 32.0, 48.0, 0.25)
+    assert small.tpot_s == float(step_terms(dep, Work(32.0, 192.0, 1.0, 32.0, 48.0, 0.25)).time_s)
+    whole = float(step_terms(dep, Work(32.0, 192.0, 1.0, 128.0)).time_s)
+    assert small.ttft_s == pytest.approx(0.5 * small.tpot_s + whole)
 
 
 def test_continuous_batching_steady_state():

@@ -1,4 +1,4 @@
-"""`roofline serve`: TTFT, TPOT and cost of static, interleaved or disaggregated serving engines."""
+"""`roofline serve`: TTFT, TPOT and cost of static, interleaved, disaggregated or mixed serving engines."""
 
 from __future__ import annotations
 

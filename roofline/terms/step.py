@@ -11,7 +11,7 @@ terms it gives the prediction and two bounds: collectives overlapped (lower) and
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -122,25 +122,33 @@ def gqa_kv_reread_s(dep: Deployment, stage: Work, share: float, bw: Number) -> N
     return f * extra * share * kv / bw
 
 
+def with_engine_collective_latency(dep: Deployment, tokens: Number, c: comms.CommsTerms) -> comms.CommsTerms:
+    """The stage's collectives plus the engine's latency per ring step (``collective_hop_s``) × their ring
+    steps, on the network side of the step (it binds, and overlaps, as a collective); unchanged at 0."""
+    hop = dep.engine.collective_hop_s
+    if not hop or not c.ring_steps:
+        return c
+    latency = np.where(np.asarray(tokens) > 0, c.ring_steps * hop, 0.0)
+    return replace(c, time_s=np.add(c.time_s, latency), lower_s=np.add(c.lower_s, latency))
+
+
 def engine_overhead_s(dep: Deployment, stage: Work, layers: float, share: float, bw: Number,
-                      gemm_s: Number, ring_steps: float = 0.0) -> Number:
+                      gemm_s: Number) -> Number:
     """One stage's engine work outside the kernels (profile's ``engine:`` terms; 0 without an engine).
 
     share·(step overhead + sampled sequences·sampling + prefill sequences·prefill overhead)
     + layers·(layer overhead + tokens·non-GEMM bytes per token / W_hbm) + GEMM·slowdown
-    + collective ring steps·the engine's latency per step (its collectives beyond the fitted kernels)
     + the KV re-reads of a kernel without grouped-query reuse (:func:`gqa_kv_reread_s`).
     """
     e = dep.engine
-    sampled = np.add(stage.decode_seqs, stage.prefill_seqs)
+    sampled = np.add(stage.decode_seqs, stage.prompts)
     if not e.active:  # every term 0: a read-only zero of the step's shape, no full-grid passes
         return zeros_shaped(sampled, stage.tokens, gemm_s)
     per_step = e.step_overhead_s + np.multiply(sampled, e.sample_s_per_seq) + np.multiply(
-        stage.prefill_seqs, e.prefill_seq_overhead_s)
+        stage.prompts, e.prefill_seq_overhead_s)
     per_layer = e.layer_overhead_s + np.multiply(stage.tokens, e.layer_bytes_per_token) / bw
     active = np.asarray(sampled) > 0
-    collectives = ring_steps * e.collective_hop_s
-    return (np.where(active, share * per_step + layers * per_layer + collectives, 0.0)
+    return (np.where(active, share * per_step + layers * per_layer, 0.0)
             + e.gemm_slowdown * np.asarray(gemm_s) + gqa_kv_reread_s(dep, stage, share, bw))
 
 
@@ -216,7 +224,7 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     spec_attn_p = _zeros(tokens) if cal_prefill else attn_p_flops
     compute_time = decode_mm / flops_rate + (prefill_mm + spec_attn_p) / (flops_rate * mfu)
     if rates.uses("gemm"):
-        lm_tokens = np.add(stage.decode_seqs, stage.prefill_seqs) * share
+        lm_tokens = np.add(stage.decode_seqs, stage.prompts) * share
         gemm = gemms.gemm_time_s(dep.hw, prec.compute, m, tokens, lm_tokens, layers, shards, par.ep)
         attn_prefill = (attention.prefill_attention_fitted_s(dep, stage.prefill_seqs, stage.prefill_len,
                                                              stage.prefill_cached, layers, shards)
@@ -229,8 +237,8 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     attn_decode = (attention.decode_attention_fitted_s(dep, stage.decode_seqs, stage.decode_context, layers,
                                                        shards) + state / bw
                    if rates.uses("attention_decode") else kv_time)
-    c = comms.stage_comms(dep, tokens, stage.decode_seqs, layers)
-    overhead = engine_overhead_s(dep, stage, layers, share, bw, gemm, c.ring_steps)
+    c = with_engine_collective_latency(dep, tokens, comms.stage_comms(dep, tokens, stage.decode_seqs, layers))
+    overhead = engine_overhead_s(dep, stage, layers, share, bw, gemm)
     stage_local = plus(plus(attn_decode + gemm, attn_prefill), overhead)
     send = comms.pipeline_send_time_s(dep, tokens)
     pp = float(par.pp)

@@ -24,6 +24,14 @@ class Work:
     prefill_seqs: ArrayLike = 0.0
     prefill_len: ArrayLike = 0.0
     prefill_cached: ArrayLike = 0.0
+    #: Prompts those prefill tokens belong to, for per-prompt costs (sampling, the engine's per-prefill
+    #: overhead, the LM head): one chunk a step may be a fraction of a prompt.  None: ``prefill_seqs``.
+    prefill_prompts: ArrayLike | None = None
+
+    @property
+    def prompts(self) -> ArrayLike:
+        """Prompts in the step (``prefill_prompts``, else one per prefill sequence)."""
+        return self.prefill_seqs if self.prefill_prompts is None else self.prefill_prompts
 
     @property
     def prefill_tokens(self) -> Number:
@@ -37,8 +45,9 @@ class Work:
 
     def scaled(self, factor: ArrayLike) -> Work:
         """The same work with the sequence counts divided by ``factor`` (one replica's or microbatch's share)."""
+        prompts = None if self.prefill_prompts is None else np.divide(self.prefill_prompts, factor)
         return Work(np.divide(self.decode_seqs, factor), self.decode_context,
-                    np.divide(self.prefill_seqs, factor), self.prefill_len, self.prefill_cached)
+                    np.divide(self.prefill_seqs, factor), self.prefill_len, self.prefill_cached, prompts)
 
 
 def decode_work(batch: ArrayLike, context: ArrayLike) -> Work:
