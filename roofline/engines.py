@@ -98,7 +98,7 @@ def serve(dep: Deployment, mode: str, input_len: int, output_len: int, batch: in
         stall, tps, used = prefill_1, batch / tpot, chips
     elif mode == "mixed":
         step_s = float(step_terms(dep, mixed_work(batch, input_len, output_len, mean_context), mfu).time_s)
-        prompts = max(1.0, float(serving.mixed_prefill_seqs_per_step(batch, output_len)))
+        prompts = max(1.0, float(serving.prompts_per_step(batch, output_len)))
         with_prompt = Work(decode_seqs=float(batch), decode_context=mean_context, prefill_seqs=prompts,
                            prefill_len=float(input_len))
         ttft = float(serving.mixed_ttft_s(step_s, step_terms(dep, with_prompt, mfu).time_s))
@@ -138,7 +138,7 @@ def mixed_work(batch: int, input_len: int, output_len: int, context: float) -> W
     prompts; below, one chunk of c tokens after a cached prefix (I − c)/2, whose causal attention
     c·((I − c)/2 + c/2) = c·I/2 is the prompts' I²/2 spread over their O/B steps, and whose per-prompt
     costs (sampling, the engine's per-prefill overhead, the LM head) count B/O of a prompt."""
-    prompts = float(serving.mixed_prefill_seqs_per_step(batch, output_len))
+    prompts = float(serving.prompts_per_step(batch, output_len))
     if prompts >= 1.0:
         return Work(decode_seqs=float(batch), decode_context=context, prefill_seqs=prompts,
                     prefill_len=float(input_len))

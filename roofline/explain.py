@@ -212,7 +212,7 @@ def explain_deployment(d: Any, qps: float, mean_output: float) -> list[Explanati
 
 def _allreduces(dep: Deployment) -> str:
     """'2', or '1' for a parallel attention/MLP block the engine fuses (the step model's count, as text)."""
-    return f"{allreduces_per_layer(dep.model.parallel_block and dep.engine.fused_parallel_block):g}"
+    return f"{allreduces_per_layer(dep):g}"
 
 
 def explain_shard(model: ModelSpec, res: Any) -> list[Explanation]:

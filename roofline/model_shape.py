@@ -75,16 +75,15 @@ def layer_mix(m: ModelShape) -> LayerMix:
     """Counts per layer kind from ``layer_types``/``mlp_types``, else num_local_layers / num_dense_layers."""
     types = getattr(m, "layer_types", None)
     local = m.num_local_layers
-    if types is None and getattr(m, "mlp_types", None) is None:  # the common case, without the tallies
-        moe = m.num_layers - m.num_dense_layers if m.num_experts > 1 else 0
+    mlps = getattr(m, "mlp_types", None)
+    moe = m.num_layers - m.num_dense_layers if m.num_experts > 1 else 0
+    if types is None and mlps is None:  # the common case, without the tallies
         return LayerMix(m.num_layers - local, local, 0, 0, 0, 0, m.num_layers - moe, moe, 0)
     if types is None:
         mixers = {"full_attention": m.num_layers - local, "sliding_attention": local}
     else:
         mixers = {t: types.count(t) for t in set(types)}
-    mlps = getattr(m, "mlp_types", None)
     if mlps is None:
-        moe = m.num_layers - m.num_dense_layers if m.num_experts > 1 else 0
         mlp_counts = {"moe": moe, "dense": m.num_layers - moe}
     else:
         mlp_counts = {t: mlps.count(t) for t in set(mlps)}

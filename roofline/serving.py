@@ -32,20 +32,19 @@ def static_cycle_s(batch_prefill_s: ArrayLike, output_len: ArrayLike, step_s: Ar
     return np.add(batch_prefill_s, np.multiply(output_len, step_s))
 
 
-def interleaved_prefills_per_step(batch: ArrayLike, output_len: ArrayLike) -> Number:
-    """Batch-1 prefills inserted per decode step at steady state: B slots free every O steps, B/O."""
+def prompts_per_step(batch: ArrayLike, output_len: ArrayLike) -> Number:
+    """New prompts per decode step at steady state: B slots free every O steps, B/O (an interleaved
+    engine prefills them one at a time between steps; a mixed engine carries them in the step)."""
     return np.divide(batch, output_len)
+
+
+#: The interleaved engine's name for :func:`prompts_per_step` (batch-1 prefills inserted per step).
+interleaved_prefills_per_step = prompts_per_step
 
 
 def interleaved_tpot_s(step_s: ArrayLike, prefill_s: ArrayLike, batch: ArrayLike, output_len: ArrayLike) -> Number:
     """Interleaved TPOT: each step plus the stall of B/O batch-1 prefills that pause decoding."""
     return np.add(step_s, np.multiply(interleaved_prefills_per_step(batch, output_len), prefill_s))
-
-
-def mixed_prefill_seqs_per_step(batch: ArrayLike, output_len: ArrayLike) -> Number:
-    """Prompts a mixed (in-flight, chunked-prefill) engine carries in each step at steady state: B/O,
-    batched with the step's B decodes, so their weight reads are shared (vLLM, TensorRT-LLM)."""
-    return np.divide(batch, output_len)
 
 
 def mixed_ttft_s(step_s: ArrayLike, prompt_step_s: ArrayLike) -> Number:

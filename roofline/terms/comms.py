@@ -38,10 +38,10 @@ class CommsTerms:
     ring_steps: float = 0.0
 
 
-def allreduces_per_layer(fused_parallel_block: bool) -> float:
+def allreduces_per_layer(dep: Deployment) -> float:
     """Megatron tp all-reduces per dense layer: 2 (attention output, MLP output); 1 where the model has a
     parallel block (GPT-J, Falcon) and the engine adds its attention and MLP partial sums before one."""
-    return 1.0 if fused_parallel_block else 2.0
+    return 1.0 if dep.model.parallel_block and dep.engine.fused_parallel_block else 2.0
 
 
 def ring_steps_per_layer(tp: int, alltoalls: float, allreduces: float = 2.0, ep: int = 1,
@@ -103,7 +103,7 @@ def stage_comms(dep: Deployment, tokens: ArrayLike, decode_seqs: ArrayLike, laye
     q_bytes = sharding.attention_query_bytes(decode_seqs, m.num_heads, m.head_dim, act)
     a2a_count = float(sharding.attention_alltoalls_per_layer(m.num_kv_heads, par.tp))
     a2a_lo, a2a_t, _ = (_op_time(dep, layout, "alltoall", q_bytes, par.tp) if a2a_count else (0.0, 0.0, ""))
-    ars = allreduces_per_layer(m.parallel_block and dep.engine.fused_parallel_block)
+    ars = allreduces_per_layer(dep)
     moe_layers = memory.moe_layer_count(m) * layers / m.num_layers
     dense_layers = layers - moe_layers
     if par.ep > 1 and moe_layers:

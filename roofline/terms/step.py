@@ -109,17 +109,15 @@ def microbatches(dep: Deployment, decode_seqs: Number) -> Number:
     return np.where(np.asarray(decode_seqs) > 0, np.clip(decode_seqs, 1.0, dep.par.pp), 1.0)
 
 
-def gqa_kv_reread_s(dep: Deployment, stage: Work, share: float, bw: Number) -> Number:
-    """f·(N/K − 1)·decode KV bytes / W_hbm: a decode-attention kernel without grouped-query reuse
+def gqa_kv_reread_s(dep: Deployment, decode_kv_bytes: Number, share: float, bw: Number) -> Number:
+    """f·(N/K − 1)·share·decode KV bytes / W_hbm: a decode-attention kernel without grouped-query reuse
     (one thread block per query head, as before TensorRT-LLM's XQA) reads each KV head once per query
     head of its group; f is the share not served from cache (0 without an engine, or for MHA)."""
     f, m = dep.engine.gqa_kv_reread, dep.model
     extra = m.num_heads / max(m.num_kv_heads, 1) - 1.0
     if not f or extra <= 0:
         return 0.0
-    kv = np.multiply(stage.decode_seqs, memory.kv_cache_bytes_per_sequence(m, stage.decode_context,
-                                                                          dep.precision.kv_bytes))
-    return f * extra * share * kv / bw
+    return f * extra * share * np.asarray(decode_kv_bytes) / bw
 
 
 def with_engine_collective_latency(dep: Deployment, tokens: Number, c: comms.CommsTerms) -> comms.CommsTerms:
@@ -133,7 +131,7 @@ def with_engine_collective_latency(dep: Deployment, tokens: Number, c: comms.Com
 
 
 def engine_overhead_s(dep: Deployment, stage: Work, layers: float, share: float, bw: Number,
-                      gemm_s: Number) -> Number:
+                      gemm_s: Number, decode_kv_bytes: Number = 0.0) -> Number:
     """One stage's engine work outside the kernels (profile's ``engine:`` terms; 0 without an engine).
 
     share·(step overhead + sampled sequences·sampling + prefill sequences·prefill overhead)
@@ -149,7 +147,7 @@ def engine_overhead_s(dep: Deployment, stage: Work, layers: float, share: float,
     per_layer = e.layer_overhead_s + np.multiply(stage.tokens, e.layer_bytes_per_token) / bw
     active = np.asarray(sampled) > 0
     return (np.where(active, share * per_step + layers * per_layer, 0.0)
-            + e.gemm_slowdown * np.asarray(gemm_s) + gqa_kv_reread_s(dep, stage, share, bw))
+            + e.gemm_slowdown * np.asarray(gemm_s) + gqa_kv_reread_s(dep, decode_kv_bytes, share, bw))
 
 
 def _finite_within(stage_local: Number, c: comms.CommsTerms) -> bool:
@@ -206,8 +204,10 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     # KV read: the decodes' caches, and the cached prefix a prefill chunk (chunked prefill, prefix hit,
     # speculative verify) attends to.
     # (Terms that are exactly 0 or factors exactly 1 for the whole call are skipped: terms/exact.py.)
+    decode_kv = np.multiply(stage.decode_seqs, memory.kv_cache_bytes_per_sequence(m, stage.decode_context,
+                                                                                 prec.kv_bytes))
     kv_read = times(share, plus(
-        np.multiply(stage.decode_seqs, memory.kv_cache_bytes_per_sequence(m, stage.decode_context, prec.kv_bytes)),
+        decode_kv,
         np.multiply(stage.prefill_seqs, memory.kv_cache_bytes_per_sequence(m, stage.prefill_cached, prec.kv_bytes))))
     kv_written = share * np.multiply(stage.prefill_seqs, np.subtract(
         memory.kv_cache_bytes_per_sequence(m, np.add(stage.prefill_len, stage.prefill_cached), prec.kv_bytes),
@@ -238,7 +238,7 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
                                                        shards) + state / bw
                    if rates.uses("attention_decode") else kv_time)
     c = with_engine_collective_latency(dep, tokens, comms.stage_comms(dep, tokens, stage.decode_seqs, layers))
-    overhead = engine_overhead_s(dep, stage, layers, share, bw, gemm)
+    overhead = engine_overhead_s(dep, stage, layers, share, bw, gemm, decode_kv)
     stage_local = plus(plus(attn_decode + gemm, attn_prefill), overhead)
     send = comms.pipeline_send_time_s(dep, tokens)
     pp = float(par.pp)
