@@ -93,9 +93,11 @@ def key_floor(stair_key: np.ndarray, stair_y: np.ndarray, key: np.ndarray) -> np
     """:func:`staircase_floor` with the x axis as a rising sort key (smaller is better)."""
     # At stair_key[k] the bound is the y of the step before it, so between two steps it stays
     # at or below the true step there; each step is lowered by 1e-9 of the larger magnitude of
-    # it and the step before (the interpolation's rounding scales with both ends).
+    # it and the step before, and all by 8 ulps of the largest |y|: the interpolation's rounding
+    # is a few ulps of its larger end, which may be far larger than the step it stands for.
     size = np.abs(stair_y)
-    steps = stair_y - np.maximum(size, np.r_[size[:1], size[:-1]]) * 1e-9
+    ulps = 8.0 * np.finfo(float).eps * (float(size.max()) if size.size else 0.0)
+    steps = stair_y - np.maximum(size, np.r_[size[:1], size[:-1]]) * 1e-9 - ulps
     return np.interp(key, stair_key, np.r_[steps[0], steps[:-1]], left=-np.inf, right=steps[-1])
 
 

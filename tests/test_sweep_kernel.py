@@ -199,6 +199,10 @@ def test_streamed_frontiers_equal_the_whole_sweeps(g, group: str, buffer_points:
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.floats(-1e3, 1e3), st.floats(-1e3, 1e3)), min_size=1, max_size=30),
        st.lists(st.floats(-2e3, 2e3), min_size=1, max_size=30))
+# Found by hypothesis in a fresh-clone run: steps of y from -1 to -8e-196, where interpolating from
+# the large end rounded the floor up to 0, above every step it stands for.
+@example([(1.0, -8.423442319820076e-196), (2.0, -1.5815781818577962e-100), (3.0, -1.0),
+          (-4.552774953501435e-139, 0.0)], [0.0])
 def test_staircase_floor_never_exceeds_the_best_step(points, queries) -> None:
     xs = np.array([p[0] for p in points])
     ys = np.array([p[1] for p in points])
