@@ -9,12 +9,12 @@ estimators of :mod:`roofline.serving` (book part 7, 'Designing an effective infe
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
 from . import memory, serving
-from .analysis import BOOK, request_from, step_from
+from .analysis import BOOK, StepResult, request_from, step_from, step_memory
 from .deploy import Deployment
 from .errors import OptionError, RooflineError, shown
 from .specs import ModelSpec
@@ -103,6 +103,8 @@ def serve(dep: Deployment, mode: str, input_len: int, output_len: int, batch: in
                            prefill_len=float(input_len))
         ttft = float(serving.mixed_ttft_s(step_s, step_terms(dep, with_prompt, mfu).time_s))
         tpot, stall, tps, used = step_s, 0.0, batch / step_s, chips
+        final = mixed_memory(dep, batch, input_len, output_len, final)
+        fits = bool(np.all(final.fits))
     else:
         ttft = float(serving.disaggregated_ttft_s(prefill_1, transfer))
         tpot, stall = step_s, 0.0
@@ -130,6 +132,15 @@ def serve(dep: Deployment, mode: str, input_len: int, output_len: int, batch: in
             "decode step": f"batch {batch} at the mean context I + O/2 = {mean_context:g}",
         },
     )
+
+
+def mixed_memory(dep: Deployment, batch: int, input_len: int, output_len: int, decodes: StepResult) -> StepResult:
+    """The decode batch's memory at context I + O with the prompts in flight held too (B + ⌈B/O⌉
+    sequences at I + O, :func:`serving.mixed_resident_seqs`), and the largest B that fits so."""
+    resident = float(serving.mixed_resident_seqs(batch, output_len))
+    held = step_memory(dep, resident, input_len + output_len)
+    return replace(decodes, fits=held.fits, total_bytes=held.total_bytes,
+                   max_batch=float(serving.mixed_max_batch(int(decodes.max_batch), output_len)))
 
 
 def mixed_work(batch: int, input_len: int, output_len: int, context: float) -> Work:

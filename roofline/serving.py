@@ -47,6 +47,17 @@ def interleaved_tpot_s(step_s: ArrayLike, prefill_s: ArrayLike, batch: ArrayLike
     return np.add(step_s, np.multiply(interleaved_prefills_per_step(batch, output_len), prefill_s))
 
 
+def mixed_resident_seqs(batch: ArrayLike, output_len: ArrayLike) -> Number:
+    """Sequences a mixed engine holds in HBM: its B decodes plus the ⌈B/O⌉ prompts it is prefilling
+    (B/O a step when B ≥ O; below, the one prompt being prefilled in chunks)."""
+    return np.add(batch, np.ceil(prompts_per_step(batch, output_len)))
+
+
+def mixed_max_batch(max_seqs: int, output_len: int) -> int:
+    """Largest B with B + ⌈B/O⌉ ≤ N (N sequences fit): ⌊N·O/(O + 1)⌋, since B + ⌈B/O⌉ < B(1 + 1/O) + 1."""
+    return (max(int(max_seqs), 0) * int(output_len)) // (int(output_len) + 1)
+
+
 def mixed_ttft_s(step_s: ArrayLike, prompt_step_s: ArrayLike) -> Number:
     """Mixed TTFT: half a step's wait for the running step, then the step that carries the decodes and
     the whole prompt (engines prefill a prompt within their token budget in the next step)."""

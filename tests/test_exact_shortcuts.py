@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -70,3 +71,20 @@ def test_no_collectives_means_the_bounds_are_the_prediction() -> None:
     assert not np.any(t.comms_exposed_s) and not np.any(t.pipeline_bubble_s)
     assert np.shape(t.comms_exposed_s) == np.shape(t.time_s) == (2, 64)
     assert not np.any(t.bound_code == 2)
+
+
+def test_step_arrays_shared_by_a_shortcut_are_read_only_and_inputs_untouched() -> None:
+    # pp = 1, one chip: no collectives, so the prediction and both bounds are one array; an in-place
+    # edit of one must raise rather than change the others, and the caller's arrays stay writable.
+    from roofline.deploy import deployment
+
+    dep = deployment(load_model("llama-3-8b"), load_hardware("h100-sxm"), 1)
+    batch = np.arange(1.0, 5.0)
+    t = step_terms(dep, decode_work(batch, 1024.0))
+    assert np.array_equal(t.time_s, t.lower_s) and np.array_equal(t.time_s, t.upper_s)
+    before = t.lower_s.copy()
+    for name in ("time_s", "lower_s", "upper_s", "local_s", "kv_time_s"):
+        arr = getattr(t, name)
+        with pytest.raises(ValueError, match="read-only"):
+            arr *= 2.0
+    assert np.array_equal(t.lower_s, before) and batch.flags.writeable

@@ -126,6 +126,27 @@ def test_mixed_engine_batches_the_new_prompts_into_the_decode_step():
     assert small.ttft_s == pytest.approx(0.5 * small.tpot_s + whole)
 
 
+@given(st.integers(0, 10**7), st.integers(1, 10**5))
+def test_mixed_max_batch_is_the_largest_batch_whose_prompts_fit_too(max_seqs, output_len):
+    b = serving.mixed_max_batch(max_seqs, output_len)
+    assert b + -(-b // output_len) <= max_seqs < (b + 1) + -(-(b + 1) // output_len)
+
+
+def test_mixed_engine_holds_the_prompts_in_flight():
+    # I = 4096, O = 4 on one H100: 103 sequences at I + O fit (a static batch's check).  A mixed engine
+    # also holds the B/O = B/4 prompts it is prefilling: B + ⌈B/4⌉ ≤ 103 gives B ≤ ⌊103·4/5⌋ = 82
+    # (82 + 21 = 103; 83 + 21 = 104).
+    m = load_model("llama-3-8b")
+    static = multichip.serve(m, H100, "static", 4096, 4, 1, 103)
+    assert static.fits and static.max_batch == 103
+    at, over = (multichip.serve(m, H100, "mixed", 4096, 4, 1, b) for b in (82, 83))
+    assert at.fits and not over.fits and at.max_batch == over.max_batch == 82
+    assert over.tokens_per_s_per_chip is None and over.tokens_per_s_per_chip_unchecked > 0
+    # what the prompts add: 21 sequences of 4100 tokens x 131,072 B of KV
+    assert over.total_bytes - multichip.serve(m, H100, "static", 4096, 4, 1, 83).total_bytes == \
+        pytest.approx(21 * 4100 * 131_072)
+
+
 def test_continuous_batching_steady_state():
     m = load_model("llama-3-8b")
     res = multichip.serve(m, H100, "disaggregated", 1024, 256, 1, 32, arrival_rate=20.0)

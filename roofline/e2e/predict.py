@@ -18,8 +18,8 @@ Today's body uses :func:`roofline.multichip.serve`, the engine behind ``roofline
 * ``rate`` with a finite rate that one replica sustains: ``serve --arrival-rate`` (Little's law,
   M/D/1 prefill queue), throughput = λ·O;
 * ``rate`` ``inf`` or a rate one replica cannot sustain: ``mixed`` at the largest batch
-  that fits in HBM at context I + O (capped at ``num_requests``): the engine's own batch cap is
-  not in the data.
+  that fits in HBM at context I + O with its prompts in flight (capped at ``num_requests``):
+  the engine's own batch cap is not in the data.
 
 Each replica is one :class:`~roofline.deploy.Deployment` of tp·pp chips (tensor, pipeline and
 expert parallelism with their collectives, the profile's calibrated terms, usable memory), and the
@@ -35,6 +35,7 @@ from ..analysis import Precision, step_from
 from ..deploy import DEFAULT_MEMORY_UTILIZATION, NO_ENGINE, Deployment, EngineTerms, deployment, engine_terms
 from ..engines import serve
 from ..errors import RooflineError
+from ..serving import mixed_max_batch
 from ..specs import HardwareSpec, load_hardware, load_model
 from .schema import E2ERow
 
@@ -107,7 +108,7 @@ def predict_row(row: E2ERow, hw_ref: str | HardwareSpec | None = None,
         if cont.get("decode_replicas") == 1:
             return {"ttft_s": float(cont["ttft_s"]), "tpot_s": float(cont["tpot_s"]),
                     "output_tokens_per_s": rate * o, "requests_per_s": rate}
-    batch = max_fitting_batch(dep, i + o)
+    batch = mixed_max_batch(max_fitting_batch(dep, i + o), osl)  # with its prompts in flight held too
     if batch < 1:
         raise RooflineError(f"{row.id}: {row.model} does not fit on {chips}x {hw.name} at context {i + o:g}")
     if row.num_requests is not None:

@@ -32,7 +32,8 @@ class StepTerms:
     Times are seconds for the whole replica's step; ``stage_*`` are one pipeline stage's share
     for one microbatch (equal to the step when pp = 1).  Fields equal by an exact shortcut
     (:mod:`roofline.terms.exact`: no collectives, pp = 1) may be one array, and a term that is 0
-    everywhere a read-only broadcast zero: treat the arrays as read-only.
+    everywhere a read-only broadcast zero.  Every array field is a read-only view (an in-place edit
+    raises instead of changing the fields that share it): copy one to edit it.
     """
 
     tokens: Number
@@ -63,6 +64,13 @@ class StepTerms:
     bound_code: np.ndarray
     sources: dict[str, str] = field(default_factory=dict)
     state_bytes: Number = 0.0
+
+    def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            if isinstance(value, np.ndarray) and value.flags.writeable:
+                view = value.view()
+                view.flags.writeable = False
+                object.__setattr__(self, name, view)
 
     @functools.cached_property
     def bound(self) -> np.ndarray:
