@@ -129,3 +129,26 @@ def test_calibrate_fit_adds_an_engine_from_end_to_end_rows(tmp_path):
     plain = run_json("step", "--model", "llama-2-70b", "--hardware", "h100-sxm", "--chips", "4", "--tp", "4")
     assert "calibrated engine unknown/any" in step["sources"]["engine"]
     assert step["step_time_s"] > plain["step_time_s"]  # the engine's work outside the kernels
+
+
+def test_refit_keeps_and_prices_with_the_hand_set_fused_parallel_block():
+    # A profile whose trtllm/0.6.1 entry says by hand that Falcon's parallel block all-reduces once per
+    # layer: refitting that engine on its rows prices every row with one all-reduce per layer (the design's
+    # y0 is predict_row with that entry's hand-set properties, not with two) and writes the flag back.
+    from roofline.e2e.profiles import with_engines
+    from roofline.specs import hardware_from_dict
+
+    base = load_hardware("h100-sxm-cal")
+    data = base.model_dump(exclude_none=True)
+    data["engine"]["trtllm/0.6.1"]["fused_parallel_block"] = True
+    profile = hardware_from_dict(data, "<test profile>")
+    rows = [r for r in load_shipped("trtllm-static-batch") if r.hardware == "h100-sxm"
+            and engine_key(r) == "trtllm/0.6.1"]
+    falcon = next(r for r in rows if r.model == "falcon-180b")
+    d = next(d for d in ef.designs_for(falcon, profile) if d.quantity == "throughput")
+    fused = ef.handset_engine(falcon, profile)
+    assert fused.fused_parallel_block and not ef.handset_engine(falcon, base).fused_parallel_block
+    assert 1.0 / d.y0 == pytest.approx(predict_row(falcon, profile, fused)["output_tokens_per_s"], rel=1e-12)
+    assert d.y0 != pytest.approx(1.0 / predict_row(falcon, profile, NO_ENGINE)["output_tokens_per_s"], rel=1e-6)
+    refit, fits = with_engines(profile, rows)
+    assert refit.engine["trtllm/0.6.1"].fused_parallel_block and fits["trtllm/0.6.1"].fused_parallel_block

@@ -19,7 +19,7 @@ import numpy as np
 from ..calibration.lsq import Param, at_bound, fit_params
 from ..deploy import ENGINE_TERMS, NO_ENGINE, EngineTerms
 from ..errors import RooflineError
-from ..specs import HardwareSpec
+from ..specs import EngineCalibration, HardwareSpec
 from .predict import engine_key, predict_row
 from .schema import E2ERow
 from .validate import QUANTITIES, measured_value
@@ -56,18 +56,30 @@ def _as_y(quantity: str, value: float) -> float:
     return 1.0 / value if quantity in RATES else value
 
 
-def unit_engine(name: str) -> EngineTerms:
-    """EngineTerms with one unit of ``name`` and nothing else."""
-    return replace(NO_ENGINE, **{name: UNITS[name]}, key="unit", source="engine fit: unit term")
+def unit_engine(name: str, base: EngineTerms = NO_ENGINE) -> EngineTerms:
+    """``base`` (no fitted terms) with one unit of ``name``."""
+    return replace(base, **{name: UNITS[name]}, key="unit", source="engine fit: unit term")
+
+
+def handset_engine(row: E2ERow, hw: HardwareSpec) -> EngineTerms:
+    """No fitted terms, with the hand-set properties (``comms_overlap``, ``fused_parallel_block``) of
+    ``hw``'s entry for the row's engine: a refit is priced with them and keeps them."""
+    cal = (hw.engine or {}).get(engine_key(row))
+    if cal is None:
+        return NO_ENGINE
+    return replace(NO_ENGINE, comms_overlap=float(cal.comms_overlap),
+                   fused_parallel_block=bool(cal.fused_parallel_block), key=engine_key(row),
+                   source=f"engine fit: hand-set properties of {hw.name}'s {engine_key(row)} entry")
 
 
 def designs_for(row: E2ERow, hw: HardwareSpec) -> list[Design]:
     """The row's designs on ``hw``; raises RooflineError when the row cannot be predicted."""
-    base = predict_row(row, hw, NO_ENGINE)
+    handset = handset_engine(row, hw)
+    base = predict_row(row, hw, handset)
     wanted = [(q, key) for q, (_, key) in QUANTITIES.items() if key in base and measured_value(row, q) is not None]
     if not wanted:
         return []
-    units = {name: predict_row(row, hw, unit_engine(name)) for name in ENGINE_TERMS}
+    units = {name: predict_row(row, hw, unit_engine(name, handset)) for name in ENGINE_TERMS}
     out = []
     for q, key in wanted:
         y0 = _as_y(q, base[key])
@@ -133,16 +145,22 @@ class EngineFit:
     rows: int
     sources: list[str]
     stats: dict[str, float]
+    comms_overlap: float = 0.0
+    fused_parallel_block: bool = False
 
     def profile_entry(self) -> dict[str, object]:
-        """The ``engine[key]`` mapping of a profile."""
-        return {**{n: float(v) for n, v in self.terms.items()}, "comms_overlap": 0.0, "rows": self.rows,
+        """The ``engine[key]`` mapping of a profile (the hand-set properties kept as they were)."""
+        return {**{n: float(v) for n, v in self.terms.items()}, "comms_overlap": self.comms_overlap,
+                "fused_parallel_block": self.fused_parallel_block, "rows": self.rows,
                 "sources": self.sources, "at_bound": sorted(self.at_lower + self.at_upper),
                 "fit": {k: float(v) for k, v in self.stats.items() if np.isfinite(v)}}
 
 
-def fit_engine(key: str, designs: Sequence[Design], seed: int = 0) -> EngineFit:
-    """Fit one engine on its designs and score it: kernel terms only, in-sample, held out by case."""
+def fit_engine(key: str, designs: Sequence[Design], seed: int = 0,
+               handset: EngineCalibration | None = None) -> EngineFit:
+    """Fit one engine on its designs and score it: kernel terms only, in-sample, held out by case.
+
+    ``handset``: the entry being refitted, whose hand-set properties the new entry keeps."""
     values = fit_terms(designs, seed)
     theta = theta_of(values)
     held = kfold_predictions(designs, seed=seed)
@@ -157,7 +175,8 @@ def fit_engine(key: str, designs: Sequence[Design], seed: int = 0) -> EngineFit:
              "holdout_cases": float(held_ape.size)}
     return EngineFit(key, {n: (0.0 if n in lower else v) for n, v in values.items()}, lower,
                      [n for n in flagged if n not in lower], len({d.row.id for d in designs}),
-                     sorted({d.row.source for d in designs}), stats)
+                     sorted({d.row.source for d in designs}), stats,
+                     *((float(handset.comms_overlap), bool(handset.fused_parallel_block)) if handset else ()))
 
 
 #: Fewest measured quantities an engine entry is fitted on by itself.

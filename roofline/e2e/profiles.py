@@ -72,7 +72,7 @@ def with_engines(profile: HardwareSpec, rows: Sequence[E2ERow]) -> tuple[Hardwar
                             "for their chip")
     rows = [replace(r, hardware=profile.name) for r in mine]
     fits = {key: fit for (_, key), group in engine_groups(row_designs(rows, {profile.name: profile})).items()
-            for fit in [fit_engine(key, group)]}
+            for fit in [fit_engine(key, group, handset=(profile.engine or {}).get(key))]}
     if not fits:
         raise RooflineError(f"no engine could be fitted: need at least 12 measured quantities per engine "
                             f"(got {len(rows)} rows)")
