@@ -20,12 +20,21 @@ from numpy.typing import ArrayLike
 from .. import memory, serving
 from ..deploy import DEFAULT_MEMORY_UTILIZATION, Deployment, Precision, deployment
 from ..errors import RooflineError
+from ..memory import Number
 from ..specs import HardwareSpec, ModelSpec
 from ..terms import Work, step_terms
 
 DEFAULT_PRECISION = Precision()
 #: Decode-context grid points per row (the step is interpolated linearly between them).
 GRID_POINTS = 257
+
+
+def _cached_offset(tokens: ArrayLike, pairs: ArrayLike) -> Number:
+    """c = pairs/T − (T + 1)/2 (≥ 0): the cached prefix one T-token chunk has for its causal pairs; 0 at T = 0."""
+    if isinstance(tokens, float | int) and isinstance(pairs, float | int):  # a scalar step (the fast path)
+        return max(pairs / tokens - (tokens + 1.0) / 2.0, 0.0) if tokens > 0 else 0.0
+    t = np.asarray(tokens, dtype=float)
+    return np.where(t > 0, np.maximum(np.divide(pairs, np.maximum(t, 1.0)) - (t + 1.0) / 2.0, 0.0), 0.0)
 
 
 @dataclass
@@ -56,22 +65,30 @@ class DeploymentStepCost:
     def step_time_s(self, decode_seqs: ArrayLike, decode_kv_tokens: ArrayLike, prefill_tokens: ArrayLike,
                     prefill_attention_pairs: ArrayLike) -> np.ndarray:
         """Seconds of each step: the tabulated step model, interpolated over the mean decode context."""
+        if np.ndim(decode_seqs) == np.ndim(prefill_tokens) == np.ndim(prefill_attention_pairs) == 0:
+            # one (decodes, chunk) row, as the simulator asks: a step, or a run of decode steps
+            n, tokens = float(decode_seqs), float(prefill_tokens)
+            cached = float(_cached_offset(tokens, float(prefill_attention_pairs)))
+            kv = np.asarray(decode_kv_tokens, dtype=float)
+            return self._priced(int(n), int(tokens), int(np.rint(cached)), kv / max(n, 1.0))
         n, kv, t, pairs = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (
             decode_seqs, decode_kv_tokens, prefill_tokens, prefill_attention_pairs)))
         out = np.empty(n.shape)
         flat = [a.reshape(-1) for a in (n, kv, t, pairs)]
         context = np.divide(flat[1], np.maximum(flat[0], 1.0))
-        cached = np.where(flat[2] > 0, np.maximum(flat[3] / np.maximum(flat[2], 1.0) - (flat[2] + 1.0) / 2.0, 0.0),
-                          0.0)
-        keys = np.stack([flat[0], flat[2], np.rint(cached)], axis=1).astype(np.int64)
+        keys = np.stack([flat[0], flat[2], np.rint(_cached_offset(flat[2], flat[3]))], axis=1).astype(np.int64)
         result = out.reshape(-1)
         for key in np.unique(keys, axis=0):
             sel = np.all(keys == key, axis=1)
-            ctx = context[sel]
-            if np.any(ctx > self._grid[-1]):
-                raise RooflineError(f"simulated context {ctx.max():.0f} exceeds the tabulated {self._grid[-1]:.0f}")
-            result[sel] = np.interp(ctx, self._grid, self._row(int(key[0]), int(key[1]), int(key[2])))
+            result[sel] = self._priced(int(key[0]), int(key[1]), int(key[2]), context[sel])
         return out
+
+    def _priced(self, n: int, tokens: int, cached: int, context: np.ndarray) -> np.ndarray:
+        """The (n, tokens, cached) row interpolated at mean decode contexts ``context``."""
+        if context.size and context.max() > self._grid[-1]:
+            raise RooflineError(f"simulated context {np.max(context):.0f} exceeds the tabulated "
+                                f"{self._grid[-1]:.0f}")
+        return np.interp(context, self._grid, self._row(n, tokens, cached))
 
     def kv_transfer_time_s(self, tokens: float) -> float:
         """tokens·KV bytes / (replica chips · DCN bandwidth) + DCN latency (serve's disaggregated transfer)."""
