@@ -140,6 +140,7 @@ def mixed_memory(dep: Deployment, batch: int, input_len: int, output_len: int, d
     resident = float(serving.mixed_resident_seqs(batch, output_len))
     held = step_memory(dep, resident, input_len + output_len)
     return replace(decodes, fits=held.fits, total_bytes=held.total_bytes,
+                   usable_hbm_bytes=dep.replicas * held.replica_usable_bytes,
                    max_batch=float(serving.mixed_max_batch(int(decodes.max_batch), output_len)))
 
 
