@@ -49,6 +49,26 @@ def test_collective_hop_latency_counts_ring_steps_by_hand():
         assert slow - base == pytest.approx(added, rel=1e-9, abs=1e-15)
 
 
+def test_kv_alltoalls_count_only_in_steps_with_decodes():
+    # Qwen2.5-0.5B (2 KV heads) at tp 4: the KV cache is batch-sharded, so a decode step adds 2 all-to-alls
+    # of its queries per layer, 2(4 - 1) + 2(4 - 1) = 12 + 6 = 18 ring steps a layer with the all-reduces.
+    # A prefill-only step has no decode queries: its all-reduces' 12 steps a layer and no all-to-all time.
+    from roofline.terms import Work, comms, step_terms
+
+    model = load_model("qwen2.5-0.5b")
+    dep = deployment(model, H100, 4, tp=4)
+    layers = float(model.num_layers)
+    decode = comms.stage_comms(dep, 8.0, 8.0, layers)
+    prefill = comms.stage_comms(dep, 512.0, 0.0, layers)
+    assert float(decode.ring_steps) == 18 * layers and float(prefill.ring_steps) == 12 * layers
+    with_queries = comms.stage_comms(dep, 512.0, 1.0, layers)
+    assert float(with_queries.time_s) > float(prefill.time_s)
+    hop = replace(NO_ENGINE, collective_hop_s=5e-6, key="t")
+    base = step_terms(dep, Work(prefill_seqs=1.0, prefill_len=512.0))
+    slow = step_terms(deployment(model, H100, 4, tp=4, engine=hop), Work(prefill_seqs=1.0, prefill_len=512.0))
+    assert float(slow.comms_time_s - base.comms_time_s) == pytest.approx(12 * layers * 5e-6, rel=1e-9)
+
+
 def test_gqa_kv_reread_by_hand():
     # llama-3-8b (32 query heads over 8 KV heads: 3 extra reads of each KV head) on one H100, 8 decodes
     # at context 1024: KV 8 x 1024 x 131,072 B = 1.07e9 B; half re-read (f = 0.5): 0.5 x 3 x 1.07e9 B

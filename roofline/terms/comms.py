@@ -35,7 +35,7 @@ class CommsTerms:
     time_s: Number
     bytes_per_step: Number
     source: str
-    ring_steps: float = 0.0
+    ring_steps: Number = 0.0
 
 
 def allreduces_per_layer(dep: Deployment) -> float:
@@ -44,8 +44,8 @@ def allreduces_per_layer(dep: Deployment) -> float:
     return 1.0 if dep.model.parallel_block and dep.engine.fused_parallel_block else 2.0
 
 
-def ring_steps_per_layer(tp: int, alltoalls: float, allreduces: float = 2.0, ep: int = 1,
-                         moe_share: float = 0.0) -> float:
+def ring_steps_per_layer(tp: int, alltoalls: Number, allreduces: float = 2.0, ep: int = 1,
+                         moe_share: float = 0.0) -> Number:
     """Peer-to-peer steps of one layer's collectives in a ring: 2(n−1) per all-reduce, n−1 per all-to-all.
 
     Dense layer: its all-reduces and the KV all-to-alls over tp; an MoE layer with ep > 1 swaps its MLP
@@ -101,8 +101,10 @@ def stage_comms(dep: Deployment, tokens: ArrayLike, decode_seqs: ArrayLike, laye
     ar_bytes = np.multiply(tokens, m.d_model * act)
     ar_lo, ar_t, ar_src = _op_time(dep, layout, "allreduce", ar_bytes, par.tp)
     q_bytes = sharding.attention_query_bytes(decode_seqs, m.num_heads, m.head_dim, act)
-    a2a_count = float(sharding.attention_alltoalls_per_layer(m.num_kv_heads, par.tp))
+    a2a_count: Number = float(sharding.attention_alltoalls_per_layer(m.num_kv_heads, par.tp))
     a2a_lo, a2a_t, _ = (_op_time(dep, layout, "alltoall", q_bytes, par.tp) if a2a_count else (0.0, 0.0, ""))
+    if a2a_count:  # only where the step has decode queries to exchange (none in a prefill-only step)
+        a2a_count = np.where(np.asarray(decode_seqs) > 0, a2a_count, 0.0)
     ars = allreduces_per_layer(dep)
     moe_layers = memory.moe_layer_count(m) * layers / m.num_layers
     dense_layers = layers - moe_layers

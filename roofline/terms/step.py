@@ -132,7 +132,7 @@ def with_engine_collective_latency(dep: Deployment, tokens: Number, c: comms.Com
     """The stage's collectives plus the engine's latency per ring step (``collective_hop_s``) × their ring
     steps, on the network side of the step (it binds, and overlaps, as a collective); unchanged at 0."""
     hop = dep.engine.collective_hop_s
-    if not hop or not c.ring_steps:
+    if not hop or all_zero(c.ring_steps):
         return c
     latency = np.where(np.asarray(tokens) > 0, c.ring_steps * hop, 0.0)
     return replace(c, time_s=np.add(c.time_s, latency), lower_s=np.add(c.lower_s, latency))
