@@ -172,3 +172,25 @@ def test_refit_keeps_and_prices_with_the_hand_set_fused_parallel_block():
     assert d.y0 != pytest.approx(1.0 / predict_row(falcon, profile, NO_ENGINE)["output_tokens_per_s"], rel=1e-6)
     refit, fits = with_engines(profile, rows)
     assert refit.engine["trtllm/0.6.1"].fused_parallel_block and fits["trtllm/0.6.1"].fused_parallel_block
+
+
+def test_fit_tells_absent_terms_from_terms_at_their_upper_bound():
+    # Synthetic designs whose truth needs a GEMM slowdown of 8 (its range ends at 5) and nothing else:
+    # the fit pins gemm_slowdown at the top (a missing term, listed in at_upper_bound); terms at the
+    # bottom are absent (written as 0, not listed there); at_bound lists both, as before.
+    rng = np.random.default_rng(1)
+    rows = load_shipped("trtllm-perf-overview")[:40]
+    names = list(ef.ENGINE_TERMS)
+    truth = np.zeros(len(names))
+    truth[names.index("gemm_slowdown")] = 8.0
+    scale = np.array([1.0 / ef.UNITS[n] for n in names]) * 1e-3
+    ds = []
+    for row in rows:
+        jac = rng.uniform(0.1, 1.0, len(names)) * scale
+        ds.append(ef.Design(row, "ttft_s", 0.0, 0.01, jac))
+    ds = [replace(d, measured=d.predict(truth)) for d in ds]
+    fit = ef.fit_engine("synthetic/1", ds)
+    entry = fit.profile_entry()
+    assert entry["at_upper_bound"] == ["gemm_slowdown"] and entry["gemm_slowdown"] == pytest.approx(5.0)
+    assert fit.at_lower and all(entry[n] == 0.0 for n in fit.at_lower)
+    assert sorted(entry["at_bound"]) == sorted(fit.at_lower + ["gemm_slowdown"])

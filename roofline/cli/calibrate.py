@@ -173,7 +173,8 @@ def fit_command(
         from ..e2e.profiles import with_engines
 
         profile, engine_fits = with_engines(profile, [r for f in e2e_files for r in import_e2e(f)])
-        engines = {k: {"rows": f.rows, **f.stats, "terms": f.terms, "at_bound": f.at_lower + f.at_upper}
+        engines = {k: {"rows": f.rows, **f.stats, "terms": f.terms, "at_bound": f.at_lower + f.at_upper,
+                       "absent": f.at_lower, "at_upper_bound": f.at_upper}
                    for k, f in engine_fits.items()}
     page = render_calibration_report(profile, fits, table) if (report and fits) else None
     text = dump_yaml(profile.model_dump(exclude_none=True))
@@ -207,8 +208,9 @@ def fit_command(
             terms = ", ".join(f"{n} {v:.3g}" for n, v in e["terms"].items() if v)
             console.print(f"engine {key}: {e['rows']} rows; MAPE {e['before_mape']:.1%} kernels only -> "
                           f"{e['after_mape']:.1%} fitted, {e.get('holdout_mape', float('nan')):.1%} held out by "
-                          f"case; {terms or 'no term needed'}; at a bound (absent): "
-                          f"{', '.join(e['at_bound']) or 'none'}", highlight=False)
+                          f"case; {terms or 'no term needed'}; absent (at the lower bound): "
+                          f"{', '.join(e['absent']) or 'none'}; at the upper bound (a missing term?): "
+                          f"{', '.join(e['at_upper_bound']) or 'none'}", highlight=False)
         if report and fits:
             console.print(f"report: {report}")
         if saved is not None:

@@ -153,6 +153,7 @@ class EngineFit:
         return {**{n: float(v) for n, v in self.terms.items()}, "comms_overlap": self.comms_overlap,
                 "fused_parallel_block": self.fused_parallel_block, "rows": self.rows,
                 "sources": self.sources, "at_bound": sorted(self.at_lower + self.at_upper),
+                "at_upper_bound": sorted(self.at_upper),
                 "fit": {k: float(v) for k, v in self.stats.items() if np.isfinite(v)}}
 
 
