@@ -32,6 +32,8 @@ UNITS = {"step_overhead_s": 1e-3, "layer_overhead_s": 1e-5, "layer_bytes_per_tok
 BOUNDS = {"step_overhead_s": (1e-9, 0.2), "layer_overhead_s": (1e-11, 2e-3), "layer_bytes_per_token": (1e-3, 1e9),
           "sample_s_per_seq": (1e-11, 5e-3), "prefill_seq_overhead_s": (1e-9, 0.5), "gemm_slowdown": (1e-6, 5.0),
           "collective_hop_s": (1e-10, 2e-5), "gqa_kv_reread": (1e-6, 1.0)}
+#: A term within this fraction of its upper bound is reported there (a term the model lacks).
+UPPER_SLACK = 0.01
 #: Validation quantities whose reciprocal is affine in the terms (rates); the others are latencies.
 RATES = ("throughput",)
 
@@ -170,12 +172,14 @@ def fit_engine(key: str, designs: Sequence[Design], seed: int = 0,
     bounds = {p.name: p for p in spec()}
     flagged = at_bound(spec(), values)
     lower = [n for n in flagged if abs(np.log(values[n] / bounds[n].lo)) < abs(np.log(values[n] / bounds[n].hi))]
+    # the top counts only where a term is pinned there (within 1%), not 1% of a range of decades below it
+    upper = [n for n in flagged if n not in lower and values[n] >= (1.0 - UPPER_SLACK) * bounds[n].hi]
     stats = {"before_mape": float(ape(designs, np.zeros(len(ENGINE_TERMS))).mean()),
              "after_mape": float(ape(designs, theta).mean()),
              "holdout_mape": float(held_ape.mean()) if held_ape.size else float("nan"),
              "holdout_cases": float(held_ape.size)}
     return EngineFit(key, {n: (0.0 if n in lower else v) for n, v in values.items()}, lower,
-                     [n for n in flagged if n not in lower], len({d.row.id for d in designs}),
+                     upper, len({d.row.id for d in designs}),
                      sorted({d.row.source for d in designs}), stats,
                      *((float(handset.comms_overlap), bool(handset.fused_parallel_block)) if handset else ()))
 
