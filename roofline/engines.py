@@ -136,12 +136,15 @@ def serve(dep: Deployment, mode: str, input_len: int, output_len: int, batch: in
 
 def mixed_memory(dep: Deployment, batch: int, input_len: int, output_len: int, decodes: StepResult) -> StepResult:
     """The decode batch's memory at context I + O with the prompts in flight held too (B + ⌈B/O⌉
-    sequences at I + O, :func:`serving.mixed_resident_seqs`), and the largest B that fits so."""
+    sequences at I + O, :func:`serving.mixed_resident_seqs`), and the largest B that fits so (each
+    of the r replicas holding ⌊N·O/(O + 1)⌋ of the N sequences that fit it)."""
     resident = float(serving.mixed_resident_seqs(batch, output_len))
     held = step_memory(dep, resident, input_len + output_len)
+    r = float(dep.replicas)
+    per_replica = int(round(float(decodes.max_batch) / r))
     return replace(decodes, fits=held.fits, total_bytes=held.total_bytes,
-                   usable_hbm_bytes=dep.replicas * held.replica_usable_bytes,
-                   max_batch=float(serving.mixed_max_batch(int(decodes.max_batch), output_len)))
+                   usable_hbm_bytes=r * held.replica_usable_bytes,
+                   max_batch=r * serving.mixed_max_batch(per_replica, output_len))
 
 
 def mixed_work(batch: int, input_len: int, output_len: int, context: float) -> Work:

@@ -115,8 +115,9 @@ class EngineCalibration(_Spec):
     fused_parallel_block: bool = False
     rows: int = spec_field(0, ge=0)
     sources: list[str] = field(default_factory=list)
-    # at_bound: every term that ended at a bound of its range; at_upper_bound: those at the top (a term
-    # the model lacks, or for gqa_kv_reread a full re-read); the others sit at the bottom (absent: 0).
+    # at_bound: the terms at the bottom of their range (absent: written as 0) and those pinned within 1%
+    # of the top; at_upper_bound: the latter alone (a term the model lacks, or for gqa_kv_reread a full
+    # re-read).
     at_bound: list[str] = field(default_factory=list)
     fit: dict[str, float] = field(default_factory=dict)
     at_upper_bound: list[str] = field(default_factory=list)

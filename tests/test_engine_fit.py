@@ -194,3 +194,24 @@ def test_fit_tells_absent_terms_from_terms_at_their_upper_bound():
     assert entry["at_upper_bound"] == ["gemm_slowdown"] and entry["gemm_slowdown"] == pytest.approx(5.0)
     assert fit.at_lower and all(entry[n] == 0.0 for n in fit.at_lower)
     assert sorted(entry["at_bound"]) == sorted(fit.at_lower + ["gemm_slowdown"])
+
+
+def test_refit_prices_base_and_units_with_the_entry_comms_overlap():
+    # An entry that says by hand its collectives overlap half the local work: the fit's base prediction
+    # (no fitted term) and each unit column use that overlap alike, so y0 is predict_row with the entry's
+    # overlap and every column is the non-negative cost of one unit of its term (with the base at the
+    # default overlap 0 and the units at 0.5, columns came out negative).
+    from roofline.e2e.predict import row_deployment
+    from roofline.specs import hardware_from_dict
+
+    data = load_hardware("h100-sxm-cal").model_dump(exclude_none=True)
+    data["engine"]["trtllm/0.6.1"]["comms_overlap"] = 0.5
+    profile = hardware_from_dict(data, "<test profile>")
+    row = next(r for r in load_shipped("trtllm-static-batch") if r.hardware == "h100-sxm" and r.tp == 2
+               and engine_key(r) == "trtllm/0.6.1")
+    handset = ef.handset_engine(row, profile)
+    assert row_deployment(row, profile, handset).comms_overlap == 0.5
+    assert row_deployment(row, profile, ef.unit_engine("collective_hop_s", handset)).comms_overlap == 0.5
+    d = next(d for d in ef.designs_for(row, profile) if d.quantity == "throughput")
+    assert 1.0 / d.y0 == pytest.approx(predict_row(row, profile, handset)["output_tokens_per_s"], rel=1e-12)
+    assert np.all(d.jacobian >= 0) and d.jacobian[list(ef.ENGINE_TERMS).index("step_overhead_s")] > 0

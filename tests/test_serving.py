@@ -142,6 +142,12 @@ def test_mixed_engine_holds_the_prompts_in_flight():
     at, over = (multichip.serve(m, H100, "mixed", 4096, 4, 1, b) for b in (82, 83))
     assert at.fits and not over.fits and at.max_batch == over.max_batch == 82
     assert over.tokens_per_s_per_chip is None and over.tokens_per_s_per_chip_unchecked > 0
+    # eight replicas (8 chips, tp 1): each holds ⌊103·4/5⌋ = 82 decodes, 656 in the slice
+    from roofline.deploy import deployment
+    from roofline.engines import serve
+
+    eight = deployment(m, H100, 8, tp=1)
+    assert float(eight.replicas) == 8 and serve(eight, "mixed", 4096, 4, 656).max_batch == 8 * 82
     # what the prompts add: 21 sequences of 4100 tokens x 131,072 B of KV
     assert over.total_bytes - multichip.serve(m, H100, "static", 4096, 4, 1, 83).total_bytes == \
         pytest.approx(21 * 4100 * 131_072)

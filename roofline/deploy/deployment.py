@@ -145,6 +145,11 @@ class Deployment:
         return self.group_capacity_bytes() * self.memory_utilization - self.activation_reserve_bytes(tokens)
 
 
+def default_comms_overlap(hw: HardwareSpec) -> float:
+    """Collectives' overlap with local work when nothing sets it: 1 on TPUs (XLA overlaps), 0 on GPUs."""
+    return 1.0 if hw.kind == "tpu" else 0.0
+
+
 def deployment(
     model: ModelSpec,
     hw: HardwareSpec,
@@ -180,9 +185,9 @@ def deployment(
         raise OptionError(f"price_per_chip_hour must be a positive finite number (got {shown(price)})",
                           parameters=("price_per_chip_hour",))
     eng = engine if isinstance(engine, EngineTerms) else engine_terms(hw, engine)
-    if comms_overlap is None and eng.comms_overlap is not None and eng.active:
+    if comms_overlap is None and eng.comms_overlap is not None:  # an engine entry's own overlap
         comms_overlap = eng.comms_overlap
-    overlap = (1.0 if hw.kind == "tpu" else 0.0) if comms_overlap is None else float(comms_overlap)
+    overlap = default_comms_overlap(hw) if comms_overlap is None else float(comms_overlap)
     if not 0.0 <= overlap <= 1.0:
         raise OptionError(f"comms_overlap must be in [0, 1] (got {overlap})", parameters=("comms_overlap",))
     return Deployment(

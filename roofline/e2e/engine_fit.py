@@ -160,10 +160,11 @@ class EngineFit:
 
 
 def fit_engine(key: str, designs: Sequence[Design], seed: int = 0,
-               handset: EngineCalibration | None = None) -> EngineFit:
+               handset: EngineCalibration | None = None, comms_overlap: float = 0.0) -> EngineFit:
     """Fit one engine on its designs and score it: kernel terms only, in-sample, held out by case.
 
-    ``handset``: the entry being refitted, whose hand-set properties the new entry keeps."""
+    ``handset``: the entry being refitted, whose hand-set properties the new entry keeps; without
+    one the entry records ``comms_overlap``, the chip's default the rows were priced with."""
     values = fit_terms(designs, seed)
     theta = theta_of(values)
     held = kfold_predictions(designs, seed=seed)
@@ -181,7 +182,8 @@ def fit_engine(key: str, designs: Sequence[Design], seed: int = 0,
     return EngineFit(key, {n: (0.0 if n in lower else v) for n, v in values.items()}, lower,
                      upper, len({d.row.id for d in designs}),
                      sorted({d.row.source for d in designs}), stats,
-                     *((float(handset.comms_overlap), bool(handset.fused_parallel_block)) if handset else ()))
+                     *((float(handset.comms_overlap), bool(handset.fused_parallel_block)) if handset
+                       else (comms_overlap,)))
 
 
 #: Fewest measured quantities an engine entry is fitted on by itself.

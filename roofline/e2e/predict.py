@@ -110,7 +110,8 @@ def predict_row(row: E2ERow, hw_ref: str | HardwareSpec | None = None,
                     "output_tokens_per_s": rate * o, "requests_per_s": rate}
     batch = mixed_max_batch(max_fitting_batch(dep, i + o), osl)  # with its prompts in flight held too
     if batch < 1:
-        raise RooflineError(f"{row.id}: {row.model} does not fit on {chips}x {hw.name} at context {i + o:g}")
+        raise RooflineError(f"{row.id}: {row.model} does not fit one decode and a prompt in flight on {chips}x "
+                            f"{hw.name} at context {i + o:g}")
     if row.num_requests is not None:
         batch = min(batch, max(int(math.ceil(row.num_requests / row.dp)), 1))
     return _serve(dep, "mixed", isl, osl, batch, row.dp)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..calibration.data import load_measurements
 from ..calibration.fit import calibrate
+from ..deploy import default_comms_overlap
 from ..errors import RooflineError
 from ..files import write_bytes_atomic
 from ..specs import HardwareSpec, dump_yaml, hardware_from_dict, load_hardware
@@ -59,7 +60,7 @@ def engine_fits(rows: Sequence[E2ERow], profiles: dict[str, HardwareSpec]) -> di
     """Per chip, per engine key: the fitted terms (pooled over versions, then chips, where rows are few)."""
     out: dict[str, dict[str, EngineFit]] = {}
     for (chip, key), group in engine_groups(row_designs(rows, profiles)).items():
-        out.setdefault(chip, {})[key] = fit_engine(key, group)
+        out.setdefault(chip, {})[key] = fit_engine(key, group, comms_overlap=default_comms_overlap(profiles[chip]))
     return out
 
 
@@ -72,7 +73,8 @@ def with_engines(profile: HardwareSpec, rows: Sequence[E2ERow]) -> tuple[Hardwar
                             "for their chip")
     rows = [replace(r, hardware=profile.name) for r in mine]
     fits = {key: fit for (_, key), group in engine_groups(row_designs(rows, {profile.name: profile})).items()
-            for fit in [fit_engine(key, group, handset=(profile.engine or {}).get(key))]}
+            for fit in [fit_engine(key, group, handset=(profile.engine or {}).get(key),
+                                   comms_overlap=default_comms_overlap(profile))]}
     if not fits:
         raise RooflineError(f"no engine could be fitted: need at least 12 measured quantities per engine "
                             f"(got {len(rows)} rows)")
