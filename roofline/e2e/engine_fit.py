@@ -174,7 +174,7 @@ def fit_engine(key: str, designs: Sequence[Design], seed: int = 0,
     flagged = at_bound(spec(), values)
     lower = [n for n in flagged if abs(np.log(values[n] / bounds[n].lo)) < abs(np.log(values[n] / bounds[n].hi))]
     # the top counts only where a term is pinned there (within 1%), not 1% of a range of decades below it
-    upper = [n for n in flagged if n not in lower and values[n] >= (1.0 - UPPER_SLACK) * bounds[n].hi]
+    upper = [n for n in ENGINE_TERMS if values[n] >= (1.0 - UPPER_SLACK) * bounds[n].hi]
     stats = {"before_mape": float(ape(designs, np.zeros(len(ENGINE_TERMS))).mean()),
              "after_mape": float(ape(designs, theta).mean()),
              "holdout_mape": float(held_ape.mean()) if held_ape.size else float("nan"),

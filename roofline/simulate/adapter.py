@@ -30,11 +30,9 @@ GRID_POINTS = 257
 
 
 def _cached_offset(tokens: ArrayLike, pairs: ArrayLike) -> Number:
-    """c = pairs/T − (T + 1)/2 (≥ 0): the cached prefix one T-token chunk has for its causal pairs; 0 at T = 0."""
-    if isinstance(tokens, float | int) and isinstance(pairs, float | int):  # a scalar step (the fast path)
-        return max(pairs / tokens - (tokens + 1.0) / 2.0, 0.0) if tokens > 0 else 0.0
-    t = np.asarray(tokens, dtype=float)
-    return np.where(t > 0, np.maximum(np.divide(pairs, np.maximum(t, 1.0)) - (t + 1.0) / 2.0, 0.0), 0.0)
+    """c = pairs/T − (T + 1)/2 (≥ 0): the cached prefix one T-token chunk has for its causal pairs (0 at
+    T = 0, whose pairs are 0: max(0/1 − 1/2, 0))."""
+    return np.maximum(np.divide(pairs, np.maximum(tokens, 1.0)) - np.add(tokens, 1.0) / 2.0, 0.0)
 
 
 @dataclass
