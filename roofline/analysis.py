@@ -15,6 +15,7 @@ from numpy.typing import ArrayLike
 
 from . import compute, cost, memory
 from .deploy import DEFAULT_MEMORY_UTILIZATION, Deployment, EngineTerms, Precision, Rates, deployment
+from .deploy.layout import replica_loads
 from .errors import OptionError, shown
 from .memory import Number
 from .specs import HardwareSpec, ModelSpec
@@ -23,7 +24,7 @@ from .terms.exact import times
 from .terms.step import BOOK
 
 __all__ = ["BOOK", "DEFAULT_CONTEXT", "Precision", "RequestResult", "StepMemory", "StepResult", "decode_step",
-           "request", "request_from", "step_from", "step_memory"]
+           "held_memory", "request", "request_from", "step_from", "step_memory"]
 
 
 DEFAULT_PRECISION = Precision()
@@ -76,6 +77,8 @@ class StepResult:
     comms_exposed_s: Number = 0.0
     pipeline_bubble_s: Number = 0.0
     state_bytes: Number = 0.0
+    #: Sequences on the busiest replica, ⌈B/r⌉: its memory decides ``fits``.
+    replica_batch: Number = 1.0
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -122,7 +125,9 @@ def decode_step(
 
 @dataclass(frozen=True)
 class StepMemory:
-    """Memory of a decode step: per replica (``replica_*``: weights + its share of the KV) and the slice.
+    """Memory of a step: the busiest replica (``replica_*``: weights + its ⌈B/r⌉ sequences, which
+    decides ``fits``) and the slice (``total_bytes``, ``usable_bytes``, ``overflow_bytes``, exact sums
+    over the replicas).
 
     ``kv_bytes_per_sequence`` is what a sequence holds: its KV cache plus ``state_bytes_per_sequence``
     (a hybrid model's constant recurrent state; 0 for pure attention).
@@ -136,20 +141,43 @@ class StepMemory:
     fits: Number
     kv_only_bytes_per_sequence: Number = 0.0
     state_bytes_per_sequence: Number = 0.0
+    usable_bytes: Number = 0.0
+    overflow_bytes: Number = 0.0
+
+
+def held_memory(dep: Deployment, batch: ArrayLike, bytes_per_seq: ArrayLike, tokens_per_seq: ArrayLike,
+                loads: tuple[Number, Number, Number] | None = None, **per_seq: Number) -> StepMemory:
+    """B sequences of ``bytes_per_seq`` dealt over r replicas (``loads``: (busiest, quietest, how many
+    busiest), default :func:`replica_loads`): each holds the weights + its sequences against HBM less
+    the activations of its ``tokens_per_seq``-token step."""
+    busiest, quietest, n_busiest = loads if loads is not None else replica_loads(batch, dep.replicas)
+    r, weights = dep.replicas, dep.weight_bytes
+
+    def over(b: Number) -> Number:
+        return np.maximum(np.add(weights, np.multiply(b, bytes_per_seq))
+                          - dep.usable_hbm_bytes(np.multiply(b, tokens_per_seq)), 0.0)
+
+    top = memory.total_memory_bytes(weights, np.multiply(busiest, bytes_per_seq))
+    top_usable = dep.usable_hbm_bytes(np.multiply(busiest, tokens_per_seq))
+    return StepMemory(
+        bytes_per_seq, busiest, top, top_usable,
+        total_bytes=np.add(times(r, weights), np.multiply(batch, bytes_per_seq)),
+        fits=memory.fits_in_memory(top, top_usable),
+        usable_bytes=times(r, dep.usable_hbm_bytes(0.0)) - dep.activation_reserve_bytes(
+            np.multiply(batch, tokens_per_seq)),
+        overflow_bytes=np.add(np.multiply(n_busiest, over(busiest)),
+                              np.multiply(np.subtract(r, n_busiest), over(quietest))),
+        **per_seq)
 
 
 def step_memory(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepMemory:
-    """Each of r replicas holds the weights + B/r·(KV(S) + state) against its usable HBM; the slice holds r."""
-    replicas = dep.replicas
-    g_batch = np.divide(batch, replicas)
+    """A decode step's memory: each sequence holds KV(S) + state, each replica's step one token a
+    sequence (:func:`held_memory`)."""
     kv_only = memory.kv_cache_bytes_per_sequence(dep.model, context, dep.precision.kv_bytes)
     state_seq = memory.state_bytes_per_sequence(dep.model, dep.precision.kv_bytes)
     kv_seq = np.add(kv_only, state_seq)  # what a sequence holds: KV + its constant recurrent state
-    g_total = memory.total_memory_bytes(dep.weight_bytes, np.multiply(g_batch, kv_seq))
-    g_usable = dep.usable_hbm_bytes(g_batch)
-    return StepMemory(kv_seq, g_batch, g_total, g_usable, times(replicas, g_total),
-                      memory.fits_in_memory(g_total, g_usable),
-                      kv_only, state_seq)
+    return held_memory(dep, batch, kv_seq, 1.0, kv_only_bytes_per_sequence=kv_only,
+                       state_bytes_per_sequence=state_seq)
 
 
 def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResult:
@@ -160,8 +188,7 @@ def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResu
     replicas = dep.replicas
     chips = np.asarray(dep.chips, dtype=float)
     mem = step_memory(dep, batch, context)
-    g_batch, kv_seq, g_total, g_usable = mem.replica_batch, mem.kv_bytes_per_sequence, mem.replica_bytes, \
-        mem.replica_usable_bytes
+    g_batch, kv_seq = mem.replica_batch, mem.kv_bytes_per_sequence
     weights = dep.weight_bytes
     kv_only, state_seq = mem.kv_only_bytes_per_sequence, mem.state_bytes_per_sequence
     act = dep.activation_reserve_bytes(1.0)
@@ -175,9 +202,9 @@ def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResu
         kv_bytes=np.multiply(batch, kv_only),
         total_bytes=mem.total_bytes,
         hbm_capacity_bytes=memory.hbm_capacity_bytes(chips, dep.hw.hbm_bytes),
-        usable_hbm_bytes=replicas * g_usable,
+        usable_hbm_bytes=mem.usable_bytes,
         fits=mem.fits,
-        overflow_bytes=replicas * np.maximum(g_total - g_usable, 0.0),
+        overflow_bytes=mem.overflow_bytes,
         max_batch=replicas * memory.max_batch_size(budget, weights, np.add(kv_seq, act)),
         min_chips=memory.min_chips(np.add(memory.total_memory_bytes(weights, np.multiply(batch, kv_seq)),
                                           dep.activation_reserve_bytes(batch)),
@@ -213,6 +240,7 @@ def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResu
         attention_time_s=(t.attention_decode_s + t.attention_prefill_s) * dep.par.pp,
         comms_exposed_s=t.comms_exposed_s,
         pipeline_bubble_s=t.pipeline_bubble_s,
+        replica_batch=g_batch,
         state_bytes=np.multiply(batch, state_seq),
     )
 
@@ -328,10 +356,7 @@ def request_from(dep: Deployment, input_len: ArrayLike, output_len: ArrayLike, b
 
     no_cache = no_cache_generation_time_s(nc_flops, weights, o, chips * rates.flops_per_s * mfu,
                                           chips * rates.hbm_bandwidth_bytes_per_s)
-    g_batch = np.divide(batch, dep.replicas)
-    g_total = memory.total_memory_bytes(weights, np.multiply(g_batch, memory.cache_bytes_per_sequence(
-        m, i + o, prec.kv_bytes)))
-    g_usable = dep.usable_hbm_bytes(np.multiply(g_batch, i))
+    held = held_memory(dep, batch, memory.cache_bytes_per_sequence(m, i + o, prec.kv_bytes), i)
     return RequestResult(
         input_len=i,
         output_len=o,
@@ -345,10 +370,10 @@ def request_from(dep: Deployment, input_len: ArrayLike, output_len: ArrayLike, b
         no_cache_latency_s=no_cache,
         no_cache_slowdown=no_cache / latency,
         tokens_per_s_per_chip=np.multiply(batch, o) / latency / chips,
-        fits=memory.fits_in_memory(g_total, g_usable),
-        total_bytes=dep.replicas * g_total,
+        fits=held.fits,
+        total_bytes=held.total_bytes,
         hbm_capacity_bytes=memory.hbm_capacity_bytes(chips, dep.hw.hbm_bytes),
-        usable_hbm_bytes=dep.replicas * g_usable,
+        usable_hbm_bytes=held.usable_bytes,
         prefill_comms_s=prefill.comms_exposed_s,
         decode_comms_s=np.where(steps > 0, decode_comms / np.maximum(steps, 1.0), first.comms_exposed_s),
         tp=dep.par.tp,

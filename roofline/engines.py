@@ -14,8 +14,9 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from . import memory, serving
-from .analysis import BOOK, StepResult, request_from, step_from, step_memory
+from .analysis import BOOK, StepResult, held_memory, request_from, step_from
 from .deploy import Deployment
+from .deploy.layout import replica_loads
 from .errors import OptionError, RooflineError, shown
 from .specs import ModelSpec
 from .terms import Work, decode_work, prefill_work, step_terms
@@ -135,16 +136,19 @@ def serve(dep: Deployment, mode: str, input_len: int, output_len: int, batch: in
 
 
 def mixed_memory(dep: Deployment, batch: int, input_len: int, output_len: int, decodes: StepResult) -> StepResult:
-    """The decode batch's memory at context I + O with the prompts in flight held too (B + ⌈B/O⌉
-    sequences at I + O, :func:`serving.mixed_resident_seqs`), and the largest B that fits so (each
-    of the r replicas holding ⌊N·O/(O + 1)⌋ of the N sequences that fit it)."""
-    resident = float(serving.mixed_resident_seqs(batch, output_len))
-    held = step_memory(dep, resident, input_len + output_len)
-    r = float(dep.replicas)
-    per_replica = int(round(float(decodes.max_batch) / r))
-    return replace(decodes, fits=held.fits, total_bytes=held.total_bytes,
-                   usable_hbm_bytes=r * held.replica_usable_bytes,
-                   max_batch=r * serving.mixed_max_batch(per_replica, output_len))
+    """The decode batch's memory at context I + O with the prompts in flight held too: a replica of
+    b decodes holds b + ⌈b/O⌉ sequences at I + O (:func:`serving.mixed_resident_seqs`), the busiest
+    deciding the fit; and the largest B that fits so (each of the r replicas holding ⌊N·O/(O + 1)⌋
+    of the N sequences that fit it)."""
+    r = dep.replicas
+    busiest, quietest, n_busiest = replica_loads(batch, r)
+    top, low = (serving.mixed_resident_seqs(b, output_len) for b in (busiest, quietest))
+    resident = np.add(np.multiply(n_busiest, top), np.multiply(np.subtract(r, n_busiest), low))
+    seq_bytes = memory.cache_bytes_per_sequence(dep.model, input_len + output_len, dep.precision.kv_bytes)
+    held = held_memory(dep, resident, seq_bytes, 1.0, loads=(top, low, n_busiest))
+    per_replica = int(round(float(decodes.max_batch) / float(r)))
+    return replace(decodes, fits=held.fits, total_bytes=held.total_bytes, usable_hbm_bytes=held.usable_bytes,
+                   max_batch=float(r) * serving.mixed_max_batch(per_replica, output_len))
 
 
 def mixed_work(batch: int, input_len: int, output_len: int, context: float) -> Work:

@@ -89,12 +89,13 @@ def _parts(blocks: list[_Block], chips_axis: np.ndarray) -> list[tuple[int, int]
 def _memory_at(model: ModelSpec, hw: HardwareSpec, precision: Precision, price: float, tp: int, pp: int,
                topology_text: str | None, ep: int | None, memory_utilization: float, chips: np.ndarray,
                batch: np.ndarray, context: np.ndarray) -> tuple[Any, Any]:
-    """(weights + KV bytes, usable HBM bytes) of a block's configurations: the step model's memory
-    (:func:`~roofline.analysis.step_memory`, what ``decode_step`` reports), without its step terms."""
+    """(weights + KV bytes, usable HBM bytes) of a block's configurations, the busiest replica's times r
+    (it decides the fit): the step model's memory (:func:`~roofline.analysis.step_memory`, what
+    ``decode_step`` reports), without its step terms."""
     dep = deployment(model, hw, chips, precision, tp=tp, pp=pp if pp > 1 else None, ep=ep,
                      topology_text=topology_text, memory_utilization=memory_utilization, price_per_chip_hour=price)
     mem = step_memory(dep, batch, context)
-    return mem.total_bytes, np.multiply(dep.replicas, mem.replica_usable_bytes)
+    return (np.multiply(dep.replicas, mem.replica_bytes), np.multiply(dep.replicas, mem.replica_usable_bytes))
 
 
 def _dropped_slots(

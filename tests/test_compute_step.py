@@ -147,3 +147,16 @@ def test_explicit_tp_splits_slice_into_replicas():
     assert two.total_bytes == pytest.approx(2 * one.total_bytes)
     assert two.max_batch == 2 * one.max_batch
     assert two.step_time_s >= two.local_step_time_s  # collectives overlapped at best
+
+
+def test_an_uneven_batch_is_decided_by_its_busiest_replica():
+    # Two 8-chip replicas each fit one.max_batch = N sequences.  2N + 1 puts N + 1 on one replica:
+    # it does not fit, overflowing by that replica's overflow alone, though the mean N + 0.5 would.
+    one = decode_step(LLAMA, V5E, chips=8, batch=1, context=8192)
+    n = int(one.max_batch)
+    at, over = (decode_step(LLAMA, V5E, chips=16, batch=b, context=8192, tp=8) for b in (2 * n, 2 * n + 1))
+    alone = decode_step(LLAMA, V5E, chips=8, batch=n + 1, context=8192)
+    assert at.fits and not over.fits and over.max_batch == 2 * n and over.replica_batch == n + 1
+    assert over.overflow_bytes == pytest.approx(alone.overflow_bytes)
+    # the slice holds the weights twice and every sequence's KV once
+    assert over.total_bytes == pytest.approx(2 * one.param_bytes + (2 * n + 1) * one.kv_bytes)

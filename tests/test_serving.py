@@ -152,6 +152,9 @@ def test_mixed_engine_holds_the_prompts_in_flight():
 
     eight = deployment(m, H100, 8, tp=1)
     assert float(eight.replicas) == 8 and serve(eight, "mixed", 4096, 4, 656).max_batch == 8 * 82
+    # 657 puts 83 decodes (83 + 21 = 104 sequences) on one replica: it does not fit, though the
+    # slice's mean is 82.1 a replica
+    assert serve(eight, "mixed", 4096, 4, 656).fits and not serve(eight, "mixed", 4096, 4, 657).fits
     # what the prompts add: 21 sequences of 4100 tokens x 131,072 B of KV
     assert over.total_bytes - multichip.serve(m, H100, "static", 4096, 4, 1, 83).total_bytes == \
         pytest.approx(21 * 4100 * 131_072)

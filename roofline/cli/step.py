@@ -109,7 +109,8 @@ def step_command(
     def render() -> None:
         table = quantity_table(f"{m.name} on {chips}x {hw.name}, batch {batch}, context {context}, "
                             f"{prec.weights} weights / {prec.kv} KV / {prec.compute} FLOPs")
-        fits = "yes" if data["fits"] else f"[bold red]NO[/] (over by {format_bytes(data['overflow_bytes'])})"
+        busiest = f"; {data['replica_batch']:.0f} on one replica" if data["replicas"] > 1 else ""
+        fits = "yes" if data["fits"] else f"[bold red]NO[/] (over by {format_bytes(data['overflow_bytes'])}{busiest})"
         rows = [
             ("parameters (total / active)",
              f"{data['param_count'] / 1e9:.2f} B / {data['active_param_count'] / 1e9:.2f} B"),

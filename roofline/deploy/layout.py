@@ -85,3 +85,14 @@ def replicas(par: Parallelism, chips: ArrayLike) -> np.ndarray:
     if not par.explicit:
         return np.ones_like(chips_arr)
     return chips_arr / par.group_chips
+
+
+def replica_loads(batch: ArrayLike, replicas: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(⌈B/r⌉, ⌊B/r⌋, how many replicas hold ⌈B/r⌉): B whole sequences dealt over r replicas, the
+    busiest B mod r holding one more (one replica holds B, and none is counted busier)."""
+    r = np.asarray(replicas, dtype=float)
+    share = np.divide(batch, r)
+    many = r > 1.0
+    busiest = np.where(many, np.ceil(share), share)
+    quietest = np.where(many, np.floor(share), share)
+    return busiest, quietest, np.subtract(batch, r * quietest)
