@@ -202,13 +202,23 @@ def test_json_is_parseable_even_with_nan(tmp_path):
     assert Path(tmp_path).exists()
 
 
+class _FakeTensor(np.ndarray):
+    """A numpy array with the two tensor methods the GPU path reads."""
+
+    def numel(self) -> int:
+        return int(self.size)
+
+    def element_size(self) -> int:
+        return int(self.itemsize)
+
+
 class _FakeTorch:
-    """Just enough of torch (numpy-backed, 'CUDA' events on the wall clock) to run
+    """Just enough of torch (numpy-backed, 'CUDA' events on the wall clock, a 1 MiB L2) to run
     :func:`roofline.calibration.measure.measure_gpu` without a GPU."""
 
     bfloat16 = np.float32
 
-    def __init__(self):
+    def __init__(self, gqa: bool = True):
         import time
         from types import SimpleNamespace
 
@@ -222,18 +232,24 @@ class _FakeTorch:
             def elapsed_time(self, end):
                 return (end.t - self.t) * 1e3
 
-        def sdpa(q, k, v, is_causal=False, enable_gqa=False):
+        def sdpa_gqa(q, k, v, is_causal=False, enable_gqa=False):
             return q
 
+        def sdpa_plain(q, k, v, is_causal=False):
+            return q
+
+        sdpa = sdpa_gqa if gqa else sdpa_plain
         self.cuda = SimpleNamespace(get_device_name=lambda: "NVIDIA H100 80GB HBM3",
                                     Event=Event, synchronize=lambda: None,
-                                    set_device=lambda i: None, is_available=lambda: True)
+                                    set_device=lambda i: None, is_available=lambda: True,
+                                    current_device=lambda: 0,
+                                    get_device_properties=lambda i: SimpleNamespace(L2_cache_size=2**20))
         self.nn = SimpleNamespace(functional=SimpleNamespace(scaled_dot_product_attention=sdpa))
         self.distributed = SimpleNamespace(is_available=lambda: False)
 
     @staticmethod
     def randn(*shape, device=None, dtype=None):
-        return np.zeros([min(s, 64) for s in shape], np.float32)
+        return np.zeros([min(s, 64) for s in shape], np.float32).view(_FakeTensor)
 
 
 def test_gpu_measure_plumbing_with_a_fake_torch(monkeypatch):
@@ -246,3 +262,24 @@ def test_gpu_measure_plumbing_with_a_fake_torch(monkeypatch):
     decode = table.where(op="attention_decode")
     assert set(decode["q_len"]) == {1.0} and set(decode["num_kv_heads"]) == {8.0}
     assert np.all(table["time_s"] > 0)
+    # a torch whose SDPA has no native GQA is timed on K/V stored for all 32 query heads
+    monkeypatch.setattr(measure, "_torch", lambda: _FakeTorch(gqa=False))
+    plain = measure.measure_gpu(quick=True).where(op="attention_decode")
+    assert set(plain["num_kv_heads"]) == {32.0}
+
+
+def test_gpu_timings_cycle_copies_that_overflow_the_l2():
+    # 16 KiB of operands a call against a 1 MiB L2: ⌈2 MiB / 16 KiB⌉ = 128 copies, each call the
+    # next one, so no call finds its operands in the L2 left by the one before.
+    from roofline.calibration import measure
+
+    torch, made, seen = _FakeTorch(), [], []
+
+    def make():
+        made.append(torch.randn(64, 64))
+        return (made[-1],)
+
+    fn = measure._cold(torch, make, lambda a: seen.append(id(a)))
+    for _ in range(129):
+        fn()
+    assert len(made) == 128 and len(set(seen[:128])) == 128 and seen[128] == seen[0]

@@ -9,10 +9,11 @@ only.
 
 from __future__ import annotations
 
+import math
 import os
 import time
-from collections.abc import Callable, Iterator
-from itertools import product
+from collections.abc import Callable, Iterator, Sequence
+from itertools import cycle, product
 from typing import Any
 
 import numpy as np
@@ -128,6 +129,24 @@ def measure_gpu(quick: bool = True) -> Measurements:
     return concat(parts)
 
 
+#: Most copies of one call's operands :func:`_cold` cycles through.
+MAX_COPIES = 256
+#: L2 size assumed when torch does not report it (H100/H200: 50/60 MB).
+DEFAULT_L2_BYTES = 64 * 2**20
+
+
+def _cold(torch: Any, make: Callable[[], Sequence[Any]], call: Callable[..., object]) -> Callable[[], object]:
+    """``call(*operands)`` cycling through copies of ``make()``'s operands that together are ≥ 2× the
+    L2 cache, so each call reads them from HBM, as a step reads its weights and KV cache."""
+    first = tuple(make())
+    nbytes = sum(int(t.numel()) * int(t.element_size()) for t in first)
+    l2 = int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0)) \
+        or DEFAULT_L2_BYTES
+    copies = int(min(MAX_COPIES, max(1, math.ceil(2 * l2 / max(nbytes, 1)))))
+    operands = cycle([first] + [tuple(make()) for _ in range(copies - 1)])
+    return lambda: call(*next(operands))
+
+
 def _cuda_time(torch: Any, fn: Callable[[], object], repeats: int = 20) -> float:
     fn()
     torch.cuda.synchronize()
@@ -145,44 +164,51 @@ def _gpu_gemm(torch: Any, name: str, quick: bool) -> Measurements:
     nks = (1024, 4096, 8192) if quick else (512, 1024, 2048, 4096, 8192, 16384)
     records = []
     for m, n, k in product(ms, nks, nks):
-        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-        w = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+        fn = _cold(torch, lambda m=m, n=n, k=k: (torch.randn(m, k, device="cuda", dtype=torch.bfloat16),
+                                                  torch.randn(k, n, device="cuda", dtype=torch.bfloat16)),
+                   lambda a, w: a @ w)
         records.append({"hardware": name, "op": "gemm", "dtype": "bf16", "m": m, "n": n, "k": k,
-                        "time_s": _cuda_time(torch, lambda a=a, w=w: a @ w),
-                        "source": "roofline measure (torch)", "impl": "torch"})
+                        "time_s": _cuda_time(torch, fn), "source": "roofline measure (torch, cold L2)",
+                        "impl": "torch"})
     return from_records(records)
 
 
 def _gpu_attention(torch: Any, name: str, quick: bool) -> Measurements:
     sdpa = torch.nn.functional.scaled_dot_product_attention
     heads, kv_heads, dim = 32, 8, 128
+    gqa = _has_gqa(torch, sdpa)
+    read_heads = kv_heads if gqa else heads  # without native GQA, K/V are stored for every head
+    extra = {"enable_gqa": True} if gqa else {}
     records = []
     batches = (1, 8, 64) if quick else (1, 4, 16, 64, 256)
     lengths = (512, 4096) if quick else (128, 512, 2048, 8192)
     for batch, length in product(batches, lengths):
         for q_len in (1, length):
-            q = torch.randn(batch, heads, q_len, dim, device="cuda", dtype=torch.bfloat16)
-            kv = torch.randn(batch, kv_heads, length, dim, device="cuda", dtype=torch.bfloat16)
-            call, read_heads = _sdpa_call(sdpa, q, kv, heads // kv_heads, q_len > 1)
+            def make(b: int = batch, s: int = length, t: int = q_len) -> tuple[Any, Any]:
+                return (torch.randn(b, heads, t, dim, device="cuda", dtype=torch.bfloat16),
+                        torch.randn(b, read_heads, s, dim, device="cuda", dtype=torch.bfloat16))
+
+            def call(q: Any, kv: Any, causal: bool = q_len > 1) -> Any:
+                return sdpa(q, kv, kv, is_causal=causal, **extra)
             op = "attention_decode" if q_len == 1 else "attention_prefill"
             records.append({"hardware": name, "op": op, "dtype": "bf16", "batch": batch,
                             "q_len": q_len, "kv_len": length, "num_heads": heads,
                             "num_kv_heads": read_heads, "head_dim": dim,
-                            "time_s": _cuda_time(torch, call), "impl": "torch-sdpa",
-                            "source": "roofline measure (torch)"})
+                            "time_s": _cuda_time(torch, _cold(torch, make, call)), "impl": "torch-sdpa",
+                            "source": "roofline measure (torch, cold L2)"})
     return from_records(records)
 
 
-def _sdpa_call(sdpa: Any, q: Any, kv: Any, group: int, causal: bool) -> tuple[
-        Callable[[], Any], int]:
-    """SDPA with native GQA when torch has it (KV heads as given), else with K/V repeated
-    to every query head (then the kernel reads num_heads KV heads: recorded as such)."""
+def _has_gqa(torch: Any, sdpa: Any) -> bool:
+    """Whether this torch's SDPA takes ``enable_gqa`` (native grouped-query attention), tried on a
+    tiny call."""
+    q = torch.randn(1, 2, 1, 8, device="cuda", dtype=torch.bfloat16)
+    kv = torch.randn(1, 1, 1, 8, device="cuda", dtype=torch.bfloat16)
     try:
-        sdpa(q, kv, kv, is_causal=causal, enable_gqa=True)
-        return (lambda: sdpa(q, kv, kv, is_causal=causal, enable_gqa=True)), kv.shape[1]
+        sdpa(q, kv, kv, enable_gqa=True)
     except TypeError:
-        full = kv.repeat_interleave(group, dim=1)
-        return (lambda: sdpa(q, full, full, is_causal=causal)), full.shape[1]
+        return False
+    return True
 
 
 def _gpu_allreduce(torch: Any, name: str, quick: bool) -> Measurements:
