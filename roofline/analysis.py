@@ -126,8 +126,7 @@ def decode_step(
 @dataclass(frozen=True)
 class StepMemory:
     """Memory of a step: the busiest replica (``replica_*``: weights + its ⌈B/r⌉ sequences, which
-    decides ``fits``) and the slice (``total_bytes``, ``usable_bytes``, ``overflow_bytes``, exact sums
-    over the replicas).
+    decides ``fits``) and the slice (``total_bytes``, ``usable_bytes``: exact sums over the replicas).
 
     ``kv_bytes_per_sequence`` is what a sequence holds: its KV cache plus ``state_bytes_per_sequence``
     (a hybrid model's constant recurrent state; 0 for pure attention).
@@ -142,7 +141,6 @@ class StepMemory:
     kv_only_bytes_per_sequence: Number = 0.0
     state_bytes_per_sequence: Number = 0.0
     usable_bytes: Number = 0.0
-    overflow_bytes: Number = 0.0
 
 
 def held_memory(dep: Deployment, batch: ArrayLike, bytes_per_seq: ArrayLike, tokens_per_seq: ArrayLike,
@@ -150,24 +148,32 @@ def held_memory(dep: Deployment, batch: ArrayLike, bytes_per_seq: ArrayLike, tok
     """B sequences of ``bytes_per_seq`` dealt over r replicas (``loads``: (busiest, quietest, how many
     busiest), default :func:`replica_loads`): each holds the weights + its sequences against HBM less
     the activations of its ``tokens_per_seq``-token step."""
-    busiest, quietest, n_busiest = loads if loads is not None else replica_loads(batch, dep.replicas)
+    busiest = (loads if loads is not None else replica_loads(batch, dep.replicas))[0]
     r, weights = dep.replicas, dep.weight_bytes
-
-    def over(b: Number) -> Number:
-        return np.maximum(np.add(weights, np.multiply(b, bytes_per_seq))
-                          - dep.usable_hbm_bytes(np.multiply(b, tokens_per_seq)), 0.0)
-
     top = memory.total_memory_bytes(weights, np.multiply(busiest, bytes_per_seq))
     top_usable = dep.usable_hbm_bytes(np.multiply(busiest, tokens_per_seq))
+    one = loads is None and not np.any(np.not_equal(r, 1.0))  # one replica holds it all: the slice is it
     return StepMemory(
         bytes_per_seq, busiest, top, top_usable,
-        total_bytes=np.add(times(r, weights), np.multiply(batch, bytes_per_seq)),
+        total_bytes=top if one else np.add(times(r, weights), np.multiply(batch, bytes_per_seq)),
         fits=memory.fits_in_memory(top, top_usable),
         usable_bytes=times(r, dep.usable_hbm_bytes(0.0)) - dep.activation_reserve_bytes(
             np.multiply(batch, tokens_per_seq)),
-        overflow_bytes=np.add(np.multiply(n_busiest, over(busiest)),
-                              np.multiply(np.subtract(r, n_busiest), over(quietest))),
         **per_seq)
+
+
+def overflow_bytes(dep: Deployment, batch: ArrayLike, bytes_per_seq: ArrayLike,
+                   tokens_per_seq: ArrayLike) -> Number:
+    """Σ over the replicas of what each holds beyond its usable HBM (:func:`held_memory`'s dealing):
+    B mod r replicas at ⌈B/r⌉ sequences, the rest at ⌊B/r⌋."""
+    busiest, quietest, n_busiest = replica_loads(batch, dep.replicas)
+
+    def over(b: Number) -> Number:
+        return np.maximum(np.add(dep.weight_bytes, np.multiply(b, bytes_per_seq))
+                          - dep.usable_hbm_bytes(np.multiply(b, tokens_per_seq)), 0.0)
+
+    return np.add(np.multiply(n_busiest, over(busiest)),
+                  np.multiply(np.subtract(dep.replicas, n_busiest), over(quietest)))
 
 
 def step_memory(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepMemory:
@@ -204,7 +210,7 @@ def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResu
         hbm_capacity_bytes=memory.hbm_capacity_bytes(chips, dep.hw.hbm_bytes),
         usable_hbm_bytes=mem.usable_bytes,
         fits=mem.fits,
-        overflow_bytes=mem.overflow_bytes,
+        overflow_bytes=overflow_bytes(dep, batch, kv_seq, 1.0),
         max_batch=replicas * memory.max_batch_size(budget, weights, np.add(kv_seq, act)),
         min_chips=memory.min_chips(np.add(memory.total_memory_bytes(weights, np.multiply(batch, kv_seq)),
                                           dep.activation_reserve_bytes(batch)),
