@@ -149,6 +149,20 @@ def test_explicit_tp_splits_slice_into_replicas():
     assert two.step_time_s >= two.local_step_time_s  # collectives overlapped at best
 
 
+def test_a_request_runs_on_one_replica():
+    # One prompt on two tp-8 replicas is prefilled by one of them: the TTFT of a lone replica, not
+    # half of it; the slice's tokens/s per chip halves (the other replica idles).  Three sequences on
+    # two replicas step as the busiest replica's two do.
+    alone = request(LLAMA, V5E, 2048, 64, chips=8, tp=8)
+    pair = request(LLAMA, V5E, 2048, 64, chips=16, tp=8)
+    assert pair.ttft_s == pytest.approx(alone.ttft_s) and pair.tpot_s == pytest.approx(alone.tpot_s)
+    assert pair.tokens_per_s_per_chip == pytest.approx(alone.tokens_per_s_per_chip / 2)
+    three = decode_step(LLAMA, V5E, chips=16, batch=3, context=8192, tp=8)
+    two = decode_step(LLAMA, V5E, chips=8, batch=2, context=8192, tp=8)
+    assert three.step_time_s == pytest.approx(two.step_time_s)
+    assert three.tokens_per_s == pytest.approx(3 / two.step_time_s)
+
+
 def test_an_uneven_batch_is_decided_by_its_busiest_replica():
     # Two 8-chip replicas each fit one.max_batch = N sequences.  2N + 1 puts N + 1 on one replica:
     # it does not fit, overflowing by that replica's overflow alone, though the mean N + 0.5 would.

@@ -162,7 +162,7 @@ def step_ops(dep: Deployment, work: Work) -> OpBreakdown:
         raise RooflineError("the per-op breakdown needs pp = 1 (one pipeline stage holds every layer)")
     m, prec, rates = dep.model, dep.precision, dep.rates
     t = step_terms(dep, work)
-    replica = work.scaled(dep.replicas)
+    replica = work.dealt(dep.replicas)
     chips = _scalar(dep.stage_chips)
     flops_rate, bandwidth = chips * rates.flops_per_s, chips * rates.hbm_bandwidth_bytes_per_s
     decode_seqs, prefill_seqs = _scalar(replica.decode_seqs), _scalar(replica.prefill_seqs)

@@ -192,14 +192,15 @@ def pipeline_bubble_s(pp: float, mb: Number, stage_s: Number, send_s: Number, fi
 
 
 def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
-    """Price one step of ``work`` (whole slice) on ``dep``: per-replica terms, prediction and bounds.
+    """Price one step of ``work`` (whole slice) on ``dep``: the busiest replica's terms (its share,
+    :meth:`Work.dealt`), prediction and bounds.
 
     Prediction per stage: local + max(0, comms − overlap·local); lower: max(local, comms);
     upper: local + comms.  A replica's step: pp·(stage + send) (book: part 7; pp as in GPipe-style
     round-robin microbatches).
     """
     m, prec, rates, par = dep.model, dep.precision, dep.rates, dep.par
-    replica = work.scaled(dep.replicas)
+    replica = work.dealt(dep.replicas)
     mb = microbatches(dep, replica.decode_seqs)
     stage = replica.scaled(mb)
     layers = m.num_layers / par.pp

@@ -49,6 +49,24 @@ class Work:
         return Work(np.divide(self.decode_seqs, factor), self.decode_context,
                     np.divide(self.prefill_seqs, factor), self.prefill_len, self.prefill_cached, prompts)
 
+    def dealt(self, replicas: ArrayLike) -> Work:
+        """The busiest of r replicas' share: whole sequences and prompts are dealt out, ⌈n/r⌉ (a
+        request runs on one replica); a fractional count, a per-step rate, splits evenly (n/r)."""
+        decodes, prefills = (_busiest_share(n, replicas) for n in (self.decode_seqs, self.prefill_seqs))
+        prompts = None if self.prefill_prompts is None else np.where(
+            np.greater(self.prefill_seqs, 0.0),
+            np.multiply(self.prefill_prompts, np.divide(prefills, np.maximum(self.prefill_seqs, 1e-300))),
+            np.divide(self.prefill_prompts, replicas))
+        return Work(decodes, self.decode_context, prefills, self.prefill_len, self.prefill_cached, prompts)
+
+
+def _busiest_share(count: ArrayLike, replicas: ArrayLike) -> Number:
+    """⌈n/r⌉ of a whole count n (:func:`~roofline.deploy.layout.replica_loads`), n/r of a fractional one."""
+    if not np.any(np.not_equal(replicas, 1.0)):
+        return count
+    whole = np.equal(np.mod(count, 1.0), 0.0)
+    return np.where(whole, np.ceil(np.divide(count, replicas)), np.divide(count, replicas))
+
 
 def decode_work(batch: ArrayLike, context: ArrayLike) -> Work:
     """B sequences decoding one token each over S cached tokens."""
