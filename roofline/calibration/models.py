@@ -68,8 +68,9 @@ def gemm_time(s: Arrays, hw: Hw, p: Params) -> np.ndarray:
     """overhead + soft_max(t_compute, t_memory, t_serial) for C[m,n] = A[m,k] W[k,n].
 
     t_compute = 2mnk / (peak η_c fill) (1 + k_pipeline/k), fill = min(1, tiles/SMs)^β over
-    tile_m x tile_n output tiles; t_memory = k n w / (BW η_m n/(n + n_half)) + (mk w + mn w_out)
+    tile_m x tile_n output tiles; t_memory = k n w_W / (BW η_m n/(n + n_half)) + (mk w + mn w_out)
     / (BW η_m (1 + l2_gain min(1, l2_bytes / act bytes))); t_serial = min(k, split_k) k_step_s.
+    w_W, the bytes of a weight, is w unless given (``weight_width``: weight-only quantization).
     """
     m, n, k, width = s["m"], s["n"], s["k"], s["width"]
     tiles = np.ceil(m / p["tile_m"]) * np.ceil(n / p["tile_n"])
@@ -77,7 +78,7 @@ def gemm_time(s: Arrays, hw: Hw, p: Params) -> np.ndarray:
     t_compute = gemm_flops(m, n, k) / (hw.peak_flops * p["compute_efficiency"] * fill)
     t_compute = t_compute * (1.0 + p["k_pipeline"] / k)
     stream = hw.bandwidth * p["memory_efficiency"]
-    weights = k * n * width / (stream * n / (n + p["n_half"]))
+    weights = k * n * s.get("weight_width", width) / (stream * n / (n + p["n_half"]))
     activations = m * k * width + m * n * s.get("out_width", width)
     l2_hit = np.minimum(1.0, p["l2_bytes"] / activations)
     t_memory = weights + activations / (stream * (1.0 + p["l2_gain"] * l2_hit))

@@ -201,7 +201,7 @@ def shapes(table: Measurements) -> dict[str, np.ndarray]:
 
 def shape_arrays(op: str, dtype: str, shape: dict[str, float | np.ndarray]) -> dict[str, np.ndarray]:
     """Broadcast shape keywords of one op into model arrays (one-line errors for bad input)."""
-    unknown = sorted(set(shape) - set(SHAPE_COLUMNS))
+    unknown = sorted(set(shape) - set(SHAPE_COLUMNS) - ({"weight_width"} if op == "gemm" else set()))
     if unknown:
         raise CalibrationError(
             f"unknown shape {unknown[0]!r}; allowed: {', '.join(SHAPE_COLUMNS)}")

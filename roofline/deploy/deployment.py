@@ -59,6 +59,13 @@ class Precision:
         return out
 
     @property
+    def gemm_weight_bytes(self) -> dict[str, float]:
+        """Bytes per weight of each component stored narrower than the compute dtype (weight-only
+        quantization: its GEMMs read them so and dequantize in the kernel); the rest are read at it."""
+        compute = dtype_bytes(self.compute)
+        return {c: b for c, b in self.bytes_by_component.items() if b < compute}
+
+    @property
     def mixed(self) -> bool:
         """True where some component differs from the default weight dtype."""
         return any(dtype != self.weights for _, dtype in self.components)

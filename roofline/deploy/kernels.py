@@ -100,11 +100,14 @@ def _time(hw: HardwareSpec, op: str, dtype: str, impl: str, **shape: ArrayLike) 
     return np.asarray(op_time_with(hw, f"{key}/{found[1]}", dict(fitted.params), shape), dtype=float)
 
 
-def gemm_time_s(hw: HardwareSpec, dtype: str, m: ArrayLike, n: ArrayLike, k: ArrayLike) -> np.ndarray:
-    """Fitted time of C[m, n] = A[m, k]·W[k, n] in ``dtype`` (0 where m is 0)."""
+def gemm_time_s(hw: HardwareSpec, dtype: str, m: ArrayLike, n: ArrayLike, k: ArrayLike,
+                weight_bytes: float | None = None) -> np.ndarray:
+    """Fitted time of C[m, n] = A[m, k]·W[k, n] in ``dtype`` (0 where m is 0), the weights read at
+    ``weight_bytes`` each where given (weight-only quantization: the ``dtype`` kernel model)."""
     m_arr = np.asarray(m, dtype=float)
     safe = np.maximum(m_arr, 1.0)
-    return np.where(m_arr > 0, _time(hw, "gemm", dtype, "", m=safe, n=n, k=k), 0.0)
+    extra = {} if weight_bytes is None else {"weight_width": weight_bytes}
+    return np.where(m_arr > 0, _time(hw, "gemm", dtype, "", m=safe, n=n, k=k, **extra), 0.0)
 
 
 def attention_decode_time_s(hw: HardwareSpec, dtype: str, batch: ArrayLike, kv_len: ArrayLike,

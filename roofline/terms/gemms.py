@@ -8,6 +8,8 @@ projection, rows of the output one).  Routed experts run as ``E_touched / ep`` G
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -24,52 +26,63 @@ def attention_out_params(m: ModelSpec) -> float:
 
 
 def mlp_gemm_pair(hw: HardwareSpec, dtype: str, tokens: ArrayLike, d_model: int, d_ff: float, gated: bool,
-                  shards: float) -> Number:
-    """Gate+up [T, D]x[D, (2|1)·F/s] then down [T, F/s]x[F/s, D]."""
-    up = kernels.gemm_time_s(hw, dtype, tokens, (2.0 if gated else 1.0) * d_ff / shards, d_model)
-    down = kernels.gemm_time_s(hw, dtype, tokens, d_model, d_ff / shards)
+                  shards: float, weight_bytes: float | None = None) -> Number:
+    """Gate+up [T, D]x[D, (2|1)·F/s] then down [T, F/s]x[F/s, D] (weights at ``weight_bytes`` each)."""
+    up = kernels.gemm_time_s(hw, dtype, tokens, (2.0 if gated else 1.0) * d_ff / shards, d_model, weight_bytes)
+    down = kernels.gemm_time_s(hw, dtype, tokens, d_model, d_ff / shards, weight_bytes)
     return up + down
 
 
-def attention_gemms(hw: HardwareSpec, dtype: str, m: ModelSpec, tokens: ArrayLike, shards: float) -> Number:
+def attention_gemms(hw: HardwareSpec, dtype: str, m: ModelSpec, tokens: ArrayLike, shards: float,
+                    weight_bytes: float | None = None) -> Number:
     """QKV [T, D]x[D, in/s] and O [T, out/(D·s)]x[., D] of one attention layer."""
     out = attention_out_params(m)
     qkv = memory.attention_params_per_layer(m) - out
-    return (kernels.gemm_time_s(hw, dtype, tokens, qkv / (m.d_model * shards), m.d_model)
-            + kernels.gemm_time_s(hw, dtype, tokens, m.d_model, out / (m.d_model * shards)))
+    return (kernels.gemm_time_s(hw, dtype, tokens, qkv / (m.d_model * shards), m.d_model, weight_bytes)
+            + kernels.gemm_time_s(hw, dtype, tokens, m.d_model, out / (m.d_model * shards), weight_bytes))
 
 
-def moe_gemms(hw: HardwareSpec, dtype: str, m: ModelSpec, tokens: ArrayLike, shards: float, ep: int) -> Number:
-    """Routed experts: E_t/ep per chip, each [T·k/E_t, D] through an expert MLP split tp/ep ways; + shared."""
+def moe_gemms(hw: HardwareSpec, dtype: str, m: ModelSpec, tokens: ArrayLike, shards: float, ep: int,
+              weight_bytes: Mapping[str, float | None] | None = None) -> Number:
+    """Routed experts: E_t/ep per chip, each [T·k/E_t, D] through an expert MLP split tp/ep ways; + shared
+    (an MLP component)."""
+    wb = weight_bytes or {}
     touched = np.maximum(memory.expected_experts_touched(m.num_experts, m.experts_per_token, tokens), 1e-9)
     per_expert = np.multiply(tokens, m.experts_per_token) / touched
     expert_split = shards / ep
-    routed = (touched / ep) * mlp_gemm_pair(hw, dtype, per_expert, m.d_model, m.d_ff, m.gated_mlp, expert_split)
+    routed = (touched / ep) * mlp_gemm_pair(hw, dtype, per_expert, m.d_model, m.d_ff, m.gated_mlp, expert_split,
+                                            wb.get("experts"))
     if m.num_shared_experts:
         shared_ff = m.num_shared_experts * (m.shared_expert_d_ff or m.d_ff)
-        routed = routed + mlp_gemm_pair(hw, dtype, tokens, m.d_model, shared_ff, m.gated_mlp, shards)
+        routed = routed + mlp_gemm_pair(hw, dtype, tokens, m.d_model, shared_ff, m.gated_mlp, shards, wb.get("mlp"))
     return routed
 
 
 def gemm_time_s(hw: HardwareSpec, dtype: str, m: ModelSpec, tokens: ArrayLike, lm_tokens: ArrayLike,
-                layers: float, shards: float, ep: int = 1) -> Number:
+                layers: float, shards: float, ep: int = 1,
+                weight_bytes: Mapping[str, float | None] | None = None) -> Number:
     """Σ fitted GEMM times of ``layers`` layers (dense and MoE in the model's ratio) + the LM head.
 
     The LM head runs on ``lm_tokens`` rows only: the positions that are sampled (one per sequence).
+    ``weight_bytes`` (per weight component, ``Precision.gemm_weight_bytes``) reads narrower weights than the
+    ``dtype`` kernel's own (weight-only quantization); a component absent there is read at ``dtype``.
     """
+    wb = weight_bytes or {}
     mix = memory.layer_mix(m)
     moe_layers, dense_layers = mix.moe, mix.dense
     dense_ff = m.dense_d_ff if (moe_layers and m.dense_d_ff) else m.d_ff
     share = layers / m.num_layers
-    total = mix.attention * attention_gemms(hw, dtype, m, tokens, shards)
+    total = mix.attention * attention_gemms(hw, dtype, m, tokens, shards, wb.get("attention"))
     for count, (matrices, _) in ((mix.linear, memory.linear_attention_params(m)), (mix.mamba, memory.mamba_params(m))):
         if count:  # in and out projections as one [T, D]x[D, .] and one [T, .]x[., D] GEMM of half the weights
             width = matrices / (2.0 * m.d_model * shards)
-            total = total + count * (kernels.gemm_time_s(hw, dtype, tokens, width, m.d_model)
-                                     + kernels.gemm_time_s(hw, dtype, tokens, m.d_model, width))
+            total = total + count * (kernels.gemm_time_s(hw, dtype, tokens, width, m.d_model, wb.get("attention"))
+                                     + kernels.gemm_time_s(hw, dtype, tokens, m.d_model, width, wb.get("attention")))
     if dense_layers:
-        total = total + dense_layers * mlp_gemm_pair(hw, dtype, tokens, m.d_model, dense_ff, m.gated_mlp, shards)
+        total = total + dense_layers * mlp_gemm_pair(hw, dtype, tokens, m.d_model, dense_ff, m.gated_mlp, shards,
+                                                     wb.get("mlp"))
     if moe_layers:
-        total = total + moe_layers * moe_gemms(hw, dtype, m, tokens, shards, ep)
+        total = total + moe_layers * moe_gemms(hw, dtype, m, tokens, shards, ep, wb)
     total = share * total
-    return total + kernels.gemm_time_s(hw, dtype, lm_tokens, m.vocab_size / shards, m.d_model)
+    head = wb.get("embeddings" if m.tie_embeddings else "lm_head")  # a tied head reads the embeddings
+    return total + kernels.gemm_time_s(hw, dtype, lm_tokens, m.vocab_size / shards, m.d_model, head)

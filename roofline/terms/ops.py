@@ -21,7 +21,7 @@ from .. import compute, memory, sharding
 from ..deploy import Deployment, kernels
 from ..errors import RooflineError
 from . import gemms
-from .step import step_terms
+from .step import gemm_source, step_terms
 from .work import Work
 
 OUTSIDE_GEMMS = "outside the GEMMs (embedding table, norms, router; the step model's 2·P·T FLOPs)"
@@ -88,6 +88,7 @@ class _Gemm:
     n: float
     split: str
     experts_per_chip_divisor: float = 1.0
+    component: str = "attention"  # the weight component its matrix belongs to (its dtype)
 
 
 def _gemm_shapes(dep: Deployment, tokens: float, lm_tokens: float) -> list[_Gemm]:
@@ -103,20 +104,24 @@ def _gemm_shapes(dep: Deployment, tokens: float, lm_tokens: float) -> list[_Gemm
     shapes = [_Gemm("QKV projection", m.num_layers, tokens, d, qkv / d, "n"),
               _Gemm("O projection", m.num_layers, tokens, out / d, d, "k")]
     if dense_layers:
-        shapes += [_Gemm("MLP gate+up" if m.gated_mlp else "MLP up", dense_layers, tokens, d, up * dense_ff, "n"),
-                   _Gemm("MLP down", dense_layers, tokens, dense_ff, d, "k")]
+        shapes += [_Gemm("MLP gate+up" if m.gated_mlp else "MLP up", dense_layers, tokens, d, up * dense_ff, "n",
+                         component="mlp"),
+                   _Gemm("MLP down", dense_layers, tokens, dense_ff, d, "k", component="mlp")]
     if moe_layers:
         touched = float(np.maximum(memory.expected_experts_touched(m.num_experts, m.experts_per_token, tokens),
                                    1e-9))
         per_expert = tokens * m.experts_per_token / touched
         ep = float(dep.par.ep)
-        shapes += [_Gemm("routed experts gate+up", moe_layers * touched, per_expert, d, up * m.d_ff, "n", ep),
-                   _Gemm("routed experts down", moe_layers * touched, per_expert, float(m.d_ff), d, "k", ep)]
+        shapes += [_Gemm("routed experts gate+up", moe_layers * touched, per_expert, d, up * m.d_ff, "n", ep,
+                         "experts"),
+                   _Gemm("routed experts down", moe_layers * touched, per_expert, float(m.d_ff), d, "k", ep,
+                         "experts")]
         if m.num_shared_experts:
             shared_ff = float(m.num_shared_experts * (m.shared_expert_d_ff or m.d_ff))
-            shapes += [_Gemm("shared experts gate+up", moe_layers, tokens, d, up * shared_ff, "n"),
-                       _Gemm("shared experts down", moe_layers, tokens, shared_ff, d, "k")]
-    shapes.append(_Gemm("LM head (sampled rows)", 1.0, lm_tokens, d, float(m.vocab_size), "n"))
+            shapes += [_Gemm("shared experts gate+up", moe_layers, tokens, d, up * shared_ff, "n", component="mlp"),
+                       _Gemm("shared experts down", moe_layers, tokens, shared_ff, d, "k", component="mlp")]
+    shapes.append(_Gemm("LM head (sampled rows)", 1.0, lm_tokens, d, float(m.vocab_size), "n",
+                        component="embeddings" if m.tie_embeddings else "lm_head"))
     return [g for g in shapes if g.count > 0 and g.tokens > 0]
 
 
@@ -134,14 +139,15 @@ def _gemm_op(dep: Deployment, g: _Gemm, shards: float, flops_rate: float, bandwi
              fitted: bool) -> Op:
     prec = dep.precision
     flops = g.count * float(compute.matmul_flops(g.tokens, g.k, g.n))
-    weights = g.count * float(memory.param_bytes(g.k * g.n, prec.weight_bytes))
+    weights = g.count * float(memory.param_bytes(g.k * g.n, prec.bytes_by_component[g.component]))
     acts = g.count * float(compute.matmul_bytes(g.tokens, g.k, g.n, prec.activation_bytes, 0.0))
     if fitted:
         split = shards / g.experts_per_chip_divisor
         n, k = (g.n / split, g.k) if g.split == "n" else (g.n, g.k / split)
         per_chip = g.count / g.experts_per_chip_divisor
-        time = per_chip * float(kernels.gemm_time_s(dep.hw, prec.compute, g.tokens, n, k))
-        source = dep.rates.sources.get("gemm", "calibrated profile")
+        time = per_chip * float(kernels.gemm_time_s(dep.hw, prec.compute, g.tokens, n, k,
+                                                    prec.gemm_weight_bytes.get(g.component)))
+        source = gemm_source(dep)
     else:
         time = _roofline_s(flops, weights, flops_rate, bandwidth)
         source = "spec sheet roofline"

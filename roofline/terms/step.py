@@ -234,7 +234,8 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     compute_time = decode_mm / flops_rate + (prefill_mm + spec_attn_p) / (flops_rate * mfu)
     if rates.uses("gemm"):
         lm_tokens = np.add(stage.decode_seqs, stage.prompts) * share
-        gemm = gemms.gemm_time_s(dep.hw, prec.compute, m, tokens, lm_tokens, layers, shards, par.ep)
+        gemm = gemms.gemm_time_s(dep.hw, prec.compute, m, tokens, lm_tokens, layers, shards, par.ep,
+                                 prec.gemm_weight_bytes)
         attn_prefill = (attention.prefill_attention_fitted_s(dep, stage.prefill_seqs, stage.prefill_len,
                                                              stage.prefill_cached, layers, shards)
                         if cal_prefill else attn_p_flops / (flops_rate * mfu))
@@ -292,8 +293,22 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
         lower_s=times(pp, plus(stage_lower, send)),
         upper_s=times(pp, plus(stage_upper, send)),
         bound_code=code, state_bytes=state,
-        sources={**rates.sources, "comms": c.source, "engine": dep.engine.source,
+        sources={**rates.sources, "gemm": gemm_source(dep), "comms": c.source, "engine": dep.engine.source,
                  "overlap": f"collectives overlap {dep.comms_overlap:g} of local work "
                             f"({'TPU: XLA overlaps' if dep.hw.kind == 'tpu' else 'GPU: on the critical path'})",
                  "formulas": f"{BOOK}, 'Theoretical estimates for LLM latency and throughput'"},
     )
+
+
+def gemm_source(dep: Deployment) -> str:
+    """Where the GEMM times come from; with fitted GEMMs and weights narrower than the compute dtype
+    (weight-only quantization), the compute dtype's kernel model reading them at their own bytes."""
+    label = dep.rates.sources.get("gemm", "")
+    narrow = dep.precision.gemm_weight_bytes
+    if not (narrow and dep.rates.uses("gemm")):
+        return label
+    prec = dep.precision
+    which = prec.weights if not prec.mixed else ", ".join(
+        f"{c} {prec.weight_dtype(c)}" for c in sorted(narrow) if c != "other") or prec.weights
+    return (f"{label}; weights read at their own bytes ({which}; weight-only quantization priced by "
+            f"the {prec.compute} kernel model)")
