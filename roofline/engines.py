@@ -71,7 +71,7 @@ def serve(dep: Deployment, mode: str, input_len: int, output_len: int, batch: in
                           parameters=("mode",))
     for name, value in (("input_len", input_len), ("output_len", output_len), ("batch", batch)):
         _check_int(name, value)
-    hw, chips = dep.hw, float(dep.chips)
+    chips = float(dep.chips)
     one = request_from(dep, input_len, 1, 1, mfu)
     prefill_1 = float(one.ttft_s)
     prefill_b = float(request_from(dep, input_len, 1, batch, mfu).ttft_s)
@@ -82,12 +82,7 @@ def serve(dep: Deployment, mode: str, input_len: int, output_len: int, batch: in
     fits = bool(np.all(final.fits))
     ratio = float(serving.prefill_to_decode_ratio(prefill_1, step_s, batch, output_len))
     kv_bytes = float(memory.kv_cache_bytes_per_sequence(dep.model, input_len, dep.precision.kv_bytes))
-    transfer = 0.0
-    if mode == "disaggregated":
-        if hw.dcn_bandwidth_bytes_per_s is None:
-            raise RooflineError(f"{hw.name}: disaggregated mode needs dcn_bandwidth_bytes_per_s in the hardware file")
-        transfer = float(serving.kv_transfer_time_s(kv_bytes, chips * hw.dcn_bandwidth_bytes_per_s,
-                                                    hw.dcn_latency_s or 0.0))
+    transfer = kv_transfer_s(dep, kv_bytes) if mode == "disaggregated" else 0.0
     if mode == "static":
         ttft = float(serving.static_ttft_s(prefill_b))
         tpot, stall = step_s, 0.0
@@ -133,6 +128,16 @@ def serve(dep: Deployment, mode: str, input_len: int, output_len: int, batch: in
             "decode step": f"batch {batch} at the mean context I + O/2 = {mean_context:g}",
         },
     )
+
+
+def kv_transfer_s(dep: Deployment, kv_bytes: float) -> float:
+    """One sequence's KV from a prefill replica to a decode replica: bytes / (the replica's chips ·
+    DCN bandwidth each) + DCN latency (a sequence lives on one replica, tp·pp chips)."""
+    hw = dep.hw
+    if hw.dcn_bandwidth_bytes_per_s is None:
+        raise RooflineError(f"{hw.name}: disaggregated mode needs dcn_bandwidth_bytes_per_s in the hardware file")
+    chips = float(np.max(dep.group_chips))
+    return float(serving.kv_transfer_time_s(kv_bytes, chips * hw.dcn_bandwidth_bytes_per_s, hw.dcn_latency_s or 0.0))
 
 
 def mixed_memory(dep: Deployment, batch: int, input_len: int, output_len: int, decodes: StepResult) -> StepResult:

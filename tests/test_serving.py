@@ -90,6 +90,17 @@ def test_serve_modes_are_consistent():
     assert disagg.kv_transfer_s == pytest.approx(kv / 5e10 + 5e-6)
     assert disagg.tpot_s == pytest.approx(disagg.step_time_s)
     assert disagg.chips == pytest.approx(1 + disagg.prefill_to_decode_ratio)
+    # A sequence lives on one tp-2 replica: its KV crosses 2 chips' DCN links however many
+    # replicas the slice has, and the simulator ships it the same way.
+    from roofline.deploy import deployment
+    from roofline.engines import serve
+    from roofline.simulate.adapter import DeploymentStepCost
+
+    pair, four = (deployment(m, H100, c, tp=2) for c in (2, 8))
+    one_replica = serve(pair, "disaggregated", 2048, 256, 16).kv_transfer_s
+    assert one_replica == pytest.approx(kv / (2 * 5e10) + 5e-6)
+    assert serve(four, "disaggregated", 2048, 256, 16).kv_transfer_s == pytest.approx(one_replica)
+    assert DeploymentStepCost(four, 1, 4096.0, "").kv_transfer_time_s(2048) == pytest.approx(one_replica)
     with pytest.raises(RooflineError, match="^mode: unknown"):
         multichip.serve(m, H100, "batched", 2048, 256)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .. import memory, serving
+from .. import memory
 from ..deploy import DEFAULT_MEMORY_UTILIZATION, Deployment, Precision, deployment
 from ..errors import RooflineError
 from ..memory import Number
@@ -89,14 +89,11 @@ class DeploymentStepCost:
         return np.interp(context, self._grid, self._row(n, tokens, cached))
 
     def kv_transfer_time_s(self, tokens: float) -> float:
-        """tokens·KV bytes / (replica chips · DCN bandwidth) + DCN latency (serve's disaggregated transfer)."""
-        hw = self.dep.hw
-        if hw.dcn_bandwidth_bytes_per_s is None:
-            raise RooflineError(f"{hw.name}: disaggregated mode needs dcn_bandwidth_bytes_per_s in the hardware file")
+        """tokens·KV bytes over one replica's DCN links (:func:`roofline.engines.kv_transfer_s`, serve's)."""
+        from ..engines import kv_transfer_s
+
         kv_token = float(memory.kv_cache_bytes_per_token(self.dep.model, self.dep.precision.kv_bytes))
-        chips = float(np.max(self.dep.group_chips))
-        return float(serving.kv_transfer_time_s(tokens * kv_token, chips * hw.dcn_bandwidth_bytes_per_s,
-                                                hw.dcn_latency_s or 0.0))
+        return kv_transfer_s(self.dep, tokens * kv_token)
 
 
 def cost_for(model: ModelSpec, hw: HardwareSpec, tp: int | None = 1, precision: Precision = DEFAULT_PRECISION,
