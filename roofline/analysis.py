@@ -144,21 +144,27 @@ class StepMemory:
 
 
 def held_memory(dep: Deployment, batch: ArrayLike, bytes_per_seq: ArrayLike, tokens_per_seq: ArrayLike,
-                loads: tuple[Number, Number, Number] | None = None, **per_seq: Number) -> StepMemory:
+                loads: tuple[Number, Number, Number] | None = None, sampled_per_seq: ArrayLike | None = None,
+                **per_seq: Number) -> StepMemory:
     """B sequences of ``bytes_per_seq`` dealt over r replicas (``loads``: (busiest, quietest, how many
     busiest), default :func:`replica_loads`): each holds the weights + its sequences against HBM less
-    the activations of its ``tokens_per_seq``-token step."""
+    the activations of its step of ``tokens_per_seq`` tokens (``sampled_per_seq`` of them sampled,
+    default all) a sequence."""
+
+    def sampled(b: Number) -> Number | None:
+        return None if sampled_per_seq is None else np.multiply(b, sampled_per_seq)
+
     busiest = (loads if loads is not None else replica_loads(batch, dep.replicas))[0]
     r, weights = dep.replicas, dep.weight_bytes
     top = memory.total_memory_bytes(weights, np.multiply(busiest, bytes_per_seq))
-    top_usable = dep.usable_hbm_bytes(np.multiply(busiest, tokens_per_seq))
+    top_usable = dep.usable_hbm_bytes(np.multiply(busiest, tokens_per_seq), sampled(busiest))
     one = loads is None and not np.any(np.not_equal(r, 1.0))  # one replica holds it all: the slice is it
     return StepMemory(
         bytes_per_seq, busiest, top, top_usable,
         total_bytes=top if one else np.add(times(r, weights), np.multiply(batch, bytes_per_seq)),
         fits=memory.fits_in_memory(top, top_usable),
         usable_bytes=times(r, dep.usable_hbm_bytes(0.0)) - dep.activation_reserve_bytes(
-            np.multiply(batch, tokens_per_seq)),
+            np.multiply(batch, tokens_per_seq), sampled(batch)),
         **per_seq)
 
 
@@ -362,7 +368,7 @@ def request_from(dep: Deployment, input_len: ArrayLike, output_len: ArrayLike, b
 
     no_cache = no_cache_generation_time_s(nc_flops, weights, o, chips * rates.flops_per_s * mfu,
                                           chips * rates.hbm_bandwidth_bytes_per_s)
-    held = held_memory(dep, batch, memory.cache_bytes_per_sequence(m, i + o, prec.kv_bytes), i)
+    held = held_memory(dep, batch, memory.cache_bytes_per_sequence(m, i + o, prec.kv_bytes), i, sampled_per_seq=1.0)
     return RequestResult(
         input_len=i,
         output_len=o,

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from . import memory, serving
-from .analysis import BOOK, StepResult, held_memory, request_from, step_from
+from .analysis import BOOK, RequestResult, StepResult, held_memory, request_from, step_from
 from .deploy import Deployment
 from .deploy.layout import replica_loads
 from .errors import OptionError, RooflineError, shown
@@ -83,11 +83,14 @@ def serve(dep: Deployment, mode: str, input_len: int, output_len: int, batch: in
     ratio = float(serving.prefill_to_decode_ratio(prefill_1, step_s, batch, output_len))
     kv_bytes = float(memory.kv_cache_bytes_per_sequence(dep.model, input_len, dep.precision.kv_bytes))
     transfer = kv_transfer_s(dep, kv_bytes) if mode == "disaggregated" else 0.0
-    if mode == "static":
-        ttft = float(serving.static_ttft_s(prefill_b))
-        tpot, stall = step_s, 0.0
-        tps = batch * output_len / float(serving.static_cycle_s(prefill_b, output_len, step_s))
+    if mode == "static":  # the batch is one request of B prompts: request's TTFT, TPOT and memory
+        whole = request_from(dep, input_len, output_len, batch, mfu)
+        ttft = float(serving.static_ttft_s(whole.ttft_s))
+        tpot, stall, step_s = float(whole.tpot_s), 0.0, float(whole.tpot_s)
+        tps = batch * output_len / float(serving.static_cycle_s(whole.ttft_s, output_len, whole.tpot_s))
         used = chips
+        final = static_memory(dep, input_len, output_len, final, whole)
+        fits = bool(np.all(final.fits))
     elif mode == "interleaved":
         ttft = float(serving.interleaved_ttft_s(prefill_1, step_s))
         tpot = float(serving.interleaved_tpot_s(step_s, prefill_1, batch, output_len))
@@ -138,6 +141,19 @@ def kv_transfer_s(dep: Deployment, kv_bytes: float) -> float:
         raise RooflineError(f"{hw.name}: disaggregated mode needs dcn_bandwidth_bytes_per_s in the hardware file")
     chips = float(np.max(dep.group_chips))
     return float(serving.kv_transfer_time_s(kv_bytes, chips * hw.dcn_bandwidth_bytes_per_s, hw.dcn_latency_s or 0.0))
+
+
+def static_memory(dep: Deployment, input_len: int, output_len: int, decodes: StepResult,
+                  whole: RequestResult) -> StepResult:
+    """A static batch's memory, :func:`request_from`'s: B sequences at I + O beside the activations
+    of their joint prefill (B·I tokens, B rows sampled); and the largest B that fits so, per replica
+    ⌊(HBM·u − P) / (KV(I + O) + reserve(I tokens, 1 row))⌋."""
+    per_seq = np.add(memory.cache_bytes_per_sequence(dep.model, input_len + output_len, dep.precision.kv_bytes),
+                     dep.activation_reserve_bytes(float(input_len), 1.0))
+    budget = dep.group_capacity_bytes() * dep.memory_utilization
+    largest = np.multiply(dep.replicas, memory.max_batch_size(budget, dep.weight_bytes, per_seq))
+    return replace(decodes, fits=whole.fits, total_bytes=whole.total_bytes,
+                   usable_hbm_bytes=whole.usable_hbm_bytes, max_batch=largest)
 
 
 def mixed_memory(dep: Deployment, batch: int, input_len: int, output_len: int, decodes: StepResult) -> StepResult:
@@ -232,7 +248,7 @@ def prefix_caching(dep: Deployment, input_len: int, mfu: float, prefix_len: int,
         capacity = (hw.host_dram_bytes or 0.0) * chips
     else:
         load = 0.0  # read in place by the suffix's attention
-        capacity = float(dep.usable_hbm_bytes(input_len) * dep.replicas - dep.weight_bytes)
+        capacity = float(dep.usable_hbm_bytes(input_len, 1.0) * dep.replicas - dep.weight_bytes)
     held = float(serving.prefix_cache_bytes(num_prefixes, kv_prefix))
     full, suffix = float(full_t.time_s), float(suffix_t.time_s)
     cached = float(serving.prefix_cached_ttft_s(full, suffix, load, hit_rate))

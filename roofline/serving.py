@@ -28,8 +28,8 @@ def static_ttft_s(batch_prefill_s: ArrayLike) -> Number:
 
 
 def static_cycle_s(batch_prefill_s: ArrayLike, output_len: ArrayLike, step_s: ArrayLike) -> Number:
-    """One static-batching cycle: prefill of the batch, then O decode steps for everyone."""
-    return np.add(batch_prefill_s, np.multiply(output_len, step_s))
+    """One static-batching cycle: prefill of the batch (it yields token 1), then O − 1 decode steps."""
+    return np.add(batch_prefill_s, np.multiply(np.subtract(output_len, 1.0), step_s))
 
 
 def prompts_per_step(batch: ArrayLike, output_len: ArrayLike) -> Number:

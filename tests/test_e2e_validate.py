@@ -71,8 +71,9 @@ def test_profiles_pick_rows_and_errors_become_skips():
 def test_static_prediction_is_one_batch_cycle():
     p = predict_row(ROW)
     assert set(p) == {"ttft_s", "tpot_s", "output_tokens_per_s", "requests_per_s"}
-    # A static batch: B·O tokens per cycle of one batched prefill plus O decode steps.
-    assert p["output_tokens_per_s"] == pytest.approx(8 * 128 / (p["ttft_s"] + 128 * p["tpot_s"]))
+    # A static batch: B·O tokens per cycle of one batched prefill (it yields token 1) plus O − 1
+    # decode steps.
+    assert p["output_tokens_per_s"] == pytest.approx(8 * 128 / (p["ttft_s"] + 127 * p["tpot_s"]))
     assert p["requests_per_s"] == pytest.approx(p["output_tokens_per_s"] / 128)
 
 

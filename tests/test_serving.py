@@ -146,14 +146,26 @@ def test_mixed_max_batch_is_the_largest_batch_whose_prompts_fit_too(max_seqs, ou
 def test_mixed_engine_holds_the_prompts_in_flight():
     # I = 4096, O = 4 on one H100 (80 GB, 0.9 usable): llama-3-8b's 8,030,261,248 bf16 parameters
     # (its HF card) leave 72.0 − 16.06 GB for sequences of 4100 × 131,072 B of KV plus an activation
-    # reserve of (2·4096 + 2·14336)·2 + 4·128,256 B: 103.98, so 103 fit (a static batch's check).
+    # reserve of (2·4096 + 2·14336)·2 + 4·128,256 B: 103.98, so 103 fit (a decode step's check, which
+    # an interleaved engine makes).
     # A mixed engine also holds the B/O = B/4 prompts it is prefilling: B + ⌈B/4⌉ ≤ 103 gives
     # B ≤ ⌊103·4/5⌋ = 82 (82 + 21 = 103; 83 + 21 = 104).
     m = load_model("llama-3-8b")
     fit = int((0.9 * 80e9 - 2 * 8_030_261_248) // (4100 * 131_072 + (2 * 4096 + 2 * 14336) * 2 + 4 * 128_256))
     assert fit == 103
-    static = multichip.serve(m, H100, "static", 4096, 4, 1, 103)
-    assert static.fits and static.max_batch == fit
+    inter = multichip.serve(m, H100, "interleaved", 4096, 4, 1, 103)
+    assert inter.fits and inter.max_batch == fit
+    # A static batch prefills its B prompts in one step (request's check): each sequence also
+    # reserves 4096 tokens of (2·4096 + 2·14336)·2 B activations and one sampled row's logits,
+    # 55.94 GB / 839,898,112 B = 66.6, so 66 fit.
+    static_fit = int((0.9 * 80e9 - 2 * 8_030_261_248)
+                     // (4100 * 131_072 + 4096 * (2 * 4096 + 2 * 14336) * 2 + 4 * 128_256))
+    assert static_fit == 66
+    at_66, at_67 = (multichip.serve(m, H100, "static", 4096, 4, 1, b) for b in (66, 67))
+    assert at_66.fits and not at_67.fits and at_66.max_batch == static_fit
+    from roofline.analysis import request
+
+    assert not request(m, H100, 4096, 4, batch=67).fits and request(m, H100, 4096, 4, batch=66).fits
     at, over = (multichip.serve(m, H100, "mixed", 4096, 4, 1, b) for b in (82, 83))
     assert at.fits and not over.fits and at.max_batch == over.max_batch == 82
     assert over.tokens_per_s_per_chip is None and over.tokens_per_s_per_chip_unchecked > 0
@@ -167,7 +179,7 @@ def test_mixed_engine_holds_the_prompts_in_flight():
     # slice's mean is 82.1 a replica
     assert serve(eight, "mixed", 4096, 4, 656).fits and not serve(eight, "mixed", 4096, 4, 657).fits
     # what the prompts add: 21 sequences of 4100 tokens x 131,072 B of KV
-    assert over.total_bytes - multichip.serve(m, H100, "static", 4096, 4, 1, 83).total_bytes == \
+    assert over.total_bytes - multichip.serve(m, H100, "interleaved", 4096, 4, 1, 83).total_bytes == \
         pytest.approx(21 * 4100 * 131_072)
 
 

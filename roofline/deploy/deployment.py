@@ -135,8 +135,9 @@ class Deployment:
         """Physical HBM of one replica: group chips × HBM per chip."""
         return self.group_chips * self.hw.hbm_bytes
 
-    def activation_reserve_bytes(self, tokens: ArrayLike) -> Number:
-        """Activations of a step of T tokens on one replica: T·(2·D + 2·F)·act bytes + T·V·4 (fp32 logits).
+    def activation_reserve_bytes(self, tokens: ArrayLike, sampled: ArrayLike | None = None) -> Number:
+        """Activations of a step of T tokens on one replica: T·(2·D + 2·F)·act bytes + S·V·4, the fp32
+        logits of the S rows it samples (S = T in decode; a prefill samples one row a prompt).
 
         Charged only when the memory-utilization fraction is below 1 (the book's accounting
         reserves nothing).
@@ -144,12 +145,12 @@ class Deployment:
         if self.memory_utilization >= 1.0:
             return np.zeros_like(np.asarray(tokens, dtype=float))
         m = self.model
-        per_token = (2.0 * m.d_model + 2.0 * m.d_ff) * self.precision.activation_bytes + 4.0 * m.vocab_size
-        return np.multiply(tokens, per_token)
+        hidden = np.multiply(tokens, (2.0 * m.d_model + 2.0 * m.d_ff) * self.precision.activation_bytes)
+        return np.add(hidden, np.multiply(tokens if sampled is None else sampled, 4.0 * m.vocab_size))
 
-    def usable_hbm_bytes(self, tokens: ArrayLike = 0.0) -> Number:
+    def usable_hbm_bytes(self, tokens: ArrayLike = 0.0, sampled: ArrayLike | None = None) -> Number:
         """HBM one replica may fill with weights + KV: physical × utilization − activation reserve."""
-        return self.group_capacity_bytes() * self.memory_utilization - self.activation_reserve_bytes(tokens)
+        return self.group_capacity_bytes() * self.memory_utilization - self.activation_reserve_bytes(tokens, sampled)
 
 
 def default_comms_overlap(hw: HardwareSpec) -> float:
