@@ -35,7 +35,7 @@ from .memory import Number
 from .serving import littles_law_concurrency
 from .specs import HardwareSpec, ModelSpec
 from .sweep import decode_sweep
-from .units import HOUR_S, dtype_bytes
+from .units import HOUR_S
 
 SECTION = f"{BOOK}, 'Theoretical estimates for LLM latency and throughput'"
 
@@ -263,14 +263,20 @@ def _chip_axis(hardware: Sequence[HardwareSpec], max_chips: int) -> np.ndarray:
 
 def _prefill_moments(model: ModelSpec, hw: HardwareSpec, layout: tuple[int, int, int], lengths: LengthDistribution,
                      precision: Precision, mfu: float, memory_utilization: float,
-                     ep: int | None = None, engine: str | None = None) -> tuple[float, float]:
-    """E[S] and E[S²] of one request's prefill (analysis.request, batch 1) on a (chips, tp, pp) replica."""
+                     ep: int | None = None, engine: str | None = None) -> tuple[float, float, float, float]:
+    """E[S] and E[S²] of one request's prefill (analysis.request, batch 1) on a (chips, tp, pp) replica,
+    and the memory of the largest request alone beside the weights, with the HBM it may use
+    (request's check: its KV at I + O and its prefill's activations)."""
     chips, tp, pp = layout
     res = request(model, hw, lengths.input_len, lengths.output_len, chips=chips, batch=1, precision=precision,
                   mfu=mfu, tp=tp, pp=pp if pp > 1 else None, ep=ep, memory_utilization=memory_utilization,
                   engine=engine)
     ttft = np.asarray(res.ttft_s, dtype=float)
-    return float(weighted_mean(ttft, lengths.weight)), float(weighted_mean(ttft**2, lengths.weight))
+    room = np.asarray(res.usable_hbm_bytes, dtype=float) - np.asarray(res.total_bytes, dtype=float)
+    worst = int(np.argmin(np.broadcast_to(room, ttft.shape)))
+    total, usable = (float(np.broadcast_to(np.asarray(v, dtype=float), ttft.shape)[worst])
+                     for v in (res.total_bytes, res.usable_hbm_bytes))
+    return float(weighted_mean(ttft, lengths.weight)), float(weighted_mean(ttft**2, lengths.weight)), total, usable
 
 
 def plan(
@@ -312,24 +318,19 @@ def plan(
     chips, batch = cols["chips"].astype(float), cols["batch"].astype(float)
     domain = np.array([by_name[h].max_ici_domain_chips or max_chips for h in hw_col], dtype=float)
     in_domain = (chips <= domain) & (chips <= max_chips)
-    # The longest request must fit on its own beside the weights.
-    weight_b = np.array([dtype_bytes(w) for w in w_col], dtype=float)
-    kv_b = np.array([dtype_bytes(k) for k in kv_col], dtype=float)
-    params = memory.param_counts(model).total
-    longest = memory.param_bytes(params, weight_b) + memory.cache_bytes_per_sequence(
-        model, lengths.max_context, kv_b)
-    usable_hbm = cols["hbm_capacity_bytes"] * memory_utilization
-    usable = in_domain & np.asarray(memory.fits_in_memory(longest, usable_hbm))
-    # Prefill moments per block (chip × dtypes), vectorised over the block's slice sizes.
+    # Prefill moments per block (chip × dtypes), vectorised over the block's slice sizes; and every
+    # request must fit on its own beside the weights (longest: the tightest one's bytes).
     p_mean, p_sq = np.ones_like(chips), np.ones_like(chips)
+    longest, usable_hbm = np.zeros_like(chips), np.ones_like(chips)
     for index, blk in enumerate(sw.blocks):
         rows = np.flatnonzero(cols["block"] == index)
         if rows.size:
             prec = Precision(blk["weights"], blk["kv_dtype"], blk["compute_dtype"])
             for key in {(int(chips[r]), int(cols["tp"][r]), int(cols["pp"][r])) for r in rows}:
                 sel = rows[(chips[rows] == key[0]) & (cols["tp"][rows] == key[1]) & (cols["pp"][rows] == key[2])]
-                p_mean[sel], p_sq[sel] = _prefill_moments(model, by_name[blk["hardware"]], key, lengths, prec, mfu,
-                                                          memory_utilization, ep, engine)
+                p_mean[sel], p_sq[sel], longest[sel], usable_hbm[sel] = _prefill_moments(
+                    model, by_name[blk["hardware"]], key, lengths, prec, mfu, memory_utilization, ep, engine)
+    usable = in_domain & np.asarray(memory.fits_in_memory(longest, usable_hbm))
     step_s = cols["step_time_s"]
     decode_steps = max(lengths.mean_output - 1.0, 0.0)
     inf = np.full(step_s.shape, np.inf)

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline import memory, plan
+from roofline.analysis import request
 from roofline.deploy import Precision, deployment
 from roofline.errors import RooflineError
 from roofline.lengths import averaged_request, fixed_lengths, from_points, parse_lengths, read_lengths_csv
@@ -273,3 +274,18 @@ def test_plan_with_a_profiles_engine_names_it_and_is_slower():
                      kv_dtypes=["bf16"], engine="mine/1")
     assert "calibrated engine mine/1" in slow.sources[f"engine:{hw.name}"]
     assert slow.best.decode_step_s >= 1e-3 and slow.best.decode_step_s > plain.best.decode_step_s
+
+
+def test_plan_holds_the_longest_request_as_request_does():
+    # LLaMA-3-8B bf16 on one H100 (72 GB usable): 16.06 GB of weights + 350,000 tokens × 131,072 B of
+    # KV is 61.9 GB, but the prompt's prefill also reserves 350,000 × (2·4096 + 2·14336)·2 B = 25.8 GB
+    # of activations: 87.7 GB, so neither request nor plan puts it on one chip.  At 200,000 tokens
+    # (16.06 + 26.2 + 14.7 = 57.0 GB) both do.
+    m, hw = load_model("llama-3-8b"), load_hardware("h100-sxm")
+    for prompt, fits in ((350_000, False), (200_000, True)):
+        assert bool(request(m, hw, prompt, 100).fits) is fits
+        res = plan.plan(m, [hw], qps=0.1, lengths=fixed_lengths(prompt, 100), max_chips=1,
+                        weights=["bf16"], kv_dtypes=["bf16"], tp=[1], top=1)
+        assert (res.best is not None) is fits
+        if not fits:
+            assert res.reasons["memory"] > 0

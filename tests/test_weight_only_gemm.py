@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from roofline.analysis import Precision, decode_step
-from roofline.calibration import models
 from roofline.deploy import kernels
 from roofline.specs import load_hardware, load_model
 
