@@ -392,5 +392,7 @@ def request_from(dep: Deployment, input_len: ArrayLike, output_len: ArrayLike, b
         pp=dep.par.pp,
         ep=dep.par.ep,
         sources={**result_sources(dep, prefill),
-                 "formulas": f"{BOOK}, prefill/generation sections (MFU {mfu:g})"},
+                 "formulas": f"{BOOK}, prefill/generation sections (MFU {mfu:g})",
+                 "no_cache": "spec-sheet roofline of the book's no-KV-cache comparison (chips × peak "
+                             f"FLOP/s × MFU {mfu:g}, chips × HBM bandwidth), whatever the profile"},
     )
