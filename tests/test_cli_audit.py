@@ -1,0 +1,41 @@
+"""CLI audit: results that do not fit carry no cost, flags that would be ignored are refused, and
+every refusal is one line naming the flag or the file, the field and what is allowed (exit 2)."""
+
+from __future__ import annotations
+
+import json
+
+from tests.inprocess import run_roofline
+
+M8, H100 = ("--model", "llama-3-8b"), ("--hardware", "h100-sxm")
+
+
+def run_json(*args: str) -> dict:
+    run = run_roofline(*args, "--json")
+    assert run.code == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+def test_diff_says_which_side_fits_and_prices_only_those():
+    # 70B on 4 H100 at batch 64, context 8192: 141 GB of bf16 weights + 172 GB of bf16 KV > 4 x 80 GB x 0.9;
+    # int8 KV halves the KV to 86 GB, which fits.  step gives the fitting rule; diff must agree with it.
+    args = ("--model", "llama-3-70b", *H100, "--chips", "4", "--batch", "64")
+    step_a = run_json("step", *args)
+    step_b = run_json("step", *args, "--kv-dtype", "int8")
+    assert (step_a["fits"], step_b["fits"]) == (False, True)
+    diff = run_json("diff", *args, "--b", "kv_dtype=int8")
+    assert (diff["fits_a"], diff["fits_b"]) == (False, True)
+    assert diff["cost_a"] is None and step_a["cost_per_million_tokens"] is None
+    assert diff["cost_b"] == step_b["cost_per_million_tokens"]
+    assert diff["cost_delta_from_price_chips_batch"] is None
+    assert all(t["cost_delta"] is None for t in diff["terms"])
+    assert diff["step_a_s"] > diff["step_b_s"] > 0  # step times are still reported, as step does
+    table = run_roofline("diff", *args, "--b", "kv_dtype=int8")
+    assert table.code == 0 and "A does not fit" in table.stdout and "$1.2" not in table.stdout
+
+
+def test_diff_both_fit_keeps_the_costs():
+    diff = run_json("diff", *M8, *H100, "--b", "chips=2")
+    assert diff["fits_a"] is True and diff["fits_b"] is True
+    assert diff["cost_a"] > 0 and diff["cost_b"] > 0
+    assert all(isinstance(t["cost_delta"], float) for t in diff["terms"])
