@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 
-from tests.inprocess import run_roofline
+import pytest
+
+from tests.inprocess import assert_refused, run_roofline
 
 M8, H100 = ("--model", "llama-3-8b"), ("--hardware", "h100-sxm")
 
@@ -39,3 +41,21 @@ def test_diff_both_fit_keeps_the_costs():
     assert diff["fits_a"] is True and diff["fits_b"] is True
     assert diff["cost_a"] > 0 and diff["cost_b"] > 0
     assert all(isinstance(t["cost_delta"], float) for t in diff["terms"])
+
+
+SERVE = ("serve", *M8, *H100, "-i", "10", "-o", "10")
+
+
+@pytest.mark.parametrize("partial", [
+    ("--draft-model", "qwen2.5-0.5b"), ("--acceptance", "0.5"), ("--draft-len", "4"),
+    ("--draft-model", "qwen2.5-0.5b", "--draft-len", "4"), ("--draft-len", "4", "--acceptance", "0.5"),
+    ("--draft-model", "qwen2.5-0.5b", "--acceptance", "0.5"),
+])
+def test_serve_refuses_any_partial_set_of_speculative_flags(partial):
+    assert_refused(run_roofline(*SERVE, *partial), "--draft-model", "--draft-len", "--acceptance", "together")
+
+
+def test_serve_all_three_speculative_flags_work():
+    out = run_json(*SERVE, "--draft-model", "qwen2.5-0.5b", "--draft-len", "4", "--acceptance", "0.5")
+    # E[tokens per target step] = (1 - α^(γ+1)) / (1 - α) = (1 - 0.5^5) / 0.5 = 1.9375 (Leviathan et al. 2023)
+    assert out["speculative"]["tokens_per_target_step"] == pytest.approx(1.9375)
