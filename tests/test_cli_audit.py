@@ -59,3 +59,30 @@ def test_serve_all_three_speculative_flags_work():
     out = run_json(*SERVE, "--draft-model", "qwen2.5-0.5b", "--draft-len", "4", "--acceptance", "0.5")
     # E[tokens per target step] = (1 - α^(γ+1)) / (1 - α) = (1 - 0.5^5) / 0.5 = 1.9375 (Leviathan et al. 2023)
     assert out["speculative"]["tokens_per_target_step"] == pytest.approx(1.9375)
+
+
+SIMULATE = ("simulate", *M8, *H100, "-i", "64", "-o", "8", "--requests", "20")
+
+
+@pytest.mark.parametrize("args, flag, needed", [
+    ((*SERVE, "--prefix-hit-rate", "0.3"), "--prefix-hit-rate", "--prefix-len"),
+    ((*SERVE, "--num-prefixes", "5"), "--num-prefixes", "--prefix-len"),
+    ((*SERVE, "--prefix-store", "host"), "--prefix-store", "--prefix-len"),
+    ((*SERVE, "--prefix-hit-rate", "1"), "--prefix-hit-rate", "--prefix-len"),  # the default value, but given
+    ((*SIMULATE, "--qps", "1", "--think-time", "1"), "--think-time", "--concurrency"),
+    ((*SIMULATE, "--qps", "1", "--think-time", "0"), "--think-time", "--concurrency"),
+    ((*SIMULATE, "--concurrency", "2", "--cv", "3"), "--cv", "--arrival-rate"),
+    (("shard", "--model", "book-exercise", "--hardware", "tpu-v5e", "--chips", "16", "--expert-ways", "4"),
+     "--expert-ways", "MoE"),
+])
+def test_a_flag_that_would_be_ignored_is_refused(args, flag, needed):
+    assert_refused(run_roofline(*args), flag, needed)
+
+
+def test_flags_left_at_their_defaults_are_not_refused():
+    assert run_json(*SERVE)["prefix_cache"] is None
+    with_prefix = run_json(*SERVE, "--prefix-len", "5")["prefix_cache"]
+    assert with_prefix["hit_rate"] == 1.0 and with_prefix["cache_store"] == "hbm"  # the defaults still apply
+    assert run_json(*SIMULATE, "--qps", "1", "--cv", "2")["completed"] == 20
+    assert run_json(*SIMULATE, "--concurrency", "2", "--think-time", "0.1")["completed"] == 20
+    assert run_json("shard", "--model", "book-exercise", "--hardware", "tpu-v5e", "--chips", "16")["moe"] is None

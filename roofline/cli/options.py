@@ -67,6 +67,16 @@ ENGINE = typer.Option(None, "--engine", parser=values.name,
                       help="Engine entry of a calibrated profile's engine: section, e.g. trtllm/1.0 "
                            "(default: its only entry, else none).")
 
+def refuse_without(needed: str, present: bool, given: dict[str, object], why: str = "") -> None:
+    """Flags that mean something only with ``needed``: one given (not None) while ``present`` is false is
+    refused, never silently ignored.  ``given`` maps each such flag to its value (None: not given)."""
+    if present:
+        return
+    for flag, value in given.items():
+        if value is not None:
+            raise RooflineError(f"{flag} needs {needed}{why}; without it {flag} would be ignored")
+
+
 def load_model_option(text: str, flag: str = "--model") -> ModelSpec:
     """load_model, its one-line error prefixed by the flag that named the model."""
     try:
