@@ -86,3 +86,27 @@ def test_flags_left_at_their_defaults_are_not_refused():
     assert run_json(*SIMULATE, "--qps", "1", "--cv", "2")["completed"] == 20
     assert run_json(*SIMULATE, "--concurrency", "2", "--think-time", "0.1")["completed"] == 20
     assert run_json("shard", "--model", "book-exercise", "--hardware", "tpu-v5e", "--chips", "16")["moe"] is None
+
+
+@pytest.mark.parametrize("overrides", ["batch=2,batch=4", "kv_dtype=int8,kv-dtype=fp8"])
+def test_diff_refuses_a_key_given_twice(overrides):
+    assert_refused(run_roofline("diff", *M8, *H100, "--b", overrides), "--with", "twice", "once")
+
+
+@pytest.mark.parametrize("command", ["sweep", "pareto"])
+def test_sweep_refuses_chips_that_disagree_with_the_topology(command):
+    # The same rule and words as step's: a 2x2 slice has 4 chips, so --chips 8 cannot also be meant.
+    args = ("--model", "llama-3-8b", "--hardware", "tpu-v5e", "--batch", "1")
+    step = run_roofline("step", *args, "--chips", "8", "--topology", "2x2")
+    assert_refused(step, "--topology 2x2 has 4 chips, not --chips 8")
+    assert_refused(run_roofline(command, *args, "--chips", "8", "--topology", "2x2"),
+                   "--topology 2x2 has 4 chips, not --chips 8")
+    assert_refused(run_roofline(command, *args, "--chips", "4,8", "--topology", "2x2"), "--topology", "--chips 4,8")
+    agreeing = run_json(command, *args, "--chips", "4", "--topology", "2x2")
+    alone = run_json(command, *args, "--topology", "2x2")
+    assert agreeing["evaluated"] == alone["evaluated"] == 1
+
+
+def test_sweep_default_chips_without_topology_are_unchanged():
+    out = run_json("sweep", *M8, *H100, "--batch", "1")
+    assert sorted({p["chips"] for p in out["points"]}) == [1, 2, 4, 8]

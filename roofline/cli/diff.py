@@ -47,6 +47,8 @@ def parse_overrides(text: str) -> dict[str, Any]:
         key = key.strip().replace("-", "_")
         if not sep or key not in OVERRIDES:
             raise RooflineError(f"--with: cannot read {shown(item)}; use key=value with keys: {', '.join(OVERRIDES)}")
+        if key in out:
+            raise RooflineError(f"--with: key {key!r} is given twice (in {shown(text)}); give each key once")
         try:
             out[key] = OVERRIDES[key](value.strip())
         except ValueError as exc:
