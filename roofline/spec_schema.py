@@ -29,7 +29,7 @@ from pydantic import (
 
 from . import spec_types
 from .checks import MAX_COUNT, check_count, check_flag, check_name, check_number, check_text
-from .errors import SpecError, nearest, shown
+from .errors import SHOWN_CHARS, SpecError, nearest, shown
 from .spec_types import (
     ATTENTION_TYPES,
     CONSTRAINTS,
@@ -268,11 +268,17 @@ def schema_for(spec: type) -> type[BaseModel]:
 _MAX_PROBLEMS = 3
 
 
+def field_path(loc: tuple[Any, ...]) -> str:
+    """A field's dotted path, quoted, in full (each key of it shortened only if long): the value is what a
+    message shortens, never the field it names."""
+    return repr(".".join(str(p) if len(str(p)) <= SHOWN_CHARS else shown(str(p)) for p in loc) or "(top level)")
+
+
 def _validation_message(path: str, exc: ValidationError, schema: type[BaseModel]) -> str:
     parts = []
     errors = exc.errors()
     for err in errors[:_MAX_PROBLEMS]:
-        field = shown(".".join(str(p) for p in err["loc"]) or "(top level)")
+        field = field_path(err["loc"])
         if err["type"] == "extra_forbidden":
             close = nearest(str(err["loc"][-1]), schema.model_fields)
             hint = f"; did you mean {close[0]!r}?" if close else ""

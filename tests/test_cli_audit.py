@@ -4,6 +4,7 @@ every refusal is one line naming the flag or the file, the field and what is all
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -110,3 +111,22 @@ def test_sweep_refuses_chips_that_disagree_with_the_topology(command):
 def test_sweep_default_chips_without_topology_are_unchanged():
     out = run_json("sweep", *M8, *H100, "--batch", "1")
     assert sorted({p["chips"] for p in out["points"]}) == [1, 2, 4, 8]
+
+
+PROFILE = Path(__file__).resolve().parent.parent / "roofline" / "data" / "profiles" / "h100-sxm-cal.yaml"
+
+
+def edited_profile(tmp_path: Path, old: str, new: str) -> str:
+    """The shipped H100 profile with the first ``old`` replaced by ``new``, as a file."""
+    text = PROFILE.read_text()
+    assert old in text
+    path = tmp_path / "edited-cal.yaml"
+    path.write_text(text.replace(old, new, 1))
+    return str(path)
+
+
+def test_a_long_field_path_is_shown_whole(tmp_path):
+    # allreduce/fp16's memory_efficiency is the first one in the file; the path must not be cut.
+    path = edited_profile(tmp_path, "memory_efficiency: 0.8054739727756677", "memory_efficiency: 7")
+    run = run_roofline("step", *M8, "--hardware", path)
+    assert_refused(run, path, "'calibration.ops.allreduce/fp16.memory_efficiency'", "1.5", "7")
