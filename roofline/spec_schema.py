@@ -137,6 +137,34 @@ class _HardwareChecks(_Schema):
         return out
 
 
+class _CalibrationChecks(_Schema):
+    """A calibrated profile's blocks: every field as strict as a spec's (``fused_parallel_block: "no"`` is
+    refused, as ``gated_mlp: "no"`` is), and fitted parameter names read back by device count."""
+
+    _fields = field_validator("*", mode="before")(classmethod(check_spec_field))
+
+    @field_validator("params", mode="before", check_fields=False)
+    @classmethod
+    def _params(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            for key in value:
+                check_param_key(key, value)
+        return value
+
+
+def check_param_key(key: object, params: dict[str, Any]) -> None:
+    """A fitted parameter's name: ``name`` or ``name@N``, N the device count it was fitted at (a whole
+    number ≥ 1); a collective's ``latency_s@N`` needs ``bandwidth_bytes_per_s@N`` beside it."""
+    base, at, devices = str(key).partition("@")
+    if not at:
+        return
+    if not (base and devices.isascii() and devices.isdigit() and int(devices) >= 1):
+        raise ValueError(f"key {shown(key)}: the part after '@' must be a device count, a whole number "
+                         f">= 1 (e.g. latency_s@8)")
+    if base == "latency_s" and f"bandwidth_bytes_per_s@{devices}" not in params:
+        raise ValueError(f"key {shown(key)} needs bandwidth_bytes_per_s@{devices} beside it")
+
+
 def _check_pattern(m: Any) -> None:
     """Layer pattern rules: lengths, sliding count, each kind's sizes, Mamba variant, MoE layers, NoPE count."""
     for key in ("layer_types", "mlp_types"):
@@ -249,9 +277,9 @@ def _schema_from(spec: type, base: type[BaseModel], nested: dict[str, Any]) -> t
 
 @functools.cache
 def _schemas() -> dict[type, type[BaseModel]]:
-    op = _schema_from(OpCalibration, _Schema, {})
-    calibration = _schema_from(CalibrationSpec, _Schema, {"ops": dict[str, op]})  # type: ignore[valid-type]
-    engine = _schema_from(EngineCalibration, _Schema, {})
+    op = _schema_from(OpCalibration, _CalibrationChecks, {})
+    calibration = _schema_from(CalibrationSpec, _CalibrationChecks, {"ops": dict[str, op]})  # type: ignore[valid-type]
+    engine = _schema_from(EngineCalibration, _CalibrationChecks, {})
     hardware = _schema_from(HardwareSpec, _HardwareChecks, {
         "calibration": calibration | None, "engine": dict[str, engine] | None})  # type: ignore[valid-type]
     model = _schema_from(ModelSpec, _ModelChecks, {})

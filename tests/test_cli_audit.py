@@ -125,8 +125,33 @@ def edited_profile(tmp_path: Path, old: str, new: str) -> str:
     return str(path)
 
 
+def test_a_profile_param_key_with_a_bad_device_count_names_the_file_and_field(tmp_path):
+    path = edited_profile(tmp_path, "latency_s@2:", "latency_s@x:")
+    run = run_roofline("step", *M8, "--hardware", path, "--chips", "2", "--tp", "2")
+    assert_refused(run, path, "calibration.ops.", ".params", "'latency_s@x'", "device count", "whole number")
+    assert "invalid literal" not in run.stderr
+
+
 def test_a_long_field_path_is_shown_whole(tmp_path):
     # allreduce/fp16's memory_efficiency is the first one in the file; the path must not be cut.
     path = edited_profile(tmp_path, "memory_efficiency: 0.8054739727756677", "memory_efficiency: 7")
     run = run_roofline("step", *M8, "--hardware", path)
     assert_refused(run, path, "'calibration.ops.allreduce/fp16.memory_efficiency'", "1.5", "7")
+
+
+def test_a_long_value_is_what_gets_shortened(tmp_path):
+    path = edited_profile(tmp_path, "fused_parallel_block: false", "fused_parallel_block: " + "x" * 300)
+    run = run_roofline("step", *M8, "--hardware", path)
+    assert_refused(run, "'engine.trtllm/0.5.0.fused_parallel_block'", "true or false")
+    assert "x" * 60 not in run.stderr
+
+
+@pytest.mark.parametrize("text", ['"no"', "no_thanks", "0", '"false"'])
+def test_fused_parallel_block_is_strict_like_gated_mlp(tmp_path, text):
+    path = edited_profile(tmp_path, "fused_parallel_block: false", f"fused_parallel_block: {text}")
+    assert_refused(run_roofline("step", *M8, "--hardware", path), path, "fused_parallel_block", "true or false")
+
+
+def test_the_edited_profile_loads_when_the_edit_is_valid(tmp_path):
+    path = edited_profile(tmp_path, "fused_parallel_block: false", "fused_parallel_block: true")
+    assert run_json("step", *M8, "--hardware", path)["fits"] is True
