@@ -155,3 +155,17 @@ def test_fused_parallel_block_is_strict_like_gated_mlp(tmp_path, text):
 def test_the_edited_profile_loads_when_the_edit_is_valid(tmp_path):
     path = edited_profile(tmp_path, "fused_parallel_block: false", "fused_parallel_block: true")
     assert run_json("step", *M8, "--hardware", path)["fits"] is True
+
+
+@pytest.mark.parametrize("command", ["step", "sweep", "pareto", "shard"])
+@pytest.mark.parametrize("chips", [(), ("--chips", "4")])
+def test_a_topology_on_a_switched_chip_names_this_commands_flags(command, chips):
+    # These commands size a slice with --chips (and --tp); only `collective` has --devices.
+    run = run_roofline(command, *M8, *H100, "--topology", "2x2", *chips)
+    assert_refused(run, "--topology", "switched", "--chips")
+    assert "--devices" not in run.stderr
+
+
+def test_collective_still_asks_for_devices():
+    run = run_roofline("collective", "--op", "allgather", "--bytes", "1e6", *H100, "--topology", "2x4")
+    assert_refused(run, "--topology", "switched", "--devices")
