@@ -169,3 +169,24 @@ def test_a_topology_on_a_switched_chip_names_this_commands_flags(command, chips)
 def test_collective_still_asks_for_devices():
     run = run_roofline("collective", "--op", "allgather", "--bytes", "1e6", *H100, "--topology", "2x4")
     assert_refused(run, "--topology", "switched", "--devices")
+
+
+@pytest.mark.parametrize("command, extra", [
+    ("step", ()), ("request", ("-i", "8", "-o", "8")), ("serve", ("-i", "8", "-o", "8")), ("shard", ()),
+    ("simulate", ("--qps", "1", "-i", "8", "-o", "8", "--requests", "5")), ("sweep", ("--batch", "1")),
+    ("pareto", ("--batch", "1")), ("diff", ("--b", "chips=2")),
+])
+def test_a_compute_dtype_the_chip_lacks_names_the_flag_and_lists_its_dtypes(command, extra):
+    # The H100 datasheet lists FP32, TF32, BF16, FP16, FP8 and INT8 tensor rates: no INT4.
+    run = run_roofline(command, *M8, *H100, "--compute-dtype", "int4", *extra)
+    assert_refused(run, "--compute-dtype int4", "--hardware h100-sxm", "no int4 FLOP/s",
+                   "fp32, tf32, bf16, fp16, fp8, int8")
+
+
+def test_a_hardware_file_without_the_default_compute_dtype_is_named(tmp_path):
+    source = Path(__file__).resolve().parent.parent / "hardware" / "h100-sxm.yaml"
+    lines = [line for line in source.read_text().splitlines() if not line.startswith("  bf16:")]
+    path = tmp_path / "no-bf16.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    run = run_roofline("step", *M8, "--hardware", str(path))
+    assert_refused(run, "--compute-dtype bf16", f"--hardware {path}", "no bf16 FLOP/s", "fp32, tf32, fp16, fp8, int8")

@@ -88,7 +88,8 @@ def diff_command(
     results = []
     for label, cfg in (("A", config_a), ("B", config_b)):
         try:
-            dep = deployment_from_options(load_model_option(cfg["model"]), load_hardware_option(cfg["hardware"]),
+            dep = deployment_from_options(load_model_option(cfg["model"]), load_hardware_option(
+                                              cfg["hardware"], compute_dtype=cfg["compute_dtype"]),
                                           cfg["chips"],
                                           cfg["weights"], cfg["kv_dtype"], cfg["compute_dtype"], cfg["tp"],
                                           cfg["pp"], cfg["ep"], None, cfg["memory_utilization"], cfg["price"])

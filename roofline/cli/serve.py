@@ -86,7 +86,7 @@ def serve_command(
     refuse_without("--prefix-len", prefix_len is not None, {"--prefix-hit-rate": prefix_hit_rate,
                                                              "--num-prefixes": num_prefixes,
                                                              "--prefix-store": prefix_store})
-    m, hw = load_model_option(model), load_hardware_option(hardware)
+    m, hw = load_model_option(model), load_hardware_option(hardware, compute_dtype=compute_dtype)
     draft = load_model_option(draft_model, "--draft-model") if draft_model else None
     dep = deployment_from_options(m, hw, chips, weights, kv_dtype, compute_dtype, tp, pp, ep, None,
                                   memory_utilization, engine=engine)

@@ -106,7 +106,7 @@ def simulate_command(
     refuse_without("--arrival-rate", arrival_rate is not None, {"--cv": cv},
                    " (an open loop of random arrivals)")
     check_outputs([("--html", html_path)])
-    m, hw = load_model_option(model), load_hardware_option(hardware)
+    m, hw = load_model_option(model), load_hardware_option(hardware, compute_dtype=compute_dtype)
     dist: LengthDistribution | None = None
     if trace is not None:
         if any(v is not None for v in (input_len, output_len, lengths, lengths_csv)):

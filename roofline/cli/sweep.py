@@ -71,8 +71,8 @@ def run_sweep(model: str, hardware: str, batch: str, chips: str | None, context:
     """Parse the shared sweep options and run :func:`roofline.sweep.decode_sweep`, or with
     ``frontiers`` = (objectives, group) :func:`roofline.sweep_frontier.decode_frontier`: the same
     sweep streamed to those frontiers (memory bounded by the frontier, not the grid)."""
-    hw = [load_hardware_option(h) for h in split_names(hardware, "--hardware")]
     values.dtype(compute_dtype)
+    hw = [load_hardware_option(h, compute_dtype=compute_dtype) for h in split_names(hardware, "--hardware")]
     extra: dict[str, Any] = {}
     if frontiers is not None:
         run = decode_frontier
