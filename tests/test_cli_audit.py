@@ -190,3 +190,12 @@ def test_a_hardware_file_without_the_default_compute_dtype_is_named(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     run = run_roofline("step", *M8, "--hardware", str(path))
     assert_refused(run, "--compute-dtype bf16", f"--hardware {path}", "no bf16 FLOP/s", "fp32, tf32, fp16, fp8, int8")
+
+
+def test_simulate_help_shows_the_whole_trace_description_at_80_columns(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    run = run_roofline("simulate", "--help")
+    assert run.code == 0
+    text = " ".join(run.stdout.replace("│", " ").split())
+    assert "…" not in run.stdout
+    assert "arrival_time_s, input_len, output_len" in text
