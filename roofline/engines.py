@@ -123,7 +123,7 @@ def serve(dep: Deployment, mode: str, input_len: int, output_len: int, batch: in
         prefix_cache=(prefix_caching(dep, input_len, mfu, prefix_len, prefix_hit_rate, num_prefixes, prefix_store)
                       if prefix_len is not None else None),
         speculative=(speculative(dep, batch, mean_context, draft_model, draft_len, acceptance)
-                     if draft_len is not None else None),
+                     if any(v is not None for v in (draft_model, draft_len, acceptance)) else None),
         sources={
             **step_res.sources,
             "formulas": f"{BOOK}, 'Designing an effective inference engine', appendix D; part 8 "
@@ -262,11 +262,11 @@ def prefix_caching(dep: Deployment, input_len: int, mfu: float, prefix_len: int,
     }
 
 
-def speculative(dep: Deployment, batch: int, context: float, draft_model: ModelSpec | None, draft_len: int,
+def speculative(dep: Deployment, batch: int, context: float, draft_model: ModelSpec | None, draft_len: int | None,
                 acceptance: float | None) -> dict[str, object]:
     """Speculative decoding, γ drafts at acceptance α: the verify step is γ+1 tokens per sequence priced
     by the step model (compute-bound above the critical batch), so the speedup falls below 1 there."""
-    if draft_model is None or acceptance is None:
+    if draft_model is None or draft_len is None or acceptance is None:
         raise OptionError("speculative decoding needs draft_model=, draft_len= and acceptance= together",
                           parameters=("draft_model", "draft_len", "acceptance"))
     if draft_len < 1:

@@ -102,10 +102,18 @@ def layout_for(
     return Layout(sizes, wraps, switched=False, domains=domains)
 
 
+def check_slice_topology(hw: HardwareSpec, topology_text: str | None) -> None:
+    """A slice's topology is for a torus: a switched domain's slice is its chip count (chips=, tp=)."""
+    if topology_text and hw.ici_topology == "switch":
+        raise OptionError(f"topology_text: {hw.name} has a switched NVLink domain, not a torus; drop it and "
+                          "give chips= (and tp=)", parameters=("topology_text", "chips", "tp"))
+
+
 def tp_layout(hw: HardwareSpec, tp: int, topology_text: str | None) -> Layout:
     """The tp group's layout: the leading topology axes multiplying to ``tp``, else ``tp`` devices."""
     if not topology_text:
         return layout_for(hw, tp)
+    check_slice_topology(hw, topology_text)
     axes = topology.axes_for_degree(topology.parse_topology(topology_text), tp)
     return layout_for(hw, None, topology_text, axes)
 

@@ -175,6 +175,9 @@ def shard_limits(
     expert_ways: int | None = None,
 ) -> ShardResult:
     """Model-parallel limits (decode, prefill, latency), KV sharding, 1D vs 2D, MoE experts, sharded step."""
+    if expert_ways is not None and not model.is_moe:
+        raise OptionError(f"expert_ways={expert_ways}: the model has no routed experts (splitting experts needs an "
+                          "MoE model)", parameters=("expert_ways",))
     res = decode_step(model, hw, chips, batch, context, precision, tp=tp if tp is not None else (
         None if topology_text else chips), topology_text=topology_text)
     degree = int(res.tp)

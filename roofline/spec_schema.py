@@ -29,7 +29,7 @@ from pydantic import (
 
 from . import spec_types
 from .checks import MAX_COUNT, check_count, check_flag, check_name, check_number, check_text
-from .errors import SpecError, nearest, shown
+from .errors import SHOWN_CHARS, SpecError, nearest, shown
 from .spec_types import (
     ATTENTION_TYPES,
     CONSTRAINTS,
@@ -135,6 +135,34 @@ class _HardwareChecks(_Schema):
             out[dtype] = check_number(rate, dtype, dimension="FLOP/s", minimum=1.0,
                                       open_low=False)
         return out
+
+
+class _CalibrationChecks(_Schema):
+    """A calibrated profile's blocks: every field as strict as a spec's (``fused_parallel_block: "no"`` is
+    refused, as ``gated_mlp: "no"`` is), and fitted parameter names read back by device count."""
+
+    _fields = field_validator("*", mode="before")(classmethod(check_spec_field))
+
+    @field_validator("params", mode="before", check_fields=False)
+    @classmethod
+    def _params(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            for key in value:
+                check_param_key(key, value)
+        return value
+
+
+def check_param_key(key: object, params: dict[str, Any]) -> None:
+    """A fitted parameter's name: ``name`` or ``name@N``, N the device count it was fitted at (a whole
+    number ≥ 1); a collective's ``latency_s@N`` needs ``bandwidth_bytes_per_s@N`` beside it."""
+    base, at, devices = str(key).partition("@")
+    if not at:
+        return
+    if not (base and devices.isascii() and devices.isdigit() and int(devices) >= 1):
+        raise ValueError(f"key {shown(key)}: the part after '@' must be a device count, a whole number "
+                         f">= 1 (e.g. latency_s@8)")
+    if base == "latency_s" and f"bandwidth_bytes_per_s@{devices}" not in params:
+        raise ValueError(f"key {shown(key)} needs bandwidth_bytes_per_s@{devices} beside it")
 
 
 def _check_pattern(m: Any) -> None:
@@ -249,9 +277,9 @@ def _schema_from(spec: type, base: type[BaseModel], nested: dict[str, Any]) -> t
 
 @functools.cache
 def _schemas() -> dict[type, type[BaseModel]]:
-    op = _schema_from(OpCalibration, _Schema, {})
-    calibration = _schema_from(CalibrationSpec, _Schema, {"ops": dict[str, op]})  # type: ignore[valid-type]
-    engine = _schema_from(EngineCalibration, _Schema, {})
+    op = _schema_from(OpCalibration, _CalibrationChecks, {})
+    calibration = _schema_from(CalibrationSpec, _CalibrationChecks, {"ops": dict[str, op]})  # type: ignore[valid-type]
+    engine = _schema_from(EngineCalibration, _CalibrationChecks, {})
     hardware = _schema_from(HardwareSpec, _HardwareChecks, {
         "calibration": calibration | None, "engine": dict[str, engine] | None})  # type: ignore[valid-type]
     model = _schema_from(ModelSpec, _ModelChecks, {})
@@ -268,11 +296,17 @@ def schema_for(spec: type) -> type[BaseModel]:
 _MAX_PROBLEMS = 3
 
 
+def field_path(loc: tuple[Any, ...]) -> str:
+    """A field's dotted path, quoted, in full (each key of it shortened only if long): the value is what a
+    message shortens, never the field it names."""
+    return repr(".".join(str(p) if len(str(p)) <= SHOWN_CHARS else shown(str(p)) for p in loc) or "(top level)")
+
+
 def _validation_message(path: str, exc: ValidationError, schema: type[BaseModel]) -> str:
     parts = []
     errors = exc.errors()
     for err in errors[:_MAX_PROBLEMS]:
-        field = shown(".".join(str(p) for p in err["loc"]) or "(top level)")
+        field = field_path(err["loc"])
         if err["type"] == "extra_forbidden":
             close = nearest(str(err["loc"][-1]), schema.model_fields)
             hint = f"; did you mean {close[0]!r}?" if close else ""

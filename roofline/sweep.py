@@ -47,7 +47,7 @@ def decode_sweep(
     model: ModelSpec,
     hardware: Sequence[HardwareSpec],
     batch: ArrayLike,
-    chips: ArrayLike = (1,),
+    chips: ArrayLike | None = None,
     context: ArrayLike = (DEFAULT_CONTEXT,),
     weights: Sequence[str] = ("bf16",),
     kv_dtypes: Sequence[str] = ("bf16",),
@@ -64,9 +64,9 @@ def decode_sweep(
 ) -> SweepResult:
     """Every (chip, weights, KV dtype, tp, chips, batch, context) decode step that fits in HBM.
 
-    ``chips`` is the slice that serves the batch, or ``topologies`` its shapes (``4x4``:
-    16 chips whose ICI axes carry the collectives); ``tp`` the model-parallel degrees to try
-    (each must divide the chip count; None: the whole slice is one tp group, the book's
+    ``chips`` is the slice that serves the batch (default 1), or ``topologies`` its shapes (``4x4``:
+    16 chips whose ICI axes carry the collectives; chips given too must be their sizes); ``tp`` the
+    model-parallel degrees to try (each must divide the chip count; None: the whole slice is one tp group, the book's
     figure).  ``labels`` names each chip's points (default: its name; the report passes the
     file each came from).  The loops run over chips × dtypes × tp degrees and grids of points,
     never over configurations; the columns are allocated once, sized by the screen's counts,

@@ -96,7 +96,7 @@ def decode_frontier(
     model: ModelSpec,
     hardware: Sequence[HardwareSpec],
     batch: ArrayLike,
-    chips: ArrayLike = (1,),
+    chips: ArrayLike | None = None,
     context: ArrayLike = (DEFAULT_CONTEXT,),
     weights: Sequence[str] = ("bf16",),
     kv_dtypes: Sequence[str] = ("bf16",),

@@ -197,7 +197,20 @@ class _Setup:
         return int(sum(int(b.counts.sum()) for b in self.blocks))
 
 
-def _setup(model: ModelSpec, hardware: Sequence[HardwareSpec], batch: ArrayLike, chips: ArrayLike,
+def slice_chips(topologies: Sequence[str], chips: ArrayLike | None) -> list[int]:
+    """Chips of each topology; ``chips`` given as well must list the same sizes (never silently replaced)."""
+    sizes = [topology.topology_chips(topology.parse_topology(t)) for t in topologies]
+    if chips is not None:
+        given = np.unique(np.asarray(chips, dtype=np.int64).reshape(-1)).tolist()
+        if sorted(set(sizes)) != given:
+            counts = ", ".join(str(n) for n in dict.fromkeys(sizes))
+            listed = ",".join(str(c) for c in given[:8]) + (",..." if len(given) > 8 else "")
+            raise OptionError(f"topologies={','.join(topologies)} has {counts} chips, not chips={listed}",
+                              parameters=("topologies", "chips"))
+    return sizes
+
+
+def _setup(model: ModelSpec, hardware: Sequence[HardwareSpec], batch: ArrayLike, chips: ArrayLike | None,
            context: ArrayLike, weights: Sequence[str], kv_dtypes: Sequence[str], tp: Sequence[int] | None,
            compute_dtype: str, prices: Mapping[str, float] | None, topologies: Sequence[str] | None,
            pp: Sequence[int] | None, memory_utilization: float, labels: Sequence[str] | None) -> _Setup:
@@ -210,7 +223,9 @@ def _setup(model: ModelSpec, hardware: Sequence[HardwareSpec], batch: ArrayLike,
     weights = check_dtypes(weights, "weights")
     kv_dtypes = check_dtypes(kv_dtypes, "kv_dtypes")
     if topologies:
-        chips = [topology.topology_chips(topology.parse_topology(t)) for t in topologies]
+        chips = slice_chips(topologies, chips)
+    elif chips is None:
+        chips = (1,)
     axes = tuple(np.unique(np.asarray(v, dtype=np.int64).reshape(-1)) for v in (batch, chips, context))
     if axes[0].size:
         _check_positive(batch=axes[0])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import typer
 
 from ..analysis import step_from
@@ -46,6 +47,8 @@ def parse_overrides(text: str) -> dict[str, Any]:
         key = key.strip().replace("-", "_")
         if not sep or key not in OVERRIDES:
             raise RooflineError(f"--with: cannot read {shown(item)}; use key=value with keys: {', '.join(OVERRIDES)}")
+        if key in out:
+            raise RooflineError(f"--with: key {key!r} is given twice (in {shown(text)}); give each key once")
         try:
             out[key] = OVERRIDES[key](value.strip())
         except ValueError as exc:
@@ -85,7 +88,8 @@ def diff_command(
     results = []
     for label, cfg in (("A", config_a), ("B", config_b)):
         try:
-            dep = deployment_from_options(load_model_option(cfg["model"]), load_hardware_option(cfg["hardware"]),
+            dep = deployment_from_options(load_model_option(cfg["model"]), load_hardware_option(
+                                              cfg["hardware"], compute_dtype=cfg["compute_dtype"]),
                                           cfg["chips"],
                                           cfg["weights"], cfg["kv_dtype"], cfg["compute_dtype"], cfg["tp"],
                                           cfg["pp"], cfg["ep"], None, cfg["memory_utilization"], cfg["price"])
@@ -95,18 +99,20 @@ def diff_command(
             raise type(exc)(f"configuration {label}: {exc}") from None
         results.append(step_from(dep, cfg["batch"], cfg["context"]))
     res = diff_steps(*results)
-    data: dict[str, Any] = {"a": config_a, "b": config_b, **res.as_dict(),
+    fits_a, fits_b = (bool(np.all(r.fits)) for r in results)
+    data: dict[str, Any] = {"a": config_a, "b": config_b, **res.as_dict(), "fits_a": fits_a, "fits_b": fits_b,
                             "sources": {"A": results[0].sources, "B": results[1].sources}}
+    null_costs(data, fits_a, fits_b)
 
     def render() -> None:
-        table = compact_table(f"step time and $/Mtok: A {format_seconds(res.step_a_s)}, ${res.cost_a:.3f} -> "
-                              f"B {format_seconds(res.step_b_s)}, ${res.cost_b:.3f}",
+        table = compact_table(f"step time and $/Mtok: A {format_seconds(res.step_a_s)}, {_cost(data['cost_a'])} -> "
+                              f"B {format_seconds(res.step_b_s)}, {_cost(data['cost_b'])}",
                               ["term", "A", "B", "Δ time", "share of Δ", "Δ $/Mtok"])
-        for t in res.terms:
+        for t, row in zip(res.terms, data["terms"], strict=True):
             table.add_row(t.term, format_seconds(t.a_s), format_seconds(t.b_s),
                           ("+" if t.delta_s >= 0 else "-") + format_seconds(abs(t.delta_s)),
-                          f"{100 * t.share + 0.0:.0f}%", f"{t.cost_delta:+.4f}")
-        table.add_row("chips · $/h / batch", "", "", "", "", f"{res.cost_delta_from_price_chips_batch:+.4f}")
+                          f"{100 * t.share + 0.0:.0f}%", _signed(row["cost_delta"]))
+        table.add_row("chips · $/h / batch", "", "", "", "", _signed(data["cost_delta_from_price_chips_batch"]))
         console.print(table)
         mem = res.memory
         console.print(f"weights {format_bytes(mem['param_bytes']['a'])} -> {format_bytes(mem['param_bytes']['b'])}; "
@@ -114,12 +120,32 @@ def diff_command(
                       f"HBM {format_bytes(mem['hbm_capacity_bytes']['a'])} -> "
                       f"{format_bytes(mem['hbm_capacity_bytes']['b'])}")
         for side in ("a", "b"):
-            if mem["total_bytes"][side] > mem["usable_hbm_bytes"][side]:
+            if not data[f"fits_{side}"]:
                 console.print(f"[bold red]{side.upper()} does not fit in HBM[/] "
-                              f"({format_bytes(mem['total_bytes'][side])} needed)")
+                              f"({format_bytes(mem['total_bytes'][side])} needed): no $/Mtok for it")
         print_assumptions(sources=results[0].sources)
 
     emit(data, as_json, render)
+
+
+def null_costs(data: dict[str, Any], fits_a: bool, fits_b: bool) -> None:
+    """A side that does not fit gets no $/Mtok, and a Δ$/Mtok needs both sides (the keys stay, null), as in step."""
+    if not fits_a:
+        data["cost_a"] = None
+    if not fits_b:
+        data["cost_b"] = None
+    if not (fits_a and fits_b):
+        data["cost_delta_from_price_chips_batch"] = None
+        for term in data["terms"]:
+            term["cost_delta"] = None
+
+
+def _cost(value: float | None) -> str:
+    return "does not fit" if value is None else f"${value:.3f}"
+
+
+def _signed(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.4f}"
 
 
 def register(app: typer.Typer) -> None:

@@ -13,7 +13,7 @@ import typer
 
 from ..analysis import DEFAULT_CONTEXT
 from ..deploy import DEFAULT_MEMORY_UTILIZATION, Deployment, Precision, deployment
-from ..errors import RooflineError
+from ..errors import RooflineError, SpecError
 from ..memory import WEIGHT_COMPONENTS
 from ..specs import HardwareSpec, ModelSpec, load_hardware, load_model
 from . import values
@@ -67,6 +67,16 @@ ENGINE = typer.Option(None, "--engine", parser=values.name,
                       help="Engine entry of a calibrated profile's engine: section, e.g. trtllm/1.0 "
                            "(default: its only entry, else none).")
 
+def refuse_without(needed: str, present: bool, given: dict[str, object], why: str = "") -> None:
+    """Flags that mean something only with ``needed``: one given (not None) while ``present`` is false is
+    refused, never silently ignored.  ``given`` maps each such flag to its value (None: not given)."""
+    if present:
+        return
+    for flag, value in given.items():
+        if value is not None:
+            raise RooflineError(f"{flag} needs {needed}{why}; without it {flag} would be ignored")
+
+
 def load_model_option(text: str, flag: str = "--model") -> ModelSpec:
     """load_model, its one-line error prefixed by the flag that named the model."""
     try:
@@ -75,12 +85,26 @@ def load_model_option(text: str, flag: str = "--model") -> ModelSpec:
         raise type(exc)(f"{flag}: {exc}") from None
 
 
-def load_hardware_option(text: str, flag: str = "--hardware") -> HardwareSpec:
-    """load_hardware, its one-line error prefixed by the flag that named the chip."""
+def load_hardware_option(text: str, flag: str = "--hardware", compute_dtype: str | None = None) -> HardwareSpec:
+    """load_hardware, its one-line error prefixed by the flag that named the chip; with ``compute_dtype``
+    (the --compute-dtype value) the chip must have FLOP/s for it (:func:`check_compute_dtype`)."""
     try:
-        return load_hardware(text)
+        hw = load_hardware(text)
     except RooflineError as exc:
         raise type(exc)(f"{flag}: {exc}") from None
+    if compute_dtype is not None:
+        check_compute_dtype(hw, compute_dtype, f"{flag} {text}")
+    return hw
+
+
+def check_compute_dtype(hw: HardwareSpec, compute_dtype: str, where: str) -> None:
+    """--compute-dtype must be a dtype the chip (named by ``where``: the flag and file) has FLOP/s for."""
+    try:
+        hw.flops_for(compute_dtype)
+    except SpecError:
+        raise SpecError(f"--compute-dtype {compute_dtype}: {where} has no {compute_dtype} FLOP/s; its flops_per_s "
+                        f"has: {', '.join(hw.flops_per_s)} (give one of those, or add {compute_dtype} to the "
+                        "hardware file)") from None
 
 
 def check_count(option: str, value: int | None, low: int = 1) -> None:

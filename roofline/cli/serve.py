@@ -38,6 +38,7 @@ from .options import (
     deployment_from_options,
     load_hardware_option,
     load_model_option,
+    refuse_without,
 )
 
 
@@ -55,12 +56,12 @@ def serve_command(
                                        help="Requests/s (alias --qps): continuous-batching steady state."),
     prefix_len: int = typer.Option(None, "--prefix-len", parser=values.count(),
                                    help="Shared-prefix tokens (prefix caching)."),
-    prefix_hit_rate: float = typer.Option(1.0, "--prefix-hit-rate", parser=values.probability,
-                                          help="Fraction of requests hitting the cache."),
-    num_prefixes: int = typer.Option(1, "--num-prefixes", parser=values.count(),
-                                     help="Distinct prefixes held in the cache."),
-    prefix_store: str = typer.Option("hbm", "--prefix-store", parser=values.choice("hbm", "host"),
-                                     help="Where the cache lives: hbm or host."),
+    prefix_hit_rate: float = typer.Option(None, "--prefix-hit-rate", parser=values.probability,
+                                          help="Share of requests hitting the cache (default 1; needs --prefix-len)."),
+    num_prefixes: int = typer.Option(None, "--num-prefixes", parser=values.count(),
+                                     help="Distinct prefixes held in the cache (default 1; needs --prefix-len)."),
+    prefix_store: str = typer.Option(None, "--prefix-store", parser=values.choice("hbm", "host"),
+                                     help="Where the cache lives: hbm (default) or host (needs --prefix-len)."),
     draft_model: str = typer.Option(None, "--draft-model", parser=values.name,
                                     help="Speculative decoding: the draft model."),
     draft_len: int = typer.Option(None, "--draft-len", parser=values.count(maximum=1024),
@@ -82,12 +83,16 @@ def serve_command(
 
     Example: roofline serve --model llama-3-8b --hardware h100-sxm --mode interleaved -i 2048 -o 512 -b 32
     """
-    m, hw = load_model_option(model), load_hardware_option(hardware)
+    refuse_without("--prefix-len", prefix_len is not None, {"--prefix-hit-rate": prefix_hit_rate,
+                                                             "--num-prefixes": num_prefixes,
+                                                             "--prefix-store": prefix_store})
+    m, hw = load_model_option(model), load_hardware_option(hardware, compute_dtype=compute_dtype)
     draft = load_model_option(draft_model, "--draft-model") if draft_model else None
     dep = deployment_from_options(m, hw, chips, weights, kv_dtype, compute_dtype, tp, pp, ep, None,
                                   memory_utilization, engine=engine)
     res = serve(dep, mode, input_len, output_len, batch, mfu, arrival_rate, prefix_len,
-                prefix_hit_rate, num_prefixes, prefix_store, draft, draft_len, acceptance)
+                1.0 if prefix_hit_rate is None else prefix_hit_rate, 1 if num_prefixes is None else num_prefixes,
+                prefix_store or "hbm", draft, draft_len, acceptance)
     data: dict[str, Any] = {"model": m.name, "hardware": hw.name, "input_len": input_len,
                             "output_len": output_len, "batch": batch, **res.as_dict()}
     explanations = explanations_into(data, explain_serve(res, batch, output_len) if explain else [])

@@ -56,7 +56,7 @@ def shard_command(
 
     Example: roofline shard --model book-exercise --hardware tpu-v5e --chips 16 --topology 4x4 --batch 32
     """
-    m, hw = load_model_option(model), load_hardware_option(hardware)
+    m, hw = load_model_option(model), load_hardware_option(hardware, compute_dtype=compute_dtype)
     prec = precision_from_options(weights, kv_dtype, compute_dtype)
     res = shard_limits(m, hw, chips, batch, context, prec, tp, topology, expert_ways)
     data: dict[str, Any] = {"model": m.name, "hardware": hw.name, "context": context, **res.as_dict()}

@@ -31,6 +31,7 @@ from .options import (
     load_hardware_option,
     load_model_option,
     precision_from_options,
+    refuse_without,
 )
 from .values import check_outputs
 
@@ -48,7 +49,8 @@ def simulate_command(
                                     help="Closed loop: clients, each waiting for its reply."),
     arrival_rate: float = typer.Option(None, "--arrival-rate", "--qps", parser=values.rate,
                                        help="Open loop: requests/s (alias --qps; Poisson, see --cv)."),
-    trace: str = typer.Option(None, "--trace", parser=values.name, help="CSV of arrival_time_s,input_len,output_len."),
+    trace: str = typer.Option(None, "--trace", parser=values.name,
+                              help="CSV with columns arrival_time_s, input_len, output_len."),
     input_len: int = INPUT_LEN,
     output_len: int = OUTPUT_LEN,
     lengths: str = LENGTHS,
@@ -65,10 +67,10 @@ def simulate_command(
                                    help="KV cache block size in tokens."),
     prefix_hit_rate: float = typer.Option(0.0, "--prefix-hit-rate", parser=values.probability,
                                           help="Share of prompt tokens in the prefix cache."),
-    cv: float = typer.Option(1.0, "--cv", parser=values.number(0.0, 100.0, open_low=False),
-                             help="Open loop: coefficient of variation of the gaps (1 Poisson)."),
-    think_time: float = typer.Option(0.0, "--think-time", parser=values.seconds_or_zero, metavar="TIME",
-                                     help="Closed loop: seconds between reply and next send."),
+    cv: float = typer.Option(None, "--cv", parser=values.number(0.0, 100.0, open_low=False),
+                             help="Open loop: coefficient of variation of the gaps (default 1: Poisson)."),
+    think_time: float = typer.Option(None, "--think-time", parser=values.seconds_or_zero, metavar="TIME",
+                                     help="Closed loop: seconds between reply and next send (default 0)."),
     ttft_slo: float = TTFT_SLO,
     tpot_slo: float = TPOT_SLO,
     warmup: int = typer.Option(None, "--warmup", parser=values.count(0, MAX_REQUESTS),
@@ -100,8 +102,12 @@ def simulate_command(
     if len(given) != 1:
         raise RooflineError("give exactly one load: --concurrency C, --arrival-rate R or --trace FILE"
                             + (f" (got {', '.join(given)})" if given else ""))
+    refuse_without("--concurrency", concurrency is not None, {"--think-time": think_time},
+                   " (a closed loop: clients waiting for replies)")
+    refuse_without("--arrival-rate", arrival_rate is not None, {"--cv": cv},
+                   " (an open loop of random arrivals)")
     check_outputs([("--html", html_path)])
-    m, hw = load_model_option(model), load_hardware_option(hardware)
+    m, hw = load_model_option(model), load_hardware_option(hardware, compute_dtype=compute_dtype)
     dist: LengthDistribution | None = None
     if trace is not None:
         if any(v is not None for v in (input_len, output_len, lengths, lengths_csv)):
@@ -109,7 +115,8 @@ def simulate_command(
         load: Any = read_trace(trace)
     else:
         dist = lengths_from_options(input_len, output_len, lengths, lengths_csv)
-        load = ClosedLoop(concurrency, think_time) if concurrency is not None else OpenLoop(arrival_rate, cv)
+        load = (ClosedLoop(concurrency, think_time or 0.0) if concurrency is not None
+                else OpenLoop(arrival_rate, 1.0 if cv is None else cv))
         requests = 1000 if requests is None else requests
     longest = max_trace_context(load) if dist is None else float(np.max(dist.input_len + dist.output_len))
     cost = cost_for(m, hw, tp, precision_from_options(weights, kv_dtype, compute_dtype), memory_utilization,

@@ -86,7 +86,7 @@ def step_command(
 
     Example: roofline step --model llama-2-13b --hardware tpu-v5e --chips 8 --batch 16 --context 8192
     """
-    m, hw = load_model_option(model), load_hardware_option(hardware)
+    m, hw = load_model_option(model), load_hardware_option(hardware, compute_dtype=compute_dtype)
     dep = deployment_from_options(m, hw, chips, weights, kv_dtype, compute_dtype, tp, pp, ep, topology,
                                   memory_utilization, price, engine)
     prec = dep.precision
@@ -182,7 +182,7 @@ def request_command(
     """
     from ..lengths import averaged_request, lengths_from_options  # request only: keeps `step` start-up lean
 
-    m, hw = load_model_option(model), load_hardware_option(hardware)
+    m, hw = load_model_option(model), load_hardware_option(hardware, compute_dtype=compute_dtype)
     dep = deployment_from_options(m, hw, chips, weights, kv_dtype, compute_dtype, tp, pp, ep, None,
                                   memory_utilization, engine=engine)
     dist = lengths_from_options(input_len, output_len, lengths, lengths_csv)

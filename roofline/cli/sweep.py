@@ -30,7 +30,10 @@ MODEL = typer.Option(..., "--model", "-m", parser=values.name,
 HARDWARE = typer.Option("tpu-v5e,h100-sxm", "--hardware", "-H", help="Comma-separated chips (names or YAML).")
 BATCH = typer.Option("1..4096", "--batch", "-b",
                      help="Batch sizes: '1,8,16' or a doubling range '1..4096'.")
-CHIPS = typer.Option("1,2,4,8", "--chips", "-n", help="Chips per slice: '1,2,4,8' or '1..64'.")
+#: Chips per slice swept when neither --chips nor --topology is given.
+DEFAULT_CHIPS = "1,2,4,8"
+CHIPS = typer.Option(None, "--chips", "-n", help=f"Chips per slice: '1,2,4,8' or '1..64' (default {DEFAULT_CHIPS}; "
+                                                 "with --topology: its sizes).")
 TOPOLOGY = typer.Option(None, "--topology", help="Slice shapes instead of --chips, e.g. '2x2,2x4,4x4' "
                                                  "(the collectives run on those ICI axes).")
 CONTEXT = typer.Option(str(DEFAULT_CONTEXT), "--context", "-s", help="Context lengths (tokens in each KV cache).")
@@ -60,7 +63,7 @@ GROUP = typer.Option("hardware", "--group", parser=values.choice("hardware", "we
 MAX_SLICE_CHIPS = 1 << 20
 
 
-def run_sweep(model: str, hardware: str, batch: str, chips: str, context: str, weights: str,
+def run_sweep(model: str, hardware: str, batch: str, chips: str | None, context: str, weights: str,
               kv_dtype: str, tp: str | None, compute_dtype: str, price: str | None,
               topology: str | None = None, pp: str | None = None,
               memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
@@ -68,8 +71,8 @@ def run_sweep(model: str, hardware: str, batch: str, chips: str, context: str, w
     """Parse the shared sweep options and run :func:`roofline.sweep.decode_sweep`, or with
     ``frontiers`` = (objectives, group) :func:`roofline.sweep_frontier.decode_frontier`: the same
     sweep streamed to those frontiers (memory bounded by the frontier, not the grid)."""
-    hw = [load_hardware_option(h) for h in split_names(hardware, "--hardware")]
     values.dtype(compute_dtype)
+    hw = [load_hardware_option(h, compute_dtype=compute_dtype) for h in split_names(hardware, "--hardware")]
     extra: dict[str, Any] = {}
     if frontiers is not None:
         run = decode_frontier
@@ -79,7 +82,8 @@ def run_sweep(model: str, hardware: str, batch: str, chips: str, context: str, w
     return run(
         load_model_option(model), hw,
         batch=parse_int_list(batch, "--batch"),
-        chips=parse_int_list(chips, "--chips", MAX_SLICE_CHIPS),
+        chips=(None if chips is None and topology is not None
+               else parse_int_list(DEFAULT_CHIPS if chips is None else chips, "--chips", MAX_SLICE_CHIPS)),
         context=parse_int_list(context, "--context"),
         weights=check_dtypes(split_names(weights, "--weights"), "--weights"),
         kv_dtypes=check_dtypes(split_names(kv_dtype, "--kv-dtype"), "--kv-dtype"),
@@ -228,7 +232,7 @@ def pareto_command(
     result = run_sweep(model, hardware, batch, chips, context, weights, kv_dtype, tp, compute_dtype, price,
                        topology, pp, memory_utilization, frontiers=(objectives, group))
     if len(result) == 0:
-        slices = f"--topology {topology}" if topology else f"--chips {chips}"
+        slices = f"--topology {topology}" if topology else f"--chips {chips or DEFAULT_CHIPS}"
         raise RooflineError(f"no configuration of {model} fits in HBM on {hardware} with {slices}; "
                             "try more chips or smaller dtypes")
     labels = result.group_labels(group)
@@ -236,8 +240,8 @@ def pareto_command(
     if html_path is not None:
         from ..report import write_frontier_page
 
-        notes = [("model", model), ("chips", hardware), ("slices", topology or f"{chips} chips"), ("batch", batch),
-                 ("context", context), ("weights", weights), ("KV", kv_dtype),
+        notes = [("model", model), ("chips", hardware), ("slices", topology or f"{chips or DEFAULT_CHIPS} chips"),
+                 ("batch", batch), ("context", context), ("weights", weights), ("KV", kv_dtype),
                  ("tp", tp or "the whole slice"), ("evaluated", f"{result.evaluated:,}"),
                  ("dropped (out of memory)", f"{result.dropped_out_of_memory:,}")]
         write_frontier_page(html_path, result, objectives, f"{model}: Pareto frontiers", notes,
