@@ -77,8 +77,10 @@ class StepResult:
     comms_exposed_s: Number = 0.0
     pipeline_bubble_s: Number = 0.0
     state_bytes: Number = 0.0
-    #: Sequences on the busiest replica, ⌈B/r⌉: its memory decides ``fits``.
+    #: Sequences on the busiest replica, ⌈B/r⌉: its memory decides ``fits`` and its step the time.
     replica_batch: Number = 1.0
+    #: The KV cache those sequences hold.
+    replica_kv_bytes: Number = 0.0
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -253,6 +255,7 @@ def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResu
         comms_exposed_s=t.comms_exposed_s,
         pipeline_bubble_s=t.pipeline_bubble_s,
         replica_batch=g_batch,
+        replica_kv_bytes=np.multiply(g_batch, kv_only),
         state_bytes=np.multiply(batch, state_seq),
     )
 

@@ -197,16 +197,16 @@ def inverse_command(
                               ["question", "answer", "formula"], left=("answer", "formula"))
         rows = [
             ("longest context that fits at this batch", f"{ans.longest_context_tokens:,.0f} tokens",
-             "S: P_bytes + B·KV(S) = chips·HBM"),
+             "S: P_bytes + B·KV(S) = usable HBM"),
             ("batch where KV reads overtake weight reads", f"{ans.kv_crossover_batch:,.2f}",
              "B* = P_bytes / KV_seq"),
             ("HBM bandwidth for the TPOT target", f"{format_bytes(ans.bandwidth_for_tpot_bytes_per_s)}/s "
              f"({format_bytes(ans.bandwidth_per_chip_for_tpot_bytes_per_s)}/s per chip)",
-             "max((B·KV + P_bytes)/T, B·KV/(T - 2BP/C))"),
+             "max((B·KV + P_bytes)/T, B·KV/(T - 2BP/C)), spec C"),
             ("chips for the TPOT target", f"{ans.chips_for_tpot:,.0f} (memory needs {ans.min_chips_for_memory:,.0f})",
              "ceil(step(1 chip) / T)"),
             ("largest batch meeting the TPOT target", f"{ans.max_batch_for_tpot:,.0f} "
-             f"(memory allows {ans.max_batch_for_memory:,.0f})", "min((T·W - P_bytes)/KV, T/(KV/W + 2P/C))"),
+             f"(memory allows {ans.max_batch_for_memory:,.0f})", "largest B with step(B) ≤ T (search)"),
         ]
         for row in rows:
             table.add_row(*row)

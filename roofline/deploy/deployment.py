@@ -16,7 +16,6 @@ from numpy.typing import ArrayLike
 
 from .. import memory
 from ..errors import OptionError, RooflineError, shown
-from ..fabric import check_slice_topology
 from ..memory import Number
 from ..specs import HardwareSpec, ModelSpec
 from ..units import dtype_bytes
@@ -186,7 +185,10 @@ def deployment(
     chips_arr = np.asarray(chips, dtype=float)
     if np.any(~np.isfinite(chips_arr)) or np.any(chips_arr < 1) or np.any(chips_arr != np.floor(chips_arr)):
         raise OptionError(f"chips must be a whole number ≥ 1 (got {shown(chips)})", parameters=("chips",))
-    check_slice_topology(hw, topology_text)
+    if topology_text:  # fabric (and its collectives) only where a topology is given: keeps start-up lean
+        from ..fabric import check_slice_topology
+
+        check_slice_topology(hw, topology_text)
     par = parallelism(chips, tp, pp, ep, topology_text, model.num_experts)
     if par.pp > model.num_layers:
         raise OptionError(f"pp={par.pp} exceeds the model's {model.num_layers} layers", parameters=("pp",))
