@@ -199,3 +199,25 @@ def test_simulate_help_shows_the_whole_trace_description_at_80_columns(monkeypat
     text = " ".join(run.stdout.replace("│", " ").split())
     assert "…" not in run.stdout
     assert "arrival_time_s, input_len, output_len" in text
+
+
+def test_sweep_and_pareto_take_a_profiles_engine_as_step_does(tmp_path):
+    # The same configuration with the same engine entry: sweep's point is step's step time, and
+    # the engine's terms make it slower than the kernels alone.
+    common = ("--model", "llama-3-8b", "--hardware", "h100-sxm-cal")
+    step = run_json("step", *common, "--batch", "8", "--context", "1024", "--engine", "trtllm/1.0")
+    csv_path = tmp_path / "points.csv"
+    proc = run_roofline("sweep", *common, "--chips", "1", "--batch", "8", "--context", "1024",
+                        "--engine", "trtllm/1.0", "--csv", str(csv_path))
+    assert proc.code == 0, proc.stderr
+    import csv
+
+    (row,) = list(csv.DictReader(csv_path.open()))
+    assert float(row["step_time_s"]) == pytest.approx(step["step_time_s"], rel=1e-9)
+    bare = run_json("step", *common, "--batch", "8", "--context", "1024")
+    assert step["step_time_s"] > bare["step_time_s"]
+    front = run_roofline("pareto", *common, "--chips", "1", "--batch", "8", "--context", "1024",
+                         "--engine", "trtllm/1.0", "--json")
+    assert front.code == 0, front.stderr
+    assert_refused(run_roofline("sweep", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--chips", "1",
+                                "--batch", "8", "--engine", "trtllm/1.0"), "no such engine entry")

@@ -20,7 +20,7 @@ from ..sweep import COLUMNS, SweepResult, check_dtypes, decode_sweep, parse_int_
 from ..sweep_frontier import decode_frontier
 from . import values
 from ._common import JSON_OPTION, WIDE_OPTION, compact_table, console, emit, print_assumptions
-from .options import load_hardware_option, load_model_option
+from .options import ENGINE, load_hardware_option, load_model_option
 from .values import check_outputs, parse_prices, split_names
 
 __all__ = ["MEMORY_UTILIZATION", "parse_prices", "run_sweep", "split_names"]
@@ -67,7 +67,7 @@ def run_sweep(model: str, hardware: str, batch: str, chips: str | None, context:
               kv_dtype: str, tp: str | None, compute_dtype: str, price: str | None,
               topology: str | None = None, pp: str | None = None,
               memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
-              frontiers: tuple[Sequence[str], str] | None = None) -> SweepResult:
+              frontiers: tuple[Sequence[str], str] | None = None, engine: str | None = None) -> SweepResult:
     """Parse the shared sweep options and run :func:`roofline.sweep.decode_sweep`, or with
     ``frontiers`` = (objectives, group) :func:`roofline.sweep_frontier.decode_frontier`: the same
     sweep streamed to those frontiers (memory bounded by the frontier, not the grid)."""
@@ -93,6 +93,7 @@ def run_sweep(model: str, hardware: str, batch: str, chips: str | None, context:
         compute_dtype=compute_dtype,
         prices=parse_prices(price, [h.name for h in hw]),
         topologies=None if topology is None else [_topology(t) for t in split_names(topology, "--topology")],
+        engine=engine,
         **extra,
     )
 
@@ -159,6 +160,7 @@ def sweep_command(
     context: str = CONTEXT, weights: str = WEIGHTS, kv_dtype: str = KV_DTYPE, tp: str = TP,
     compute_dtype: str = COMPUTE, price: str = PRICE, topology: str = TOPOLOGY, pp: str = PP,
     memory_utilization: float = MEMORY_UTILIZATION,
+    engine: str = ENGINE,
     csv_path: str = CSV,
     as_json: bool = JSON_OPTION,
 ) -> None:
@@ -168,7 +170,7 @@ def sweep_command(
     """
     check_outputs([("--csv", csv_path)])
     result = run_sweep(model, hardware, batch, chips, context, weights, kv_dtype, tp, compute_dtype, price,
-                       topology, pp, memory_utilization)
+                       topology, pp, memory_utilization, engine=engine)
     if csv_path is not None:
         write_csv(csv_path, result)
     data = summary(result)
@@ -211,6 +213,7 @@ def pareto_command(
     context: str = CONTEXT, weights: str = WEIGHTS, kv_dtype: str = KV_DTYPE, tp: str = TP,
     compute_dtype: str = COMPUTE, price: str = PRICE, topology: str = TOPOLOGY, pp: str = PP,
     memory_utilization: float = MEMORY_UTILIZATION,
+    engine: str = ENGINE,
     objective: str = OBJECTIVE,
     objective_short: str = OBJECTIVE_SHORT,
     group: str = GROUP,
@@ -230,7 +233,7 @@ def pareto_command(
             raise RooflineError(f"--objective: unknown {name!r}; allowed: {', '.join(OBJECTIVES)}, all")
     check_outputs([("--html", html_path), ("--csv", csv_path)])
     result = run_sweep(model, hardware, batch, chips, context, weights, kv_dtype, tp, compute_dtype, price,
-                       topology, pp, memory_utilization, frontiers=(objectives, group))
+                       topology, pp, memory_utilization, frontiers=(objectives, group), engine=engine)
     if len(result) == 0:
         slices = f"--topology {topology}" if topology else f"--chips {chips or DEFAULT_CHIPS}"
         raise RooflineError(f"no configuration of {model} fits in HBM on {hardware} with {slices}; "
