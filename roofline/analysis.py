@@ -151,23 +151,28 @@ def held_memory(dep: Deployment, batch: ArrayLike, bytes_per_seq: ArrayLike, tok
     """B sequences of ``bytes_per_seq`` dealt over r replicas (``loads``: (busiest, quietest, how many
     busiest), default :func:`replica_loads`): each holds the weights + its sequences against HBM less
     the activations of its step of ``tokens_per_seq`` tokens (``sampled_per_seq`` of them sampled,
-    default all) a sequence."""
-
-    def sampled(b: Number) -> Number | None:
-        return None if sampled_per_seq is None else np.multiply(b, sampled_per_seq)
-
-    busiest = (loads if loads is not None else replica_loads(batch, dep.replicas))[0]
+    default all) a sequence.  ``usable_bytes`` is :func:`slice_usable_bytes`'s."""
     r, weights = dep.replicas, dep.weight_bytes
-    top = memory.total_memory_bytes(weights, np.multiply(busiest, bytes_per_seq))
-    top_usable = dep.usable_hbm_bytes(np.multiply(busiest, tokens_per_seq), sampled(busiest))
     one = loads is None and not np.any(np.not_equal(r, 1.0))  # one replica holds it all: the slice is it
+    busiest = batch if one else (loads if loads is not None else replica_loads(batch, r))[0]
+    top = memory.total_memory_bytes(weights, np.multiply(busiest, bytes_per_seq))
+    top_usable = dep.usable_hbm_bytes(np.multiply(busiest, tokens_per_seq),
+                                      None if sampled_per_seq is None else np.multiply(busiest, sampled_per_seq))
     return StepMemory(
         bytes_per_seq, busiest, top, top_usable,
         total_bytes=top if one else np.add(times(r, weights), np.multiply(batch, bytes_per_seq)),
         fits=memory.fits_in_memory(top, top_usable),
-        usable_bytes=times(r, dep.usable_hbm_bytes(0.0)) - dep.activation_reserve_bytes(
-            np.multiply(batch, tokens_per_seq), sampled(batch)),
+        usable_bytes=top_usable if one else slice_usable_bytes(dep, batch, tokens_per_seq, sampled_per_seq),
         **per_seq)
+
+
+def slice_usable_bytes(dep: Deployment, batch: ArrayLike, tokens_per_seq: ArrayLike,
+                       sampled_per_seq: ArrayLike | None = None) -> Number:
+    """HBM the slice's r replicas may fill: r·physical·u less the activations of all B sequences'
+    steps (linear in tokens, so the replicas' reserves sum to the slice's)."""
+    sampled = None if sampled_per_seq is None else np.multiply(batch, sampled_per_seq)
+    return times(dep.replicas, dep.usable_hbm_bytes(0.0)) - dep.activation_reserve_bytes(
+        np.multiply(batch, tokens_per_seq), sampled)
 
 
 def overflow_bytes(dep: Deployment, batch: ArrayLike, bytes_per_seq: ArrayLike,

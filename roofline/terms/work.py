@@ -52,6 +52,8 @@ class Work:
     def dealt(self, replicas: ArrayLike) -> Work:
         """The busiest of r replicas' share: whole sequences and prompts are dealt out, ⌈n/r⌉ (a
         request runs on one replica); a fractional count, a per-step rate, splits evenly (n/r)."""
+        if not np.any(np.not_equal(replicas, 1.0)):
+            return self
         decodes, prefills = (_busiest_share(n, replicas) for n in (self.decode_seqs, self.prefill_seqs))
         prompts = None if self.prefill_prompts is None else np.where(
             np.greater(self.prefill_seqs, 0.0),
@@ -62,8 +64,6 @@ class Work:
 
 def _busiest_share(count: ArrayLike, replicas: ArrayLike) -> Number:
     """⌈n/r⌉ of a whole count n (:func:`~roofline.deploy.layout.replica_loads`), n/r of a fractional one."""
-    if not np.any(np.not_equal(replicas, 1.0)):
-        return count
     whole = np.equal(np.mod(count, 1.0), 0.0)
     return np.where(whole, np.ceil(np.divide(count, replicas)), np.divide(count, replicas))
 
