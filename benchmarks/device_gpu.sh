@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One prepared run for a lent NVIDIA GPU machine (the workplace's `device` tool; run it with
 # carry [".whl"] and timeout_s 480): measure this GPU's kernels with `roofline measure --device gpu`,
-# fit a profile from them, and score the shipped calibrated profile and the spec sheet against them.
-# Everything lands in $OUT (7 files), so that the measurements can be kept in the repo.
+# fit a profile from them, and score the shipped calibrated profile against them (its evaluate
+# output gives the spec sheet's error beside it). Everything lands in $OUT (6 files), so that the
+# measurements can be kept in the repo.
 #
 # The machine has torch, numpy, typer, rich and pyyaml but no pydantic. Make its wheels here first,
 # in the repo root (.whl/ is ignored through .git/info/exclude):

@@ -95,11 +95,13 @@ def serve(dep: Deployment, mode: str, input_len: int, output_len: int, batch: in
         ttft = float(serving.interleaved_ttft_s(prefill_1, step_s))
         tpot = float(serving.interleaved_tpot_s(step_s, prefill_1, batch, output_len))
         stall, tps, used = prefill_1, batch / tpot, chips
-    elif mode == "mixed":
-        step_s = float(step_terms(dep, mixed_work(batch, input_len, output_len, mean_context), mfu).time_s)
-        prompts = max(1.0, float(serving.prompts_per_step(batch, output_len)))
-        with_prompt = Work(decode_seqs=float(batch), decode_context=mean_context, prefill_seqs=prompts,
-                           prefill_len=float(input_len))
+    elif mode == "mixed":  # each replica runs its own ⌈B/r⌉ decodes and their new prompts
+        mine = float(replica_loads(batch, dep.replicas)[0])
+        step_s = float(step_terms(dep, replace(mixed_work(mine, input_len, output_len, mean_context),
+                                               per_replica=True), mfu).time_s)
+        prompts = max(1.0, float(serving.prompts_per_step(mine, output_len)))
+        with_prompt = Work(decode_seqs=mine, decode_context=mean_context, prefill_seqs=prompts,
+                           prefill_len=float(input_len), per_replica=True)
         ttft = float(serving.mixed_ttft_s(step_s, step_terms(dep, with_prompt, mfu).time_s))
         tpot, stall, tps, used = step_s, 0.0, batch / step_s, chips
         final = mixed_memory(dep, batch, input_len, output_len, final)
@@ -145,15 +147,19 @@ def kv_transfer_s(dep: Deployment, kv_bytes: float) -> float:
 
 def static_memory(dep: Deployment, input_len: int, output_len: int, decodes: StepResult,
                   whole: RequestResult) -> StepResult:
-    """A static batch's memory, :func:`request_from`'s: B sequences at I + O beside the activations
-    of their joint prefill (B·I tokens, B rows sampled); and the largest B that fits so, per replica
-    ⌊(HBM·u − P) / (KV(I + O) + reserve(I tokens, 1 row))⌋."""
+    """A static batch's memory, :func:`request_from`'s (B sequences at I + O beside the activations
+    of their joint prefill), and the largest B that fits so (:func:`static_max_batch`)."""
+    return replace(decodes, fits=whole.fits, total_bytes=whole.total_bytes,
+                   usable_hbm_bytes=whole.usable_hbm_bytes, max_batch=static_max_batch(dep, input_len, output_len))
+
+
+def static_max_batch(dep: Deployment, input_len: float, output_len: float) -> float:
+    """Largest static batch whose KV at I + O and joint prefill (I tokens, 1 sampled row a sequence)
+    fit: r·⌊(HBM·u − P) / (KV(I + O) + reserve(I, 1))⌋, each replica holding its share."""
     per_seq = np.add(memory.cache_bytes_per_sequence(dep.model, input_len + output_len, dep.precision.kv_bytes),
                      dep.activation_reserve_bytes(float(input_len), 1.0))
     budget = dep.group_capacity_bytes() * dep.memory_utilization
-    largest = np.multiply(dep.replicas, memory.max_batch_size(budget, dep.weight_bytes, per_seq))
-    return replace(decodes, fits=whole.fits, total_bytes=whole.total_bytes,
-                   usable_hbm_bytes=whole.usable_hbm_bytes, max_batch=largest)
+    return float(np.max(np.multiply(dep.replicas, memory.max_batch_size(budget, dep.weight_bytes, per_seq))))
 
 
 def mixed_memory(dep: Deployment, batch: int, input_len: int, output_len: int, decodes: StepResult) -> StepResult:
@@ -172,7 +178,7 @@ def mixed_memory(dep: Deployment, batch: int, input_len: int, output_len: int, d
                    max_batch=float(r) * serving.mixed_max_batch(per_replica, output_len))
 
 
-def mixed_work(batch: int, input_len: int, output_len: int, context: float) -> Work:
+def mixed_work(batch: float, input_len: int, output_len: int, context: float) -> Work:
     """One steady-state step of a mixed engine: B decodes at the mean context plus the prompts that
     replace finished sequences, c = B·I/O prompt tokens a step.  With B ≥ O these are B/O whole
     prompts; below, one chunk of c tokens after a cached prefix (I − c)/2, whose causal attention
@@ -248,7 +254,7 @@ def prefix_caching(dep: Deployment, input_len: int, mfu: float, prefix_len: int,
         capacity = (hw.host_dram_bytes or 0.0) * chips
     else:
         load = 0.0  # read in place by the suffix's attention
-        capacity = float(dep.usable_hbm_bytes(input_len, 1.0) * dep.replicas - dep.weight_bytes)
+        capacity = float(np.max(dep.usable_hbm_bytes(input_len, 1.0)) - dep.weight_bytes)  # each replica's cache
     held = float(serving.prefix_cache_bytes(num_prefixes, kv_prefix))
     full, suffix = float(full_t.time_s), float(suffix_t.time_s)
     cached = float(serving.prefix_cached_ttft_s(full, suffix, load, hit_rate))

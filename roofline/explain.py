@@ -96,9 +96,12 @@ def explain_step(dep: Deployment, batch: float, context: float, res: StepResult)
                     "chips · HBM · memory utilization − activation reserve (B·(2D + 2F)·bytes + B·V·4)",
                     (Term("chips · HBM", _f(res.hbm_capacity_bytes), "B"),
                      Term("utilization", dep.memory_utilization, "")), S_MEMORY, note=src.get("memory", "")),
-        Explanation("total memory", _f(res.total_bytes), "B", "replicas·P_bytes + B·KV_seq ≤ usable HBM",
+        Explanation("total memory", _f(res.total_bytes), "B",
+                    "replicas·P_bytes + B·KV_seq; fits where the busiest replica's P_bytes + ⌈B/replicas⌉·KV_seq "
+                    "≤ its usable HBM",
                     (Term("replicas", _f(res.replicas), ""), Term("P_bytes", _f(res.param_bytes), "B"),
-                     Term("B·KV_seq", _f(res.kv_bytes), "B"), Term("usable HBM", _f(res.usable_hbm_bytes), "B")),
+                     Term("B·KV_seq", _f(res.kv_bytes), "B"), Term("⌈B/replicas⌉", _f(res.replica_batch), "sequences"),
+                     Term("usable HBM", _f(res.usable_hbm_bytes), "B")),
                     S_MEMORY, binding=not bool(np.all(res.fits)),
                     note="fits" if np.all(res.fits) else "does NOT fit"),
         Explanation("KV read time", kv_t, "s", "T_kv = B·KV_seq / W_hbm (attention: always bandwidth-bound)" + group

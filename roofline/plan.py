@@ -26,9 +26,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import memory
-from .analysis import BOOK, Precision, decode_step, request
+from .analysis import BOOK, Precision, decode_step, held_memory, request_from
 from .cost import cost_per_hour
-from .deploy import DEFAULT_MEMORY_UTILIZATION
+from .deploy import DEFAULT_MEMORY_UTILIZATION, deployment
 from .errors import OptionError, shown
 from .lengths import LengthDistribution, weighted_mean
 from .memory import Number
@@ -264,19 +264,21 @@ def _chip_axis(hardware: Sequence[HardwareSpec], max_chips: int) -> np.ndarray:
 def _prefill_moments(model: ModelSpec, hw: HardwareSpec, layout: tuple[int, int, int], lengths: LengthDistribution,
                      precision: Precision, mfu: float, memory_utilization: float,
                      ep: int | None = None, engine: str | None = None) -> tuple[float, float, float, float]:
-    """E[S] and E[S²] of one request's prefill (analysis.request, batch 1) on a (chips, tp, pp) replica,
-    and the memory of the largest request alone beside the weights, with the HBM it may use
-    (request's check: its KV at I + O and its prefill's activations)."""
+    """E[S] and E[S²] of one request's prefill (analysis.request, batch 1) on a (chips, tp, pp) slice,
+    and the memory of its tightest request on the replica that holds it, with that replica's usable
+    HBM (request's check, :func:`~roofline.analysis.held_memory`: KV at I + O beside its prefill)."""
     chips, tp, pp = layout
-    res = request(model, hw, lengths.input_len, lengths.output_len, chips=chips, batch=1, precision=precision,
-                  mfu=mfu, tp=tp, pp=pp if pp > 1 else None, ep=ep, memory_utilization=memory_utilization,
-                  engine=engine)
-    ttft = np.asarray(res.ttft_s, dtype=float)
-    room = np.asarray(res.usable_hbm_bytes, dtype=float) - np.asarray(res.total_bytes, dtype=float)
-    worst = int(np.argmin(np.broadcast_to(room, ttft.shape)))
-    total, usable = (float(np.broadcast_to(np.asarray(v, dtype=float), ttft.shape)[worst])
-                     for v in (res.total_bytes, res.usable_hbm_bytes))
-    return float(weighted_mean(ttft, lengths.weight)), float(weighted_mean(ttft**2, lengths.weight)), total, usable
+    dep = deployment(model, hw, chips, precision, tp=tp, pp=pp if pp > 1 else None, ep=ep,
+                     memory_utilization=memory_utilization, engine=engine)
+    i, o = lengths.input_len, lengths.output_len
+    ttft = np.asarray(request_from(dep, i, o, 1, mfu).ttft_s, dtype=float)
+    held = held_memory(dep, 1.0, memory.cache_bytes_per_sequence(model, i + o, precision.kv_bytes), i,
+                       sampled_per_seq=1.0)
+    need, room = (np.broadcast_to(np.asarray(v, dtype=float), ttft.shape)
+                  for v in (held.replica_bytes, held.replica_usable_bytes))
+    worst = int(np.argmax(need - room))
+    return (float(weighted_mean(ttft, lengths.weight)), float(weighted_mean(ttft**2, lengths.weight)),
+            float(need[worst]), float(room[worst]))
 
 
 def plan(

@@ -146,7 +146,8 @@ class SweepResult:
 class DroppedSlot:
     """Batches of one block's (chips, context) slot that do not fit: every batch ≥ ``first_dropped``.
 
-    ``total_bytes`` and ``usable_hbm_bytes`` are decode_step's memory at that first dropped batch.
+    ``total_bytes`` and ``usable_hbm_bytes`` are decode_step's memory at that first dropped batch, as
+    the busiest replica (which decides the fit) holds it, times the replicas.
     """
 
     block: int

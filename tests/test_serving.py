@@ -217,3 +217,18 @@ def test_speculative_pays_at_small_batch_only():
     assert s["round_time_s"] == pytest.approx(4 * s["draft_step_s"] + s["verify_step_s"])
     assert s["speedup"] > 1.0
     assert 1 < s["break_even_batch"] < np.inf
+
+
+@pytest.mark.parametrize(("batch", "one"), [(64, 32), (192, 96), (191, 96)])
+def test_mixed_replicas_each_run_their_own_decodes_and_prompts(batch, one):
+    # B < O and B ≥ O (B/O = 1.5 and 1.49 a step): r = 2 replicas of B decodes step as one replica of
+    # ⌈B/2⌉, each with its own new prompts; the slice makes B tokens a step on twice the chips.
+    from roofline.deploy import deployment
+    from roofline.engines import serve
+
+    m = load_model("llama-3.1-8b")
+    pair = serve(deployment(m, H100, 2, tp=1), "mixed", 2048, 128, batch)
+    alone = serve(deployment(m, H100, 1, tp=1), "mixed", 2048, 128, one)
+    assert pair.tpot_s == pytest.approx(alone.tpot_s) and pair.ttft_s == pytest.approx(alone.ttft_s)
+    assert pair.tokens_per_s_per_chip_unchecked == pytest.approx(batch / pair.tpot_s / 2)
+

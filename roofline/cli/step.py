@@ -60,8 +60,8 @@ def why_line(r: dict[str, Any], bw_total: float) -> str:
                 f"{format_seconds(r['kv_time_s'] + r['weight_time_s'])} of HBM reads "
                 f"(batch is above the critical batch {r['critical_batch']:.0f})")
     if r["replicas"] > 1:  # each replica reads its own weights and its sequences' KV over its chips
-        return (f"memory-bound: each of {r['replicas']:.0f} replicas reads {format_bytes(r['param_bytes'])} of "
-                f"weights + {format_bytes(r['replica_kv_bytes'])} of KV over "
+        return (f"memory-bound: the busiest of {r['replicas']:.0f} replicas reads {format_bytes(r['param_bytes'])} "
+                f"of weights + {format_bytes(r['replica_kv_bytes'])} of KV over "
                 f"{format_bytes(bw_total / r['replicas'])}/s")
     return (f"memory-bound: {format_bytes(r['param_bytes'])} of weights + "
             f"{format_bytes(r['kv_bytes'])} of KV over {format_bytes(bw_total)}/s")

@@ -11,8 +11,8 @@ A row the model cannot run (it does not fit, unknown model) raises a one-line Ro
 
 Today's body uses :func:`roofline.multichip.serve`, the engine behind ``roofline serve``:
 
-* ``static``: ``serve --mode static -b batch``: TTFT is the batch's prefill, TPOT one decode
-  step of the batch at context I + O/2, throughput batch·O over prefill + O steps;
+* ``static``: ``serve --mode static -b batch`` (``request`` of the batch): TTFT is the batch's
+  prefill, TPOT the mean of its O − 1 decode steps, throughput batch·O over prefill + O − 1 steps;
 * ``concurrency``: ``serve --mode mixed -b concurrency`` (closed loop: the batch is the number of
   clients; in-flight batching carries the new prompts in the decode steps);
 * ``rate`` with a finite rate that one replica sustains: ``serve --arrival-rate`` (Little's law,
@@ -33,7 +33,7 @@ from dataclasses import replace
 
 from ..analysis import Precision, step_from
 from ..deploy import DEFAULT_MEMORY_UTILIZATION, NO_ENGINE, Deployment, EngineTerms, deployment, engine_terms
-from ..engines import serve
+from ..engines import serve, static_max_batch
 from ..errors import RooflineError
 from ..serving import mixed_max_batch
 from ..specs import HardwareSpec, load_hardware, load_model
@@ -71,11 +71,12 @@ def row_deployment(row: E2ERow, hw: HardwareSpec, engine: EngineTerms | None = N
                       engine=row_engine(row, hw) if engine is None else engine)
 
 
-def wave_batch(row: E2ERow, hw: HardwareSpec, dep: Deployment, context: float) -> int:
+def wave_batch(row: E2ERow, dep: Deployment, input_len: int, output_len: int) -> int:
     """The batch a static run holds at once: the row's batch, or the most that fit in the default usable
-    HBM (the engine's KV pool), when the row's batch does not: it then runs in waves of that size."""
+    HBM (the engine's KV pool; ``serve --mode static``'s check, :func:`~roofline.engines.static_max_batch`)
+    when the row's batch does not: it then runs in waves of that size."""
     batch = int(row.batch or 1)
-    fits = max_fitting_batch(replace(dep, memory_utilization=DEFAULT_MEMORY_UTILIZATION), context)
+    fits = int(static_max_batch(replace(dep, memory_utilization=DEFAULT_MEMORY_UTILIZATION), input_len, output_len))
     return max(min(batch, fits), 1)
 
 
@@ -97,7 +98,7 @@ def predict_row(row: E2ERow, hw_ref: str | HardwareSpec | None = None,
     o = row.mean_output_len
     isl, osl = max(int(round(i)), 1), max(int(round(o)), 1)
     if row.load == "static":
-        return _serve(dep, "static", isl, osl, wave_batch(row, hw, dep, i + o), row.dp)
+        return _serve(dep, "static", isl, osl, wave_batch(row, dep, isl, osl), row.dp)
     if row.load == "concurrency":
         per_replica = max(int(math.ceil((row.concurrency or 1) / row.dp)), 1)
         return _serve(dep, "mixed", isl, osl, per_replica, row.dp)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..deploy.layout import replica_loads
 from ..memory import Number
 
 
@@ -27,6 +28,8 @@ class Work:
     #: Prompts those prefill tokens belong to, for per-prompt costs (sampling, the engine's per-prefill
     #: overhead, the LM head): one chunk a step may be a fraction of a prompt.  None: ``prefill_seqs``.
     prefill_prompts: ArrayLike | None = None
+    #: True where the counts are already one replica's (a mixed engine's per-step rates): not dealt.
+    per_replica: bool = False
 
     @property
     def prompts(self) -> ArrayLike:
@@ -50,22 +53,17 @@ class Work:
                     np.divide(self.prefill_seqs, factor), self.prefill_len, self.prefill_cached, prompts)
 
     def dealt(self, replicas: ArrayLike) -> Work:
-        """The busiest of r replicas' share: whole sequences and prompts are dealt out, ⌈n/r⌉ (a
-        request runs on one replica); a fractional count, a per-step rate, splits evenly (n/r)."""
-        if not np.any(np.not_equal(replicas, 1.0)):
+        """The busiest of r replicas' share: sequences and prompts are dealt out, ⌈n/r⌉ (a request runs
+        on one replica; :func:`~roofline.deploy.layout.replica_loads`).  Work already one replica's
+        (``per_replica``) is its own share."""
+        if self.per_replica or not np.any(np.not_equal(replicas, 1.0)):
             return self
-        decodes, prefills = (_busiest_share(n, replicas) for n in (self.decode_seqs, self.prefill_seqs))
+        decodes, prefills = (replica_loads(n, replicas)[0] for n in (self.decode_seqs, self.prefill_seqs))
         prompts = None if self.prefill_prompts is None else np.where(
             np.greater(self.prefill_seqs, 0.0),
             np.multiply(self.prefill_prompts, np.divide(prefills, np.maximum(self.prefill_seqs, 1e-300))),
             np.divide(self.prefill_prompts, replicas))
         return Work(decodes, self.decode_context, prefills, self.prefill_len, self.prefill_cached, prompts)
-
-
-def _busiest_share(count: ArrayLike, replicas: ArrayLike) -> Number:
-    """⌈n/r⌉ of a whole count n (:func:`~roofline.deploy.layout.replica_loads`), n/r of a fractional one."""
-    whole = np.equal(np.mod(count, 1.0), 0.0)
-    return np.where(whole, np.ceil(np.divide(count, replicas)), np.divide(count, replicas))
 
 
 def decode_work(batch: ArrayLike, context: ArrayLike) -> Work:
