@@ -164,9 +164,10 @@ def static_max_batch(dep: Deployment, input_len: float, output_len: float) -> fl
 
 def mixed_memory(dep: Deployment, batch: int, input_len: int, output_len: int, decodes: StepResult) -> StepResult:
     """The decode batch's memory at context I + O with the prompts in flight held too: a replica of
-    b decodes holds b + ⌈b/O⌉ sequences at I + O (:func:`serving.mixed_resident_seqs`), the busiest
-    deciding the fit; and the largest B that fits so (each of the r replicas holding ⌊N·O/(O + 1)⌋
-    of the N sequences that fit it)."""
+    b decodes holds b + ⌈b/O⌉ sequences at I + O (:func:`serving.mixed_resident_seqs`), each with a
+    decode step's activation reserve (one token; the prompts' chunk is not reserved apart), the
+    busiest deciding the fit; and the largest B that fits so (each of the r replicas holding
+    ⌊N·O/(O + 1)⌋ of the N sequences that fit it)."""
     r = dep.replicas
     busiest, quietest, n_busiest = replica_loads(batch, r)
     top, low = (serving.mixed_resident_seqs(b, output_len) for b in (busiest, quietest))

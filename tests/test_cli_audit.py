@@ -221,3 +221,13 @@ def test_sweep_and_pareto_take_a_profiles_engine_as_step_does(tmp_path):
     assert front.code == 0, front.stderr
     assert_refused(run_roofline("sweep", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--chips", "1",
                                 "--batch", "8", "--engine", "trtllm/1.0"), "no such engine entry")
+
+
+def test_diff_takes_an_engine_on_either_side():
+    # B = A with the profile's trtllm/1.0 entry: B's step is step --engine's, A's the kernels alone.
+    common = ("--model", "llama-3-8b", "--hardware", "h100-sxm-cal", "--batch", "8", "--context", "1024")
+    out = run_json("diff", *common, "--with", "engine=trtllm/1.0")
+    assert out["b"]["engine"] == "trtllm/1.0" and out["a"]["engine"] is None
+    assert out["step_b_s"] == pytest.approx(run_json("step", *common, "--engine", "trtllm/1.0")["step_time_s"])
+    assert out["step_a_s"] == pytest.approx(run_json("step", *common)["step_time_s"])
+    assert_refused(run_roofline("diff", *common, "--with", "engine=vllm/9"), "configuration B", "vllm/9")

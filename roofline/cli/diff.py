@@ -18,6 +18,7 @@ from .options import (
     CHIPS,
     COMPUTE,
     CONTEXT,
+    ENGINE,
     EP,
     HARDWARE,
     KV_DTYPE,
@@ -36,7 +37,7 @@ from .options import (
 OVERRIDES = {"model": values.name, "hardware": values.name, "chips": values.count(), "batch": values.count(),
              "context": values.count(), "weights": values.dtype, "kv_dtype": values.dtype,
              "compute_dtype": values.dtype, "price": values.price, "tp": values.count(), "pp": values.count(),
-             "ep": values.count(), "memory_utilization": values.fraction}
+             "ep": values.count(), "memory_utilization": values.fraction, "engine": values.name}
 
 
 def parse_overrides(text: str) -> dict[str, Any]:
@@ -72,9 +73,10 @@ def diff_command(
     pp: int = PP,
     ep: int = EP,
     memory_utilization: float = MEMORY_UTILIZATION,
+    engine: str = ENGINE,
     b: str = typer.Option(..., "--with", "--b", help="Configuration B as overrides of A: key=value,... "
                                            "(model, hardware, chips, batch, context, weights, kv_dtype, "
-                                           "compute_dtype, price, tp, pp, ep, memory_utilization)."),
+                                           "compute_dtype, price, tp, pp, ep, memory_utilization, engine)."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Decode step of A (the options) vs B (A with --b overrides): which terms make the difference.
@@ -83,7 +85,7 @@ def diff_command(
     """
     config_a = {"model": model, "hardware": hardware, "chips": chips, "batch": batch, "context": context,
                 "weights": weights, "kv_dtype": kv_dtype, "compute_dtype": compute_dtype, "price": price,
-                "tp": tp, "pp": pp, "ep": ep, "memory_utilization": memory_utilization}
+                "tp": tp, "pp": pp, "ep": ep, "memory_utilization": memory_utilization, "engine": engine}
     config_b = {**config_a, **parse_overrides(b)}
     results = []
     for label, cfg in (("A", config_a), ("B", config_b)):
@@ -92,7 +94,8 @@ def diff_command(
                                               cfg["hardware"], compute_dtype=cfg["compute_dtype"]),
                                           cfg["chips"],
                                           cfg["weights"], cfg["kv_dtype"], cfg["compute_dtype"], cfg["tp"],
-                                          cfg["pp"], cfg["ep"], None, cfg["memory_utilization"], cfg["price"])
+                                          cfg["pp"], cfg["ep"], None, cfg["memory_utilization"], cfg["price"],
+                                          cfg["engine"])
         except OptionError as exc:
             raise OptionError(f"configuration {label}: {exc}", parameters=exc.parameters) from None
         except RooflineError as exc:
