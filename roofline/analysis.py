@@ -155,15 +155,22 @@ def held_memory(dep: Deployment, batch: ArrayLike, bytes_per_seq: ArrayLike, tok
     r, weights = dep.replicas, dep.weight_bytes
     one = loads is None and not np.any(np.not_equal(r, 1.0))  # one replica holds it all: the slice is it
     busiest = batch if one else (loads if loads is not None else replica_loads(batch, r))[0]
-    top = memory.total_memory_bytes(weights, np.multiply(busiest, bytes_per_seq))
-    top_usable = dep.usable_hbm_bytes(np.multiply(busiest, tokens_per_seq),
-                                      None if sampled_per_seq is None else np.multiply(busiest, sampled_per_seq))
+    top, top_usable = replica_need(dep, busiest, bytes_per_seq, tokens_per_seq, sampled_per_seq)
     return StepMemory(
         bytes_per_seq, busiest, top, top_usable,
         total_bytes=top if one else np.add(times(r, weights), np.multiply(batch, bytes_per_seq)),
         fits=memory.fits_in_memory(top, top_usable),
         usable_bytes=top_usable if one else slice_usable_bytes(dep, batch, tokens_per_seq, sampled_per_seq),
         **per_seq)
+
+
+def replica_need(dep: Deployment, seqs: ArrayLike, bytes_per_seq: ArrayLike, tokens_per_seq: ArrayLike,
+                 sampled_per_seq: ArrayLike | None = None) -> tuple[Number, Number]:
+    """(what one replica of ``seqs`` sequences holds: P + n·bytes, the HBM it may fill: physical·u less
+    the activations of its step of n·tokens tokens, n·sampled of them sampled)."""
+    sampled = None if sampled_per_seq is None else np.multiply(seqs, sampled_per_seq)
+    return (memory.total_memory_bytes(dep.weight_bytes, np.multiply(seqs, bytes_per_seq)),
+            dep.usable_hbm_bytes(np.multiply(seqs, tokens_per_seq), sampled))
 
 
 def slice_usable_bytes(dep: Deployment, batch: ArrayLike, tokens_per_seq: ArrayLike,
@@ -182,8 +189,8 @@ def overflow_bytes(dep: Deployment, batch: ArrayLike, bytes_per_seq: ArrayLike,
     busiest, quietest, n_busiest = replica_loads(batch, dep.replicas)
 
     def over(b: Number) -> Number:
-        return np.maximum(np.add(dep.weight_bytes, np.multiply(b, bytes_per_seq))
-                          - dep.usable_hbm_bytes(np.multiply(b, tokens_per_seq)), 0.0)
+        need, usable = replica_need(dep, b, bytes_per_seq, tokens_per_seq)
+        return np.maximum(np.subtract(need, usable), 0.0)
 
     return np.add(np.multiply(n_busiest, over(busiest)),
                   np.multiply(np.subtract(dep.replicas, n_busiest), over(quietest)))
@@ -300,6 +307,9 @@ class RequestResult:
     hbm_capacity_bytes: Number
     usable_hbm_bytes: Number = 0.0
     prefill_comms_s: Number = 0.0
+    #: The busiest replica's weights + KV at I + O, and the HBM it may fill: what decides ``fits``.
+    replica_bytes: Number = 0.0
+    replica_usable_bytes: Number = 0.0
     decode_comms_s: Number = 0.0
     tp: int = 1
     pp: int = 1
@@ -394,6 +404,8 @@ def request_from(dep: Deployment, input_len: ArrayLike, output_len: ArrayLike, b
         total_bytes=held.total_bytes,
         hbm_capacity_bytes=memory.hbm_capacity_bytes(chips, dep.hw.hbm_bytes),
         usable_hbm_bytes=held.usable_bytes,
+        replica_bytes=held.replica_bytes,
+        replica_usable_bytes=held.replica_usable_bytes,
         prefill_comms_s=prefill.comms_exposed_s,
         decode_comms_s=np.where(steps > 0, decode_comms / np.maximum(steps, 1.0), first.comms_exposed_s),
         tp=dep.par.tp,

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import memory
-from .analysis import BOOK, Precision, decode_step, held_memory, request_from
+from .analysis import BOOK, Precision, decode_step, request_from
 from .cost import cost_per_hour
 from .deploy import DEFAULT_MEMORY_UTILIZATION, deployment
 from .errors import OptionError, shown
@@ -270,12 +270,10 @@ def _prefill_moments(model: ModelSpec, hw: HardwareSpec, layout: tuple[int, int,
     chips, tp, pp = layout
     dep = deployment(model, hw, chips, precision, tp=tp, pp=pp if pp > 1 else None, ep=ep,
                      memory_utilization=memory_utilization, engine=engine)
-    i, o = lengths.input_len, lengths.output_len
-    ttft = np.asarray(request_from(dep, i, o, 1, mfu).ttft_s, dtype=float)
-    held = held_memory(dep, 1.0, memory.cache_bytes_per_sequence(model, i + o, precision.kv_bytes), i,
-                       sampled_per_seq=1.0)
+    res = request_from(dep, lengths.input_len, lengths.output_len, 1, mfu)
+    ttft = np.asarray(res.ttft_s, dtype=float)
     need, room = (np.broadcast_to(np.asarray(v, dtype=float), ttft.shape)
-                  for v in (held.replica_bytes, held.replica_usable_bytes))
+                  for v in (res.replica_bytes, res.replica_usable_bytes))
     worst = int(np.argmax(need - room))
     return (float(weighted_mean(ttft, lengths.weight)), float(weighted_mean(ttft**2, lengths.weight)),
             float(need[worst]), float(room[worst]))
