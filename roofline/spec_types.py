@@ -96,7 +96,8 @@ class CalibrationSpec(_Spec):
 class EngineCalibration(_Spec):
     """A serving engine's fitted terms beyond the kernels (``roofline calibrate fit`` on end-to-end rows).
 
-    Each is a physical quantity: per step, per layer, per token and layer, per sampled or
+    Each is a physical quantity: per step, per layer, per token and layer (split over a tp group's
+    chips, or repeated on each of them), per sampled or
     prefilled sequence, the engine's GEMM slowdown against the calibrated kernels, its latency
     per collective ring step, and the share of a GQA group's query heads that re-read the KV cache.
     """
@@ -104,6 +105,7 @@ class EngineCalibration(_Spec):
     step_overhead_s: float = spec_field(0.0, ge=0, le=10.0)
     layer_overhead_s: float = spec_field(0.0, ge=0, le=1.0)
     layer_bytes_per_token: float = spec_field(0.0, ge=0, le=1e12)
+    replicated_bytes_per_token: float = spec_field(0.0, ge=0, le=1e12)
     sample_s_per_seq: float = spec_field(0.0, ge=0, le=1.0)
     prefill_seq_overhead_s: float = spec_field(0.0, ge=0, le=10.0)
     gemm_slowdown: float = spec_field(0.0, ge=0, le=100.0)

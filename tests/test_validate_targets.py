@@ -24,12 +24,14 @@ def test_held_out_errors_meet_the_targets(held_out):
 
 
 def test_tensor_parallel_error_meets_the_target_for_throughput(held_out):
-    # Issue target: TP > 1 no worse than 1.25x the TP1 error.  Met for throughput (TP1, 2, 4, 8 rows);
-    # TPOT has no TP1 row.  Missed for TTFT (see README: its TP1 rows are 8 short TensorRT-LLM prefills,
-    # its TP > 1 rows mostly splitwise-sim prefills, the longest far slower per token than the model
-    # has): that one guards the level reached, so a regression fails.
-    for quantity, level in (("throughput", 1.25), ("ttft_s", 2.0)):
+    # Issue target: TP > 1 no worse than 1.25x the TP1 error.  Met for throughput (TP1, 2, 4, 8 rows)
+    # and for TTFT at TP2; TPOT has no TP1 row.  Missed for TTFT at TP4 and TP8 (see README: their
+    # rows are mostly splitwise-sim prefills, whose per-token cost steps up past 2048 tokens a step
+    # where the model has no term): those guard the level reached, so a regression fails.
+    levels = {"throughput": {"2": 1.25, "4": 1.25, "8": 1.25}, "ttft_s": {"2": 1.25, "4": 1.5, "8": 2.0}}
+    for quantity, level in levels.items():
         by_tp = held_out.summary[quantity]["by_tp"]
         tp1 = by_tp["1"]["mape"]
-        worst = max(v["mape"] for k, v in by_tp.items() if k != "1")
-        assert worst <= level * tp1, quantity
+        for tp, v in by_tp.items():
+            if tp != "1":
+                assert v["mape"] <= level[tp] * tp1, (quantity, tp)

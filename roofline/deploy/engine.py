@@ -15,7 +15,8 @@ from ..errors import RooflineError
 from ..specs import EngineCalibration, HardwareSpec
 
 #: Fitted engine quantities, in the order the fit and the step model use them.
-ENGINE_TERMS = ("step_overhead_s", "layer_overhead_s", "layer_bytes_per_token", "sample_s_per_seq",
+ENGINE_TERMS = ("step_overhead_s", "layer_overhead_s", "layer_bytes_per_token", "replicated_bytes_per_token",
+                "sample_s_per_seq",
                 "prefill_seq_overhead_s", "gemm_slowdown", "collective_hop_s",
                 "gqa_kv_reread")
 
@@ -27,6 +28,7 @@ class EngineTerms:
     step_overhead_s: float = 0.0
     layer_overhead_s: float = 0.0
     layer_bytes_per_token: float = 0.0
+    replicated_bytes_per_token: float = 0.0
     sample_s_per_seq: float = 0.0
     prefill_seq_overhead_s: float = 0.0
     gemm_slowdown: float = 0.0

@@ -29,7 +29,6 @@ deployment has dp replicas (throughputs × dp, rates ÷ dp).
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 from ..analysis import Precision, step_from
 from ..deploy import DEFAULT_MEMORY_UTILIZATION, NO_ENGINE, Deployment, EngineTerms, deployment, engine_terms
@@ -72,12 +71,11 @@ def row_deployment(row: E2ERow, hw: HardwareSpec, engine: EngineTerms | None = N
 
 
 def wave_batch(row: E2ERow, dep: Deployment, input_len: int, output_len: int) -> int:
-    """The batch a static run holds at once: the row's batch, or the most that fit in the default usable
-    HBM (the engine's KV pool; ``serve --mode static``'s check, :func:`~roofline.engines.static_max_batch`)
-    when the row's batch does not: it then runs in waves of that size."""
+    """The batch a static run holds at once: the row's batch, which ran, so it fit (``dep`` prices it
+    with all of HBM); only where even that cannot hold it, the most that does (``serve --mode static``'s
+    check, :func:`~roofline.engines.static_max_batch`), run in waves of that size."""
     batch = int(row.batch or 1)
-    fits = int(static_max_batch(replace(dep, memory_utilization=DEFAULT_MEMORY_UTILIZATION), input_len, output_len))
-    return max(min(batch, fits), 1)
+    return max(min(batch, int(static_max_batch(dep, input_len, output_len))), 1)
 
 
 def max_fitting_batch(dep: Deployment, context: float) -> int:

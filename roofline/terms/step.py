@@ -143,8 +143,9 @@ def engine_overhead_s(dep: Deployment, stage: Work, layers: float, share: float,
     """One stage's engine work outside the kernels (profile's ``engine:`` terms; 0 without an engine).
 
     share·(step overhead + sampled sequences·sampling + prefill sequences·prefill overhead)
-    + layers·(layer overhead + tokens·non-GEMM bytes per token / W_hbm) + GEMM·slowdown
-    + the KV re-reads of a kernel without grouped-query reuse (:func:`gqa_kv_reread_s`).
+    + layers·(layer overhead + tokens·(non-GEMM bytes per token / W_hbm + replicated bytes per token /
+    one chip's W_hbm)) + GEMM·slowdown + the KV re-reads of a kernel without grouped-query reuse
+    (:func:`gqa_kv_reread_s`).
     """
     e = dep.engine
     sampled = np.add(stage.decode_seqs, stage.prompts)
@@ -152,7 +153,10 @@ def engine_overhead_s(dep: Deployment, stage: Work, layers: float, share: float,
         return zeros_shaped(sampled, stage.tokens, gemm_s)
     per_step = e.step_overhead_s + np.multiply(sampled, e.sample_s_per_seq) + np.multiply(
         stage.prompts, e.prefill_seq_overhead_s)
-    per_layer = e.layer_overhead_s + np.multiply(stage.tokens, e.layer_bytes_per_token) / bw
+    # Replicated bytes: work each chip of a Megatron tp group repeats on the whole [T, D] (norms,
+    # residual adds), over one chip's bandwidth; the others are split over the stage's chips.
+    per_token = e.layer_bytes_per_token / bw + e.replicated_bytes_per_token / dep.rates.hbm_bandwidth_bytes_per_s
+    per_layer = e.layer_overhead_s + np.multiply(stage.tokens, per_token)
     active = np.asarray(sampled) > 0
     return (np.where(active, share * per_step + layers * per_layer, 0.0)
             + e.gemm_slowdown * np.asarray(gemm_s) + gqa_kv_reread_s(dep, decode_kv_bytes, share, bw))
