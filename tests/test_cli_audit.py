@@ -190,6 +190,14 @@ def test_a_hardware_file_without_the_default_compute_dtype_is_named(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     run = run_roofline("step", *M8, "--hardware", str(path))
     assert_refused(run, "--compute-dtype bf16", f"--hardware {path}", "no bf16 FLOP/s", "fp32, tf32, fp16, fp8, int8")
+    # Commands without --compute-dtype compute in bf16: they name the file and themselves, not a flag.
+    for command, extra in (("plan", ("--qps", "1", "-i", "512", "-o", "128")), ("inverse", ("--tpot-slo", "50ms")),
+                           ("report", ("--out", str(tmp_path / "r.html")))):
+        args = ("--models", "llama-3-8b") if command == "report" else M8
+        run = run_roofline(command, *args, "--hardware", str(path), *extra)
+        assert_refused(run, f"--hardware {path}", "no bf16 FLOP/s", f"`{command}` computes", "fp32, tf32, fp16")
+        assert "--compute-dtype" not in run.stderr
+    assert not (tmp_path / "r.html").exists()
 
 
 def test_simulate_help_shows_the_whole_trace_description_at_80_columns(monkeypatch):

@@ -85,26 +85,32 @@ def load_model_option(text: str, flag: str = "--model") -> ModelSpec:
         raise type(exc)(f"{flag}: {exc}") from None
 
 
-def load_hardware_option(text: str, flag: str = "--hardware", compute_dtype: str | None = None) -> HardwareSpec:
+def load_hardware_option(text: str, flag: str = "--hardware", compute_dtype: str | None = None,
+                         command: str | None = None) -> HardwareSpec:
     """load_hardware, its one-line error prefixed by the flag that named the chip; with ``compute_dtype``
-    (the --compute-dtype value) the chip must have FLOP/s for it (:func:`check_compute_dtype`)."""
+    the chip must have FLOP/s for it (:func:`check_compute_dtype`): the --compute-dtype value, or with
+    ``command`` the dtype that command (which has no --compute-dtype) computes its matmuls in."""
     try:
         hw = load_hardware(text)
     except RooflineError as exc:
         raise type(exc)(f"{flag}: {exc}") from None
     if compute_dtype is not None:
-        check_compute_dtype(hw, compute_dtype, f"{flag} {text}")
+        check_compute_dtype(hw, compute_dtype, f"{flag} {text}", command)
     return hw
 
 
-def check_compute_dtype(hw: HardwareSpec, compute_dtype: str, where: str) -> None:
-    """--compute-dtype must be a dtype the chip (named by ``where``: the flag and file) has FLOP/s for."""
+def check_compute_dtype(hw: HardwareSpec, compute_dtype: str, where: str, command: str | None = None) -> None:
+    """The chip (named by ``where``: the flag and file) must have FLOP/s for the matmul dtype: the
+    --compute-dtype value, or the one ``command`` computes in (it has no --compute-dtype)."""
     try:
         hw.flops_for(compute_dtype)
     except SpecError:
-        raise SpecError(f"--compute-dtype {compute_dtype}: {where} has no {compute_dtype} FLOP/s; its flops_per_s "
-                        f"has: {', '.join(hw.flops_per_s)} (give one of those, or add {compute_dtype} to the "
-                        "hardware file)") from None
+        have = ", ".join(hw.flops_per_s)
+        if command is None:
+            raise SpecError(f"--compute-dtype {compute_dtype}: {where} has no {compute_dtype} FLOP/s; its flops_per_s "
+                            f"has: {have} (give one of those, or add {compute_dtype} to the hardware file)") from None
+        raise SpecError(f"{where} has no {compute_dtype} FLOP/s, the dtype `{command}` computes its matmuls in; "
+                        f"its flops_per_s has: {have} (add {compute_dtype} to the hardware file)") from None
 
 
 def check_count(option: str, value: int | None, low: int = 1) -> None:

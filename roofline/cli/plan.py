@@ -87,7 +87,7 @@ def plan_command(
     Example: roofline plan --model llama-3-70b --hardware h100-sxm,tpu-v5e --qps 10 -i 2048 -o 256 --tpot-slo 50ms
     """
     m = load_model_option(model)
-    hws = [load_hardware_option(h) for h in split_names(hardware, "--hardware")]
+    hws = [load_hardware_option(h, compute_dtype="bf16", command="plan") for h in split_names(hardware, "--hardware")]
     check_outputs([("--csv", csv_path)])
     dist = lengths_from_options(input_len, output_len, lengths, lengths_csv)
     options: dict[str, Any] = dict(
@@ -185,7 +185,7 @@ def inverse_command(
 
     Example: roofline inverse --model llama-2-13b --hardware tpu-v5e --chips 8 --batch 16 --context 8192 --tpot-slo 10ms
     """
-    m, hw = load_model_option(model), load_hardware_option(hardware)
+    m, hw = load_model_option(model), load_hardware_option(hardware, compute_dtype="bf16", command="inverse")
     precision = precision_from_options(weights, kv_dtype, "bf16")
     ans = inverse_questions(m, hw, chips, batch, context, tpot_slo, precision, memory_utilization)
     data: dict[str, Any] = {"model": m.name, "hardware": hw.name, "chips": chips, "batch": batch,

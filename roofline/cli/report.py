@@ -11,6 +11,7 @@ from ..report import Scenario, hardware_refs, write_report
 from ..specs import load_model
 from ..sweep import check_dtypes, parse_int_list
 from ._common import JSON_OPTION, console, emit
+from .options import check_compute_dtype
 from .sweep import MEMORY_UTILIZATION, parse_prices, split_names
 
 DEFAULT_OUT = Path("reports") / "index.html"
@@ -58,6 +59,8 @@ def report_command(
     for name in model_list:
         load_model(name)  # unknown names fail here, before anything is written
     refs = hardware_refs(split_names(hardware, "--hardware"))  # names, hardware files, calibrated profiles
+    for r in refs:
+        check_compute_dtype(r.spec, "bf16", f"--hardware {r.ref}", "report")
     if out.exists() and out.is_dir():
         raise RooflineError(f"--out {out}: is a folder, give a file name such as {out / 'index.html'}")
     scenario = Scenario(
