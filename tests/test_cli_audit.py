@@ -190,14 +190,14 @@ def test_a_hardware_file_without_the_default_compute_dtype_is_named(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     run = run_roofline("step", *M8, "--hardware", str(path))
     assert_refused(run, "--compute-dtype bf16", f"--hardware {path}", "no bf16 FLOP/s", "fp32, tf32, fp16, fp8, int8")
+    run = run_roofline("report", "--models", "llama-3-8b", "--hardware", str(path), "--out", str(tmp_path / "r.html"))
+    assert_refused(run, "--compute-dtype bf16", f"--hardware {path}", "no bf16 FLOP/s", "fp32, tf32, fp16")
+    assert not (tmp_path / "r.html").exists()
     # Commands without --compute-dtype compute in bf16: they name the file and themselves, not a flag.
-    for command, extra in (("plan", ("--qps", "1", "-i", "512", "-o", "128")), ("inverse", ("--tpot-slo", "50ms")),
-                           ("report", ("--out", str(tmp_path / "r.html")))):
-        args = ("--models", "llama-3-8b") if command == "report" else M8
-        run = run_roofline(command, *args, "--hardware", str(path), *extra)
+    for command, extra in (("plan", ("--qps", "1", "-i", "512", "-o", "128")), ("inverse", ("--tpot-slo", "50ms"))):
+        run = run_roofline(command, *M8, "--hardware", str(path), *extra)
         assert_refused(run, f"--hardware {path}", "no bf16 FLOP/s", f"`{command}` computes", "fp32, tf32, fp16")
         assert "--compute-dtype" not in run.stderr
-    assert not (tmp_path / "r.html").exists()
 
 
 def test_simulate_help_shows_the_whole_trace_description_at_80_columns(monkeypatch):
@@ -239,3 +239,30 @@ def test_diff_takes_an_engine_on_either_side():
     assert out["step_b_s"] == pytest.approx(run_json("step", *common, "--engine", "trtllm/1.0")["step_time_s"])
     assert out["step_a_s"] == pytest.approx(run_json("step", *common)["step_time_s"])
     assert_refused(run_roofline("diff", *common, "--with", "engine=vllm/9"), "configuration B", "vllm/9")
+
+
+REPORT_SMALL = ("--models", "llama-2-70b", "--chips", "4", "--tp", "4", "--batch", "1,8,64", "--weights", "fp8",
+                "--kv-dtype", "fp8", "--context", "2048", "--traces", "prediction")
+
+
+def test_report_takes_an_engine_and_a_compute_dtype_as_sweep_does(tmp_path):
+    # h100-sxm-cal holds several TensorRT-LLM entries: without --engine the report prices none of them;
+    # --engine trtllm/1.0 prices that entry's terms (its source is named, and the calibrated decode step
+    # of the per-op section takes longer), with fp8 matmuls from --compute-dtype.
+    runs = {}
+    for name, extra in (("plain", ()), ("engine", ("--engine", "trtllm/1.0", "--compute-dtype", "fp8"))):
+        run = run_roofline("report", *REPORT_SMALL, "--hardware", "h100-sxm-cal", "--out", str(tmp_path / name),
+                           *extra, "--json")
+        assert run.code == 0, run.stderr
+        runs[name] = json.loads(run.stdout)
+    assert "calibrated engine trtllm/1.0" in runs["engine"]["sources"]["engine:h100-sxm-cal"]
+    assert runs["plain"]["sources"]["engine:h100-sxm-cal"].startswith("none (profile has engines")
+    ops = {k: v["models"]["llama-2-70b"]["ops"]["decode:calibrated profile"]["local_s"] for k, v in runs.items()}
+    assert ops["engine"] > ops["plain"]
+    assert "fp8" in (tmp_path / "engine").read_text()
+    # A chip without the entry (a spec sheet has no engine: section) is refused, and nothing is written.
+    out = tmp_path / "refused.html"
+    run = run_roofline("report", *REPORT_SMALL, "--hardware", "h100-sxm-cal,h100-sxm", "--out", str(out),
+                       "--engine", "trtllm/1.0")
+    assert_refused(run, "--engine", "'trtllm/1.0'", "h100-sxm has no such engine entry")
+    assert not out.exists()

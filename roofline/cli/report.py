@@ -6,12 +6,13 @@ from pathlib import Path
 
 import typer
 
+from ..deploy import engine_terms
 from ..errors import RooflineError
 from ..report import Scenario, hardware_refs, write_report
 from ..specs import load_model
 from ..sweep import check_dtypes, parse_int_list
 from ._common import JSON_OPTION, console, emit
-from .options import check_compute_dtype
+from .options import COMPUTE, ENGINE, check_compute_dtype
 from .sweep import MEMORY_UTILIZATION, parse_prices, split_names
 
 DEFAULT_OUT = Path("reports") / "index.html"
@@ -49,7 +50,8 @@ def report_command(
     out: Path = OUT, models: str = MODELS, hardware: str = HARDWARE, weights: str = WEIGHTS,
     kv_dtype: str = KV_DTYPE, context: str = CONTEXT, chips: str = CHIPS, batch: str = BATCH,
     tp: str = TP, price: str = PRICE, pp: str = PP, memory_utilization: float = MEMORY_UTILIZATION,
-    traces: str = TRACES, scale_out_tp: bool = SCALE_OUT_TP, as_json: bool = JSON_OPTION,
+    traces: str = TRACES, scale_out_tp: bool = SCALE_OUT_TP, compute_dtype: str = COMPUTE,
+    engine: str = ENGINE, as_json: bool = JSON_OPTION,
 ) -> None:
     """Write the Pareto report (frontiers per model and chip, the book's figures) to reports/index.html.
 
@@ -60,7 +62,9 @@ def report_command(
         load_model(name)  # unknown names fail here, before anything is written
     refs = hardware_refs(split_names(hardware, "--hardware"))  # names, hardware files, calibrated profiles
     for r in refs:
-        check_compute_dtype(r.spec, "bf16", f"--hardware {r.ref}", "report")
+        check_compute_dtype(r.spec, compute_dtype, f"--hardware {r.ref}")
+        if engine is not None:  # every chip's profile must hold the entry (fail closed), as in sweep
+            engine_terms(r.spec, engine)
     if out.exists() and out.is_dir():
         raise RooflineError(f"--out {out}: is a folder, give a file name such as {out / 'index.html'}")
     scenario = Scenario(
@@ -77,6 +81,8 @@ def report_command(
         memory_utilization=memory_utilization,
         traces=tuple(split_names(traces, "--traces")),
         scale_out_tp=scale_out_tp,
+        compute_dtype=compute_dtype,
+        engine=engine,
     )
     summary = write_report(out, scenario)
 

@@ -47,7 +47,7 @@ def _sweep(name: str, scenario: Scenario, refs: Sequence[HardwareRef], spec_shee
     return decode_sweep(load_model(name), hardware, scenario.batch, scenario.chips, scenario.context,
                         scenario.weights, scenario.kv_dtypes, scenario.tp, scenario.compute_dtype,
                         scenario.prices, pp=scenario.pp, memory_utilization=scenario.memory_utilization,
-                        labels=[r.label for r in refs])
+                        labels=[r.label for r in refs], engine=None if spec_sheet else scenario.engine)
 
 
 def run_sweeps(scenario: Scenario, refs: Sequence[HardwareRef]) -> dict[str, ModelSweeps]:

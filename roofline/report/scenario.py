@@ -100,6 +100,8 @@ class Scenario:
     memory_utilization: float = DEFAULT_MEMORY_UTILIZATION
     traces: tuple[str, ...] = TRACE_KINDS
     scale_out_tp: bool = False
+    #: Engine entry of the chips' calibrated profiles (every chip must hold it); None: a profile's only entry.
+    engine: str | None = None
 
     def __post_init__(self) -> None:
         bad = [k for k in self.traces if k not in TRACE_KINDS]
@@ -129,6 +131,7 @@ class Scenario:
             ("weight dtypes", ", ".join(self.weights)),
             ("KV-cache dtypes", ", ".join(self.kv_dtypes)),
             ("matmul dtype", self.compute_dtype),
+            ("engine", self.engine or "each profile's only engine entry, else none"),
             ("prices ($/chip-hour)", ", ".join(f"{k}={v:g}" for k, v in self.prices.items()) or "hardware files"),
             ("traces per chip", ", ".join(self.traces)),
             ("tp across the scale-out network in predictions", "kept" if self.scale_out_tp else "left out"),

@@ -153,7 +153,8 @@ def op_breakdowns(model: ModelSpec, ref: HardwareRef, scenario: Scenario, chips:
     specs = [("spec sheet", ref.spec_sheet)] + ([("calibrated profile", ref.spec)] if ref.calibrated else [])
     out = []
     for kind, hw in specs:
-        dep = deployment(model, hw, chips, precision, tp=chips, memory_utilization=scenario.memory_utilization)
+        dep = deployment(model, hw, chips, precision, tp=chips, memory_utilization=scenario.memory_utilization,
+                         engine=scenario.engine if hw is ref.spec and ref.calibrated else None)
         out.append(("decode", kind, step_ops(dep, decode_work(batch, context))))
         out.append(("prefill", kind, step_ops(dep, prefill_work(1, context))))
     return out
