@@ -97,9 +97,9 @@ class EngineCalibration(_Spec):
     """A serving engine's fitted terms beyond the kernels (``roofline calibrate fit`` on end-to-end rows).
 
     Each is a physical quantity: per step, per layer, per token and layer (split over a tp group's
-    chips, or repeated on each of them), per sampled or
-    prefilled sequence, the engine's GEMM slowdown against the calibrated kernels, its latency
-    per collective ring step, and the share of a GQA group's query heads that re-read the KV cache.
+    chips, or repeated on each of them), per sampled or prefilled sequence, the engine's GEMM
+    slowdown against the calibrated kernels, its latency per collective ring step, and the share of
+    a GQA group's query heads that re-read the KV cache.
     """
 
     step_overhead_s: float = spec_field(0.0, ge=0, le=10.0)

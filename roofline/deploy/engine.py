@@ -16,8 +16,7 @@ from ..specs import EngineCalibration, HardwareSpec
 
 #: Fitted engine quantities, in the order the fit and the step model use them.
 ENGINE_TERMS = ("step_overhead_s", "layer_overhead_s", "layer_bytes_per_token", "replicated_bytes_per_token",
-                "sample_s_per_seq",
-                "prefill_seq_overhead_s", "gemm_slowdown", "collective_hop_s",
+                "sample_s_per_seq", "prefill_seq_overhead_s", "gemm_slowdown", "collective_hop_s",
                 "gqa_kv_reread")
 
 

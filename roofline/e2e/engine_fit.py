@@ -26,8 +26,8 @@ from .validate import QUANTITIES, measured_value
 
 #: One unit of each term for the finite differences (exact: the prediction is affine in each).
 UNITS = {"step_overhead_s": 1e-3, "layer_overhead_s": 1e-5, "layer_bytes_per_token": 1e5,
-         "replicated_bytes_per_token": 1e5,
-         "sample_s_per_seq": 1e-4, "prefill_seq_overhead_s": 1e-3, "gemm_slowdown": 0.1,
+         "replicated_bytes_per_token": 1e5, "sample_s_per_seq": 1e-4, "prefill_seq_overhead_s": 1e-3,
+         "gemm_slowdown": 0.1,
          "collective_hop_s": 1e-6, "gqa_kv_reread": 0.1}
 #: Bounds of each term (SI); the lower bound stands for "absent".
 BOUNDS = {"step_overhead_s": (1e-9, 0.2), "layer_overhead_s": (1e-11, 2e-3), "layer_bytes_per_token": (1e-3, 1e9),
