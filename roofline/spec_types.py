@@ -111,6 +111,9 @@ class EngineCalibration(_Spec):
     gemm_slowdown: float = spec_field(0.0, ge=0, le=100.0)
     collective_hop_s: float = spec_field(0.0, ge=0, le=1e-2)
     gqa_kv_reread: float = spec_field(0.0, ge=0, le=1.0)
+    # The least time of a step that carries only prompts (an eager, not graph-captured step: the host's
+    # launches, which shorter device work hides under): the step is max(this, its work).
+    prefill_floor_s: float = spec_field(0.0, ge=0, le=10.0)
     comms_overlap: float = spec_field(0.0, ge=0, le=1.0)
     # Set by hand, not fitted: the engine adds a parallel block's attention and MLP partial sums before
     # one all-reduce (vLLM's Falcon); TensorRT-LLM's published Falcon rows fit two all-reduces.

@@ -115,11 +115,15 @@ def test_design_is_the_prediction_path(designs):
     ds, hw = designs
     theta = ef.theta_of({"step_overhead_s": 2e-3, "layer_overhead_s": 3e-5, "layer_bytes_per_token": 2e5,
                          "replicated_bytes_per_token": 1e5, "sample_s_per_seq": 1e-4, "prefill_seq_overhead_s": 5e-3,
-                         "gemm_slowdown": 0.3, "collective_hop_s": 4e-6, "gqa_kv_reread": 0.2})
-    eng = replace(NO_ENGINE, **dict(zip(ef.ENGINE_TERMS, theta, strict=True)), key="t", source="t")
-    for d in ds[:4]:
+                         "gemm_slowdown": 0.3, "collective_hop_s": 4e-6, "gqa_kv_reread": 0.2,
+                         "prefill_floor_s": 0.03})
+    eng = replace(NO_ENGINE, **dict(zip(ef.FITTED_ENGINE_TERMS, theta, strict=True)), key="t", source="t")
+    floored = 0
+    for d in ds:
         direct = predict_row(d.row, hw, eng)["ttft_s"]
         assert d.predict(theta) == pytest.approx(direct, rel=1e-9)
+        floored += direct == pytest.approx(0.03, rel=1e-12)
+    assert 0 < floored < len(ds)  # the 30 ms floor binds some of these prefills, not all
 
 
 def test_design_columns_of_the_tp_and_gqa_terms_are_the_prediction_path():
@@ -135,15 +139,16 @@ def test_design_columns_of_the_tp_and_gqa_terms_are_the_prediction_path():
         assert ds[0].jacobian[names.index(name)] > 0
     theta = ef.theta_of({"step_overhead_s": 1e-3, "layer_overhead_s": 2e-5, "layer_bytes_per_token": 1e5,
                          "replicated_bytes_per_token": 5e4, "sample_s_per_seq": 1e-4, "prefill_seq_overhead_s": 2e-3,
-                         "gemm_slowdown": 0.2, "collective_hop_s": 5e-6, "gqa_kv_reread": 0.5})
-    eng = replace(NO_ENGINE, **dict(zip(ef.ENGINE_TERMS, theta, strict=True)), key="t", source="t")
+                         "gemm_slowdown": 0.2, "collective_hop_s": 5e-6, "gqa_kv_reread": 0.5,
+                         "prefill_floor_s": 0.0})
+    eng = replace(NO_ENGINE, **dict(zip(ef.FITTED_ENGINE_TERMS, theta, strict=True)), key="t", source="t")
     assert ds[0].predict(theta) == pytest.approx(predict_row(row, hw, eng)["tpot_s"], rel=1e-9)
 
 
 def test_fit_recovers_known_terms(designs):
     # Measurements synthesised from known terms are fitted back (the rows identify them).
     ds, _ = designs
-    truth = ef.theta_of({**dict.fromkeys(ef.ENGINE_TERMS, 0.0), "layer_overhead_s": 4e-5,
+    truth = ef.theta_of({**dict.fromkeys(ef.FITTED_ENGINE_TERMS, 0.0), "layer_overhead_s": 4e-5,
                          "prefill_seq_overhead_s": 3e-3, "gemm_slowdown": 0.4, "collective_hop_s": 6e-6})
     fake = [replace(d, measured=d.predict(truth)) for d in ds]
     fitted = ef.theta_of(ef.fit_terms(fake * 2))
@@ -202,7 +207,7 @@ def test_fit_tells_absent_terms_from_terms_at_their_upper_bound():
     rng = np.random.default_rng(1)
     rows = load_shipped("trtllm-perf-overview")[:40]
     names = list(ef.ENGINE_TERMS)
-    truth = np.zeros(len(names))
+    truth = np.zeros(len(ef.FITTED_ENGINE_TERMS))  # the affine terms, then the floor (0)
     truth[names.index("gemm_slowdown")] = 8.0
     scale = np.array([1.0 / ef.UNITS[n] for n in names]) * 1e-3
     ds = []
@@ -239,3 +244,34 @@ def test_refit_prices_base_and_units_with_the_entry_comms_overlap():
     d = next(d for d in ef.designs_for(row, profile) if d.quantity == "throughput")
     assert 1.0 / d.y0 == pytest.approx(predict_row(row, profile, handset)["output_tokens_per_s"], rel=1e-12)
     assert np.all(d.jacobian >= 0) and d.jacobian[list(ef.ENGINE_TERMS).index("step_overhead_s")] > 0
+
+
+def test_prompt_step_floor_by_hand():
+    # A 30 ms floor under prompt-only steps (an eager engine's launches): Llama-3-8B's 128-token prefill
+    # on one H100 (spec sheet: 2 x 8.0e9 x 128 FLOPs / 989 TFLOP/s = 2.1 ms, under the 16 GB weight read's
+    # 4.8 ms) takes the floor; a 16,384-token prefill (> 0.27 s of FLOPs) is above it and unchanged; a
+    # decode step and a step that carries decodes and a prompt do not take it.
+    from roofline.terms import Work, step_terms
+
+    floor = replace(NO_ENGINE, prefill_floor_s=0.03, key="t")
+    plain_dep, floor_dep = deployment(LLAMA, H100, 1), deployment(LLAMA, H100, 1, engine=floor)
+    short, long = Work(prefill_seqs=1.0, prefill_len=128.0), Work(prefill_seqs=1.0, prefill_len=16384.0)
+    assert float(step_terms(plain_dep, short).time_s) < 0.006
+    assert float(step_terms(floor_dep, short).time_s) == pytest.approx(0.03, rel=1e-12)
+    assert float(step_terms(plain_dep, long).time_s) > 0.27
+    assert float(step_terms(floor_dep, long).time_s) == float(step_terms(plain_dep, long).time_s)
+    for work in (Work(decode_seqs=8.0, decode_context=1024.0),
+                 Work(decode_seqs=8.0, decode_context=1024.0, prefill_seqs=1.0, prefill_len=128.0)):
+        assert float(step_terms(floor_dep, work).time_s) == float(step_terms(plain_dep, work).time_s)
+
+
+def test_floor_that_a_row_cannot_express_exactly_is_kept_absent():
+    # A design whose floor does not enter as scale·max(0, F − p) (floor_ok False) makes the fit keep the
+    # floor at its lower bound (written 0, listed at_bound), whatever the other designs would fit.
+    rng = np.random.default_rng(2)
+    rows = load_shipped("trtllm-perf-overview")[:30]
+    n = len(ef.ENGINE_TERMS)
+    ds = [ef.Design(r, "ttft_s", 0.02, 0.01, rng.uniform(0.1, 1.0, n) * 1e-3, 1.0, 0.01, np.zeros(n), i > 0)
+          for i, r in enumerate(rows)]
+    fit = ef.fit_engine("synthetic/2", ds)
+    assert fit.profile_entry()["prefill_floor_s"] == 0.0 and "prefill_floor_s" in fit.at_lower

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from roofline import cost, step
 from roofline.analysis import Precision, decode_step
-from roofline.deploy import ENGINE_TERMS, deployment
+from roofline.deploy import FITTED_ENGINE_TERMS, deployment
 from roofline.pareto import OBJECTIVES, frontier_by_group, pareto_order, staircase_floor
 from roofline.specs import hardware_from_dict, load_hardware, load_model
 from roofline.sweep import POINT_COLUMNS, decode_sweep, feasible_points, parallel_groups
@@ -43,7 +43,7 @@ def shipped_profile_one_engine():
     """The shipped h100-sxm-cal profile with one engine entry, so engine terms apply: its trtllm/1.0 fit
     with its fitted terms set to 0 and a step overhead of 1 ms set here."""
     data = load_hardware("h100-sxm-cal").model_dump(exclude_none=True)
-    zeroed = {name: 0.0 for name in ENGINE_TERMS}  # only the known 1 ms remains
+    zeroed = {name: 0.0 for name in FITTED_ENGINE_TERMS}  # only the known 1 ms remains
     data["engine"] = {"trtllm/1.0": {**data["engine"]["trtllm/1.0"], **zeroed, "step_overhead_s": 1e-3}}
     data["name"] = "h100-sxm-cal-trtllm"
     return hardware_from_dict(data)

@@ -18,6 +18,10 @@ from ..specs import EngineCalibration, HardwareSpec
 ENGINE_TERMS = ("step_overhead_s", "layer_overhead_s", "layer_bytes_per_token", "replicated_bytes_per_token",
                 "sample_s_per_seq", "prefill_seq_overhead_s", "gemm_slowdown", "collective_hop_s",
                 "gqa_kv_reread")
+#: The engine's floor under a prompt-only step (not affine in the step: the step is max(floor, its work)).
+ENGINE_FLOOR = "prefill_floor_s"
+#: Every fitted engine quantity: the affine terms, then the floor.
+FITTED_ENGINE_TERMS = (*ENGINE_TERMS, ENGINE_FLOOR)
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,7 @@ class EngineTerms:
     gemm_slowdown: float = 0.0
     collective_hop_s: float = 0.0
     gqa_kv_reread: float = 0.0
+    prefill_floor_s: float = 0.0
     comms_overlap: float | None = None
     fused_parallel_block: bool = False
     key: str = ""
@@ -40,7 +45,7 @@ class EngineTerms:
 
     @property
     def active(self) -> bool:
-        return any(getattr(self, name) for name in ENGINE_TERMS)
+        return any(getattr(self, name) for name in FITTED_ENGINE_TERMS)
 
 
 NO_ENGINE = EngineTerms()
@@ -50,7 +55,7 @@ def from_calibration(key: str, cal: EngineCalibration, origin: str) -> EngineTer
     """EngineTerms of one profile entry, its source naming the entry and the rows it was fitted on."""
     held = cal.fit.get("holdout_mape")
     note = f", held-out MAPE {held:.1%}" if held is not None else ""
-    return EngineTerms(**{name: float(getattr(cal, name)) for name in ENGINE_TERMS},
+    return EngineTerms(**{name: float(getattr(cal, name)) for name in FITTED_ENGINE_TERMS},
                        comms_overlap=float(cal.comms_overlap), fused_parallel_block=bool(cal.fused_parallel_block),
                        key=key,
                        source=f"calibrated engine {key} ({origin}; {cal.rows} end-to-end rows{note})")

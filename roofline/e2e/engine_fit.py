@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..calibration.lsq import Param, at_bound, fit_params
-from ..deploy import ENGINE_TERMS, NO_ENGINE, EngineTerms
+from ..deploy import ENGINE_FLOOR, ENGINE_TERMS, FITTED_ENGINE_TERMS, NO_ENGINE, EngineTerms
 from ..errors import RooflineError
 from ..specs import EngineCalibration, HardwareSpec
 from .predict import engine_key, predict_row
@@ -33,7 +33,9 @@ UNITS = {"step_overhead_s": 1e-3, "layer_overhead_s": 1e-5, "layer_bytes_per_tok
 BOUNDS = {"step_overhead_s": (1e-9, 0.2), "layer_overhead_s": (1e-11, 2e-3), "layer_bytes_per_token": (1e-3, 1e9),
           "replicated_bytes_per_token": (1e-3, 1e9),
           "sample_s_per_seq": (1e-11, 5e-3), "prefill_seq_overhead_s": (1e-9, 0.5), "gemm_slowdown": (1e-6, 5.0),
-          "collective_hop_s": (1e-10, 2e-5), "gqa_kv_reread": (1e-6, 1.0)}
+          "collective_hop_s": (1e-10, 2e-5), "gqa_kv_reread": (1e-6, 1.0), ENGINE_FLOOR: (1e-6, 1.0)}
+#: Floors far above every prompt-only step, to read how the floor enters a row's quantities.
+PROBE_FLOORS_S = (100.0, 200.0)
 #: A term within this fraction of its upper bound is reported there (a term the model lacks).
 UPPER_SLACK = 0.01
 #: Validation quantities whose reciprocal is affine in the terms (rates); the others are latencies.
@@ -49,10 +51,20 @@ class Design:
     measured: float
     y0: float
     jacobian: np.ndarray
+    # The floor under prompt-only steps: y gains scale·max(0, F − p(θ)), p(θ) = p0 + Jp·θ the row's
+    # prompt-only step (its TTFT design); scale 0 where the quantity has none.  floor_ok: the floor
+    # enters the row so (else the fit keeps it absent for the row's engine).
+    floor_scale: float = 0.0
+    prefill_y0: float = 0.0
+    prefill_jacobian: np.ndarray | None = None
+    floor_ok: bool = True
 
     def predict(self, theta: np.ndarray) -> float:
-        """The prediction in the quantity's own units at engine terms θ."""
-        y = self.y0 + float(self.jacobian @ theta)
+        """The prediction in the quantity's own units at fitted terms θ (:data:`FITTED_ENGINE_TERMS`)."""
+        affine, floor = theta[:-1], float(theta[-1])
+        y = self.y0 + float(self.jacobian @ affine)
+        if self.floor_scale and self.prefill_jacobian is not None:
+            y += self.floor_scale * max(0.0, floor - self.prefill_y0 - float(self.prefill_jacobian @ affine))
         return 1.0 / y if self.quantity in RATES else y
 
 
@@ -84,37 +96,75 @@ def designs_for(row: E2ERow, hw: HardwareSpec) -> list[Design]:
     if not wanted:
         return []
     units = {name: predict_row(row, hw, unit_engine(name, handset)) for name in ENGINE_TERMS}
+    probes = [predict_row(row, hw, replace(handset, **{ENGINE_FLOOR: f})) for f in PROBE_FLOORS_S]
+    # A static row's TTFT is its one prompt-only step: the floor's argument p(θ).
+    prefill = "ttft_s" in base and row.load == "static"
+    p0 = base["ttft_s"] if prefill else 0.0
+    pj = np.array([(units[n]["ttft_s"] - p0) / UNITS[n] for n in ENGINE_TERMS]) if prefill else None
     out = []
     for q, key in wanted:
         y0 = _as_y(q, base[key])
         jac = np.array([(_as_y(q, units[n][key]) - y0) / UNITS[n] for n in ENGINE_TERMS])
         measured = measured_value(row, q)
         assert measured is not None
-        out.append(Design(row, q, measured[0], y0, jac))
+        scale, ok = _floor_scale(q, key, y0, p0, probes, prefill)
+        out.append(Design(row, q, measured[0], y0, jac, scale, p0, pj, ok))
     return out
 
 
-def spec() -> tuple[Param, ...]:
-    return tuple(Param(n, np.sqrt(BOUNDS[n][0] * BOUNDS[n][1]) * 1e-2, *BOUNDS[n]) for n in ENGINE_TERMS)
+def _floor_scale(q: str, key: str, y0: float, p0: float, probes: Sequence[dict[str, float]],
+                 has_prefill: bool) -> tuple[float, bool]:
+    """(scale, ok): how a floor above the prompt-only step enters y, read at two probe floors; ok when
+    y − y₀ = scale·(F − p₀) at both (the floor enters the design exactly) or it does not enter at all."""
+    gains = [_as_y(q, p[key]) - y0 for p in probes]
+    if all(abs(g) <= 1e-12 * abs(y0) for g in gains):
+        return 0.0, True
+    if not has_prefill:
+        return 0.0, False
+    scales = [g / (f - p0) for g, f in zip(gains, PROBE_FLOORS_S, strict=True)]
+    return scales[0], bool(np.isclose(scales[0], scales[1], rtol=1e-9, atol=0.0))
+
+
+def spec(floor: bool = True) -> tuple[Param, ...]:
+    """The fitted terms' parameters (without ``floor``, all but the prompt-step floor)."""
+    names = FITTED_ENGINE_TERMS if floor else ENGINE_TERMS
+    return tuple(Param(n, np.sqrt(BOUNDS[n][0] * BOUNDS[n][1]) * 1e-2, *BOUNDS[n]) for n in names)
 
 
 def fit_terms(designs: Sequence[Design], seed: int = 0) -> dict[str, float]:
-    """Least log error θ ≥ 0 over ``designs`` (LM, robust rounds, several starts)."""
-    if len(designs) < len(ENGINE_TERMS):
-        raise RooflineError(f"engine fit needs at least {len(ENGINE_TERMS)} measured quantities "
+    """Least log error θ ≥ 0 over ``designs`` (LM, robust rounds, several starts).  The floor under
+    prompt-only steps is fitted only where it enters every design exactly (:attr:`Design.floor_ok`);
+    elsewhere it stays at its lower bound (absent)."""
+    if len(designs) < len(FITTED_ENGINE_TERMS):
+        raise RooflineError(f"engine fit needs at least {len(FITTED_ENGINE_TERMS)} measured quantities "
                             f"(got {len(designs)})")
     y0 = np.array([d.y0 for d in designs])
     jac = np.stack([d.jacobian for d in designs])
+    scale = np.array([d.floor_scale for d in designs])
+    p0 = np.array([d.prefill_y0 for d in designs])
+    pj = np.stack([np.zeros(len(ENGINE_TERMS)) if d.prefill_jacobian is None else d.prefill_jacobian
+                   for d in designs])
     measured = np.array([_as_y(d.quantity, d.measured) for d in designs])
+    with_floor = all(d.floor_ok for d in designs)
 
     def predict(values: dict[str, float]) -> np.ndarray:
-        return y0 + jac @ np.array([values[n] for n in ENGINE_TERMS])
+        affine = np.array([values[n] for n in ENGINE_TERMS])
+        floor = values.get(ENGINE_FLOOR, 0.0)
+        return y0 + jac @ affine + scale * np.maximum(0.0, floor - p0 - pj @ affine)
 
-    return fit_params(spec(), predict, measured, seed=seed)
+    floored = scale > 0
+    with_floor = with_floor and bool(np.any(floored))
+    # Start the floor inside the data (a floor under every prompt step has no gradient): at the median
+    # prompt step; a floor that binds no design at the end is absent.
+    init = {ENGINE_FLOOR: float(np.median(p0[floored]))} if with_floor else None
+    values = fit_params(spec(with_floor), predict, measured, init=init, seed=seed)
+    affine = np.array([values[n] for n in ENGINE_TERMS])
+    binds = with_floor and bool(np.any(values[ENGINE_FLOOR] > (p0 + pj @ affine)[floored]))
+    return values if binds else {**values, ENGINE_FLOOR: BOUNDS[ENGINE_FLOOR][0]}
 
 
 def theta_of(values: dict[str, float]) -> np.ndarray:
-    return np.array([values[n] for n in ENGINE_TERMS])
+    return np.array([values[n] for n in FITTED_ENGINE_TERMS])
 
 
 def ape(designs: Sequence[Design], theta: np.ndarray) -> np.ndarray:
@@ -131,7 +181,7 @@ def kfold_predictions(designs: Sequence[Design], folds: int = 5, seed: int = 0) 
     for k in range(folds):
         train = [d for d in designs if fold_of[d.row.id] != k]
         test = [d for d in designs if fold_of[d.row.id] == k]
-        if not test or len(train) < len(ENGINE_TERMS):
+        if not test or len(train) < len(FITTED_ENGINE_TERMS):
             continue
         theta = theta_of(fit_terms(train, seed))
         out.update({(d.row.id, d.quantity): d.predict(theta) for d in test})
@@ -176,8 +226,8 @@ def fit_engine(key: str, designs: Sequence[Design], seed: int = 0,
     flagged = at_bound(spec(), values)
     lower = [n for n in flagged if abs(np.log(values[n] / bounds[n].lo)) < abs(np.log(values[n] / bounds[n].hi))]
     # the top counts only where a term is pinned there (within 1%), not 1% of a range of decades below it
-    upper = [n for n in ENGINE_TERMS if values[n] >= (1.0 - UPPER_SLACK) * bounds[n].hi]
-    stats = {"before_mape": float(ape(designs, np.zeros(len(ENGINE_TERMS))).mean()),
+    upper = [n for n in FITTED_ENGINE_TERMS if values[n] >= (1.0 - UPPER_SLACK) * bounds[n].hi]
+    stats = {"before_mape": float(ape(designs, np.zeros(len(FITTED_ENGINE_TERMS))).mean()),
              "after_mape": float(ape(designs, theta).mean()),
              "holdout_mape": float(held_ape.mean()) if held_ape.size else float("nan"),
              "holdout_cases": float(held_ape.size)}

@@ -162,6 +162,19 @@ def engine_overhead_s(dep: Deployment, stage: Work, layers: float, share: float,
             + e.gemm_slowdown * np.asarray(gemm_s) + gqa_kv_reread_s(dep, decode_kv_bytes, share, bw))
 
 
+def prompt_step_floor(dep: Deployment, stage: Work, share: float, pred: Number, upper: Number) -> tuple[Number, Number]:
+    """(prediction, upper) of a stage with the engine's floor under prompt-only steps: max(share·floor, t)
+    where the step has prompts and no decodes (an eager step: device work shorter than the host's
+    launches hides under them); unchanged elsewhere and without a floor."""
+    floor = dep.engine.prefill_floor_s
+    if not floor:
+        return pred, upper
+    prompt_only = np.logical_and(np.asarray(stage.decode_seqs) == 0, np.asarray(stage.prefill_tokens) > 0)
+    least = share * floor
+    return (np.where(prompt_only, np.maximum(pred, least), pred),
+            np.where(prompt_only, np.maximum(upper, least), upper))
+
+
 def _finite_within(stage_local: Number, c: comms.CommsTerms) -> bool:
     """Whether a stage's local work is float64, finite and ≥ 0 and its collectives broadcast into it
     (the condition of the exact shortcuts below)."""
@@ -282,6 +295,7 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
             stage_pred = stage_local + exposed
             quiet_net = False
     code = bound_code(compute_time, kv_time + weight_time, None if quiet or quiet_net else exposed, stage_local)
+    stage_pred, stage_upper = prompt_step_floor(dep, stage, share, stage_pred, stage_upper)
     bubble = pipeline_bubble_s(pp, mb, stage_pred, send, quiet or (finite and nonnegative_finite(c.time_s)))
     return StepTerms(
         tokens=replica.tokens, kv_read_bytes=kv_read, weight_read_bytes=weights_read, kv_written_bytes=kv_written,
@@ -298,6 +312,9 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
         upper_s=times(pp, plus(stage_upper, send)),
         bound_code=code, state_bytes=state,
         sources={**rates.sources, "gemm": gemm_source(dep), "comms": c.source, "engine": dep.engine.source,
+                 **({"prefill_floor": f"a prompt-only step takes at least {dep.engine.prefill_floor_s * 1e3:.3g} ms "
+                                      "(the engine's prefill_floor_s: an eager step's host launches)"}
+                    if dep.engine.prefill_floor_s else {}),
                  "overlap": f"collectives overlap {dep.comms_overlap:g} of local work "
                             f"({'TPU: XLA overlaps' if dep.hw.kind == 'tpu' else 'GPU: on the critical path'})",
                  "formulas": f"{BOOK}, 'Theoretical estimates for LLM latency and throughput'"},
