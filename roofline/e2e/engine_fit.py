@@ -97,14 +97,18 @@ def designs_for(row: E2ERow, hw: HardwareSpec) -> list[Design]:
         return []
     units = {name: predict_row(row, hw, unit_engine(name, handset)) for name in ENGINE_TERMS}
     probes = [predict_row(row, hw, replace(handset, **{ENGINE_FLOOR: f})) for f in PROBE_FLOORS_S]
+
+    def affine(q: str, key: str) -> tuple[float, np.ndarray]:
+        """y₀ and J of one quantity (one unit of each affine term)."""
+        y0 = _as_y(q, base[key])
+        return y0, np.array([(_as_y(q, units[n][key]) - y0) / UNITS[n] for n in ENGINE_TERMS])
+
     # A static row's TTFT is its one prompt-only step: the floor's argument p(θ).
     prefill = "ttft_s" in base and row.load == "static"
-    p0 = base["ttft_s"] if prefill else 0.0
-    pj = np.array([(units[n]["ttft_s"] - p0) / UNITS[n] for n in ENGINE_TERMS]) if prefill else None
+    p0, pj = affine("ttft_s", "ttft_s") if prefill else (0.0, None)
     out = []
     for q, key in wanted:
-        y0 = _as_y(q, base[key])
-        jac = np.array([(_as_y(q, units[n][key]) - y0) / UNITS[n] for n in ENGINE_TERMS])
+        y0, jac = affine(q, key)
         measured = measured_value(row, q)
         assert measured is not None
         scale, ok = _floor_scale(q, key, y0, p0, probes, prefill)
