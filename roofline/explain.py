@@ -157,16 +157,22 @@ def explain_request(dep: Deployment, batch: float, mfu: float, res: RequestResul
     t = step_terms(dep, prefill_work(batch, _f(res.input_len)), mfu)
     steps = max(_f(res.output_len) - 1.0, 0.0)
     compute_t, memory_t = _f(t.compute_time_s), _f(t.weight_time_s)
+    floor = dep.engine.prefill_floor_s  # the engine's least prompt-only step (terms/step.py applies it)
+    floored = bool(floor) and _f(t.time_s) <= floor * (1.0 + 1e-12)
+    bound = "compute-bound" if compute_t >= memory_t else "memory-bound"
     return [
         Explanation("prefill FLOPs", _f(res.prefill_flops), "FLOP",
                     "B·(2·P_active·I + causal attention 2·N·(H_qk+H_v)·I²/2·L)",
                     (Term("B", batch, ""), Term("I", _f(res.input_len), "tokens")), S_ATTENTION),
         Explanation("TTFT (prefill)", _f(res.ttft_s), "s",
                     "spec: max(FLOPs / (C·MFU), (P_bytes + KV_written) / W_hbm); calibrated: Σ fitted GEMM and "
-                    "prefill-attention kernels; + collectives",
+                    "prefill-attention kernels; + collectives"
+                    + ("; at least the engine's prompt-step floor" if floor else ""),
                     (Term("T_flops", compute_t, "s"), Term("T_memory", memory_t, "s"),
-                     Term("T_comms", _f(res.prefill_comms_s), "s")),
-                    S_PREFILL, binding=True, note="compute-bound" if compute_t >= memory_t else "memory-bound"),
+                     Term("T_comms", _f(res.prefill_comms_s), "s"))
+                    + ((Term("floor", floor, "s"),) if floor else ()),
+                    S_PREFILL, binding=True,
+                    note="the engine's prefill floor (host launches)" if floored else bound),
         Explanation("TPOT (mean)", _f(res.tpot_s), "s",
                     "Σ_t step(I + t) / (O - 1), each step from the step model",
                     (Term("O - 1", steps, "steps"), Term("first step", _f(res.first_step_time_s), "s"),

@@ -98,6 +98,24 @@ def test_request_explanation_names_the_binding_part():
     assert ex["latency"].value == pytest.approx(float(res.ttft_s) + float(res.decode_time_s))
 
 
+def test_request_explanation_names_the_prefill_floor_where_it_binds():
+    # An engine with a 50 ms floor under prompt-only steps: the 128-token prefill of Llama-3-8B on one
+    # H100 (2·8.03e9·128 FLOPs / 989 TFLOP/s = 2.1 ms, reads 16 GB / 3.35 TB/s = 4.8 ms) takes the floor,
+    # and the explanation says so; an 8192-token one (2·8.03e9·8192 / 989e12 = 133 ms of matmuls) is
+    # above it and stays compute-bound.
+    from dataclasses import replace
+
+    from roofline.deploy import NO_ENGINE
+
+    m, hw = load_model("llama-3-8b"), load_hardware("h100-sxm")
+    dep = deployment(m, hw, 1, engine=replace(NO_ENGINE, prefill_floor_s=0.05, key="t"))
+    short = by_name(explain_request(dep, 1, 1.0, request_from(dep, 128, 16)))["TTFT (prefill)"]
+    assert short.value == pytest.approx(0.05) and short.note == "the engine's prefill floor (host launches)"
+    assert "floor" in short.formula and any(t.symbol == "floor" for t in short.terms)
+    long = by_name(explain_request(dep, 1, 1.0, request_from(dep, 8192, 16)))["TTFT (prefill)"]
+    assert long.value > 0.13 and long.note == "compute-bound"
+
+
 def test_diff_terms_add_up_exactly():
     a = decode_step(M13, V5E, 8, 16, 8192)
     b = decode_step(M13, V5E, 8, 16, 8192, Precision(kv="int8"))
