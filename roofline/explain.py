@@ -158,8 +158,7 @@ def explain_request(dep: Deployment, batch: float, mfu: float, res: RequestResul
     steps = max(_f(res.output_len) - 1.0, 0.0)
     compute_t, memory_t = _f(t.compute_time_s), _f(t.weight_time_s)
     floor = dep.engine.prefill_floor_s  # the engine's least prompt-only step (terms/step.py applies it)
-    floored = bool(floor) and _f(t.time_s) <= floor * (1.0 + 1e-12)
-    bound = "compute-bound" if compute_t >= memory_t else "memory-bound"
+    bound = str(np.asarray(t.bound).reshape(-1)[0])
     return [
         Explanation("prefill FLOPs", _f(res.prefill_flops), "FLOP",
                     "B·(2·P_active·I + causal attention 2·N·(H_qk+H_v)·I²/2·L)",
@@ -172,7 +171,8 @@ def explain_request(dep: Deployment, batch: float, mfu: float, res: RequestResul
                      Term("T_comms", _f(res.prefill_comms_s), "s"))
                     + ((Term("floor", floor, "s"),) if floor else ()),
                     S_PREFILL, binding=True,
-                    note="the engine's prefill floor (host launches)" if floored else bound),
+                    note="host-bound: the engine's prefill floor (host launches)" if bound == "host"
+                    else f"{bound}-bound"),
         Explanation("TPOT (mean)", _f(res.tpot_s), "s",
                     "Σ_t step(I + t) / (O - 1), each step from the step model",
                     (Term("O - 1", steps, "steps"), Term("first step", _f(res.first_step_time_s), "s"),

@@ -31,7 +31,7 @@ CHUNK = 524288
 FLOAT_COLUMNS = ("step_time_s", "step_time_lower_s", "step_time_upper_s", "comms_time_s", "total_bytes")
 #: Integer columns that locate a point: its batch and context on the sweep's axes and its part.
 INDEX_COLUMNS = ("batch_index", "context_index", "part")
-#: Every stored column (``bound_code``: 0 memory, 1 compute, 2 network, as :func:`roofline.terms.step.bound_code`).
+#: Every stored column (``bound_code``: 0 memory, 1 compute, 2 network, 3 host: :data:`..terms.step.BOUND_NAMES`).
 STORED_COLUMNS = (*FLOAT_COLUMNS, "bound_code", *INDEX_COLUMNS)
 
 

@@ -261,11 +261,18 @@ def test_prompt_step_floor_by_hand():
     short, long = Work(prefill_seqs=1.0, prefill_len=128.0), Work(prefill_seqs=1.0, prefill_len=16384.0)
     assert float(step_terms(plain_dep, short).time_s) < 0.006
     assert float(step_terms(floor_dep, short).time_s) == pytest.approx(0.03, rel=1e-12)
+    # what binds: the 4.8 ms read on the spec sheet, the host's 30 ms of launches with the floor
+    assert str(step_terms(plain_dep, short).bound) == "memory" and str(step_terms(floor_dep, short).bound) == "host"
     assert float(step_terms(plain_dep, long).time_s) > 0.265
     assert float(step_terms(floor_dep, long).time_s) == float(step_terms(plain_dep, long).time_s)
+    assert str(step_terms(floor_dep, long).bound) == "compute"
     for work in (Work(decode_seqs=8.0, decode_context=1024.0),
                  Work(decode_seqs=8.0, decode_context=1024.0, prefill_seqs=1.0, prefill_len=128.0)):
         assert float(step_terms(floor_dep, work).time_s) == float(step_terms(plain_dep, work).time_s)
+        assert str(step_terms(floor_dep, work).bound) == str(step_terms(plain_dep, work).bound)
+    # on an array of prompt lengths the floor binds point by point: 128 → host, 16,384 → compute
+    both = step_terms(floor_dep, Work(prefill_seqs=1.0, prefill_len=np.array([128.0, 16384.0])))
+    assert both.bound.tolist() == ["host", "compute"] and both.bound_code.dtype == np.int8
 
 
 def test_floor_that_a_row_cannot_express_exactly_is_kept_absent():

@@ -93,7 +93,7 @@ def test_request_explanation_names_the_binding_part():
     ex = by_name(explain_request(dep, 1, 1.0, res))
     # Prefill of 2048 tokens: 2·8.03e9·2048 = 3.29e13 FLOPs over 9.89e14 FLOP/s = 33 ms, above
     # the 16 GB / 3.35 TB/s = 4.8 ms of reads: compute-bound.
-    assert ex["TTFT (prefill)"].note == "compute-bound"
+    assert ex["TTFT (prefill)"].note == "compute-bound"  # the step terms' own bound, not recomputed here
     assert ex["latency"].note == "decode dominates"
     assert ex["latency"].value == pytest.approx(float(res.ttft_s) + float(res.decode_time_s))
 
@@ -110,7 +110,7 @@ def test_request_explanation_names_the_prefill_floor_where_it_binds():
     m, hw = load_model("llama-3-8b"), load_hardware("h100-sxm")
     dep = deployment(m, hw, 1, engine=replace(NO_ENGINE, prefill_floor_s=0.05, key="t"))
     short = by_name(explain_request(dep, 1, 1.0, request_from(dep, 128, 16)))["TTFT (prefill)"]
-    assert short.value == pytest.approx(0.05) and short.note == "the engine's prefill floor (host launches)"
+    assert short.value == pytest.approx(0.05) and short.note == "host-bound: the engine's prefill floor (host launches)"
     assert "floor" in short.formula and any(t.symbol == "floor" for t in short.terms)
     long = by_name(explain_request(dep, 1, 1.0, request_from(dep, 8192, 16)))["TTFT (prefill)"]
     assert long.value > 0.13 and long.note == "compute-bound"

@@ -74,15 +74,17 @@ class StepTerms:
 
     @functools.cached_property
     def bound(self) -> np.ndarray:
-        """'memory', 'compute' or 'network' per point: the words of :attr:`bound_code` (made when first read)."""
+        """'memory', 'compute', 'network' or 'host' per point: the words of :attr:`bound_code` (made when read)."""
         return bound_names(self.bound_code)
 
     def as_dict(self) -> dict[str, object]:
         return {**asdict(self), "bound": self.bound}
 
 
-#: What limits a step, by :func:`bound_code`: 0 memory, 1 compute, 2 network.
-BOUND_NAMES = np.array(["memory", "compute", "network"])
+#: What limits a step, by :func:`bound_code`: 0 memory, 1 compute, 2 network; 3 host, where the
+#: engine's prefill floor (an eager step's host launches) outlasts the device work (:func:`prompt_step_floor`).
+BOUND_NAMES = np.array(["memory", "compute", "network", "host"])
+HOST_BOUND = np.int8(3)
 
 
 def bound_code(compute_s: Number, bytes_s: Number, exposed_s: Number | None, local_s: Number) -> np.ndarray:
@@ -162,17 +164,23 @@ def engine_overhead_s(dep: Deployment, stage: Work, layers: float, share: float,
             + e.gemm_slowdown * np.asarray(gemm_s) + gqa_kv_reread_s(dep, decode_kv_bytes, share, bw))
 
 
-def prompt_step_floor(dep: Deployment, stage: Work, share: float, pred: Number, upper: Number) -> tuple[Number, Number]:
-    """(prediction, upper) of a stage with the engine's floor under prompt-only steps: max(share·floor, t)
-    where the step has prompts and no decodes (an eager step: device work shorter than the host's
-    launches hides under them); unchanged elsewhere and without a floor."""
+def prompt_step_floor(dep: Deployment, stage: Work, share: float, pred: Number, upper: Number,
+                      code: np.ndarray) -> tuple[Number, Number, np.ndarray]:
+    """(prediction, upper, bound code) of a stage with the engine's floor under prompt-only steps:
+    max(share·floor, t) where the step has prompts and no decodes (an eager step: device work shorter
+    than the host's launches hides under them), bound 'host' where the floor is the larger; unchanged
+    elsewhere and without a floor."""
     floor = dep.engine.prefill_floor_s
     if not floor:
-        return pred, upper
+        return pred, upper, code
     prompt_only = np.logical_and(np.asarray(stage.decode_seqs) == 0, np.asarray(stage.prefill_tokens) > 0)
     least = share * floor
+    host = np.logical_and(prompt_only, np.less(pred, least))
+    if host.any():
+        shape = np.broadcast_shapes(np.shape(code), host.shape)
+        code = np.where(host, HOST_BOUND, np.broadcast_to(code, shape)).astype(np.int8)
     return (np.where(prompt_only, np.maximum(pred, least), pred),
-            np.where(prompt_only, np.maximum(upper, least), upper))
+            np.where(prompt_only, np.maximum(upper, least), upper), code)
 
 
 def _finite_within(stage_local: Number, c: comms.CommsTerms) -> bool:
@@ -295,7 +303,7 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
             stage_pred = stage_local + exposed
             quiet_net = False
     code = bound_code(compute_time, kv_time + weight_time, None if quiet or quiet_net else exposed, stage_local)
-    stage_pred, stage_upper = prompt_step_floor(dep, stage, share, stage_pred, stage_upper)
+    stage_pred, stage_upper, code = prompt_step_floor(dep, stage, share, stage_pred, stage_upper, code)
     bubble = pipeline_bubble_s(pp, mb, stage_pred, send, quiet or (finite and nonnegative_finite(c.time_s)))
     return StepTerms(
         tokens=replica.tokens, kv_read_bytes=kv_read, weight_read_bytes=weights_read, kv_written_bytes=kv_written,
