@@ -331,11 +331,15 @@ def decode_total_s(dep: Deployment, batch: ArrayLike, input_len: Number, steps: 
     context range is exact there (and within a fraction of a percent for fitted kernels).
     """
     span = np.maximum(np.subtract(steps, 1.0), 0.0)
+    shape = np.broadcast_shapes(np.shape(batch), np.shape(input_len), np.shape(span))
+    nodes = _NODES.reshape((-1,) + (1,) * len(shape))  # one step_terms call: the nodes on a leading axis
+    t = step_terms(dep, decode_work(batch, np.add(input_len, span * (nodes + 1.0) / 2.0)))
+    times = np.broadcast_to(t.time_s, nodes.shape[:1] + shape)
+    exposed = np.broadcast_to(t.comms_exposed_s, nodes.shape[:1] + shape)
     total, comms = 0.0, 0.0
-    for x, w in zip(_NODES, _WEIGHTS, strict=True):
-        t = step_terms(dep, decode_work(batch, np.add(input_len, span * (x + 1.0) / 2.0)))
-        total = total + w / 2.0 * t.time_s
-        comms = comms + w / 2.0 * t.comms_exposed_s
+    for k, w in enumerate(_WEIGHTS):  # summed node by node, in order, as the quadrature reads
+        total = total + w / 2.0 * times[k]
+        comms = comms + w / 2.0 * exposed[k]
     return np.multiply(steps, total), np.multiply(steps, comms)
 
 
