@@ -98,8 +98,9 @@ class EngineCalibration(_Spec):
 
     Each is a physical quantity: per step, per layer, per token and layer (split over a tp group's
     chips, or repeated on each of them), per sampled or prefilled sequence, the engine's GEMM
-    slowdown against the calibrated kernels, its latency per collective ring step, and the share of
-    a GQA group's query heads that re-read the KV cache.
+    slowdown against the calibrated kernels, its latency per collective ring step, the share of
+    a GQA group's query heads that re-read the KV cache, and the extra time per byte of its
+    all-reduces from a message size on.
     """
 
     step_overhead_s: float = spec_field(0.0, ge=0, le=10.0)
@@ -111,6 +112,10 @@ class EngineCalibration(_Spec):
     gemm_slowdown: float = spec_field(0.0, ge=0, le=100.0)
     collective_hop_s: float = spec_field(0.0, ge=0, le=1e-2)
     gqa_kv_reread: float = spec_field(0.0, ge=0, le=1.0)
+    # Extra seconds per byte each chip moves in a tp all-reduce whose message is at least
+    # large_collective_bytes (chosen by the fit from powers of two; 0 with the term absent).
+    large_collective_s_per_byte: float = spec_field(0.0, ge=0, le=1e-6)
+    large_collective_bytes: float = spec_field(0.0, ge=0, le=1e12)
     # The least time of a step that carries only prompts (an eager, not graph-captured step: the host's
     # launches, which shorter device work hides under): the step is max(this, its work).
     prefill_floor_s: float = spec_field(0.0, ge=0, le=10.0)

@@ -65,6 +65,54 @@ def test_collective_hop_latency_counts_ring_steps_by_hand():
         assert slow - base == pytest.approx(added, rel=1e-9, abs=1e-15)
 
 
+def test_large_allreduce_term_prices_messages_from_its_threshold_by_hand():
+    # Llama-2-70B prefill on 8 H100s at tp 8 with 10 ps more per byte from 64 MiB: a 4096-token step's
+    # all-reduce message [4096, 8192] in bf16 is 4096 x 8192 x 2 B = 64 MiB, so each of its 80 x 2
+    # all-reduces adds 2 x 7/8 x 64 MiB x 1e-11 s/B = 1.174 ms: 160 x 1.174 ms = 0.1879 s on the
+    # network side of the step (on a GPU, the critical path); a 2048-token step's 32 MiB adds nothing.
+    from roofline.terms import Work, step_terms
+
+    model = load_model("llama-2-70b")
+    eng = replace(NO_ENGINE, large_collective_s_per_byte=1e-11, large_collective_bytes=2.0**26, key="t")
+    plain, large = deployment(model, H100, 8, tp=8), deployment(model, H100, 8, tp=8, engine=eng)
+    for tokens, added in ((4096.0, 160 * 2 * 7 / 8 * 2**26 * 1e-11), (2048.0, 0.0)):
+        work = Work(prefill_seqs=1.0, prefill_len=tokens)
+        a, b = step_terms(plain, work), step_terms(large, work)
+        assert float(b.time_s) - float(a.time_s) == pytest.approx(added, rel=1e-9, abs=1e-15)
+        assert float(b.comms_time_s) - float(a.comms_time_s) == pytest.approx(added, rel=1e-9, abs=1e-15)
+    assert "64 MiB" in step_terms(large, Work(prefill_seqs=1.0, prefill_len=4096.0)).sources["large_collectives"]
+    # at tp 1 there is no all-reduce to price
+    one = deployment(model, H100, 8, tp=1, engine=eng)
+    work = Work(prefill_seqs=1.0, prefill_len=4096.0)
+    assert float(step_terms(one, work).time_s) == float(step_terms(deployment(model, H100, 8, tp=1), work).time_s)
+
+
+def test_fit_chooses_the_large_allreduce_threshold_or_none():
+    # Synthetic designs: every affine term's column random, the large all-reduce term's columns per
+    # threshold nonzero only from the row's own message size on.  With the truth at 64 MiB and 20 ps/B
+    # the fit chooses 64 MiB and recovers the value; with the term absent from the truth it keeps none
+    # (threshold 0, the term at its lower bound, written 0).
+    rng = np.random.default_rng(3)
+    rows = load_shipped("trtllm-perf-overview")[:40]
+    names = list(ef.ENGINE_TERMS)
+    scale = np.array([1.0 / ef.UNITS[n] for n in names]) * 1e-3
+    k = ef.LARGE_THRESHOLDS_BYTES.index(2.0**26)
+    ds = []
+    for i, row in enumerate(rows):
+        jac = rng.uniform(0.1, 1.0, len(names)) * scale * (np.arange(len(names)) % 3 == i % 3)
+        message = 2.0 ** (23 + i % 6)  # 8 MiB … 256 MiB
+        cols = np.where(message >= np.array(ef.LARGE_THRESHOLDS_BYTES), rng.uniform(1e9, 2e9), 0.0)
+        ds.append(ef.Design(row, "ttft_s", 0.0, 0.01, jac, large_columns=cols))
+    for truth_value, want in ((2e-11, 2.0**26), (0.0, 0.0)):
+        truth = np.zeros(len(ef.FITTED_ENGINE_TERMS))
+        truth[ef.LARGE_INDEX] = truth_value
+        measured = [replace(d, measured=d.at_threshold(k).predict(truth)) for d in ds]
+        fit = ef.fit_engine("synthetic/3", measured)
+        entry = fit.profile_entry()
+        assert entry["large_collective_bytes"] == want
+        assert entry["large_collective_s_per_byte"] == pytest.approx(truth_value, rel=1e-3)
+
+
 def test_kv_alltoalls_count_only_in_steps_with_decodes():
     # Qwen2.5-0.5B (2 KV heads) at tp 4: the KV cache is batch-sharded, so a decode step adds 2 all-to-alls
     # of its queries per layer, 2(4 - 1) + 2(4 - 1) = 12 + 6 = 18 ring steps a layer with the all-reduces.
@@ -116,14 +164,18 @@ def test_design_is_the_prediction_path(designs):
     theta = ef.theta_of({"step_overhead_s": 2e-3, "layer_overhead_s": 3e-5, "layer_bytes_per_token": 2e5,
                          "replicated_bytes_per_token": 1e5, "sample_s_per_seq": 1e-4, "prefill_seq_overhead_s": 5e-3,
                          "gemm_slowdown": 0.3, "collective_hop_s": 4e-6, "gqa_kv_reread": 0.2,
-                         "prefill_floor_s": 0.03})
-    eng = replace(NO_ENGINE, **dict(zip(ef.FITTED_ENGINE_TERMS, theta, strict=True)), key="t", source="t")
-    floored = 0
+                         "large_collective_s_per_byte": 5e-12, "prefill_floor_s": 0.03})
+    # the large all-reduce term at its first threshold (16 MiB: the TP4 2048-token prefills' 32 MiB pass it)
+    eng = replace(NO_ENGINE, **dict(zip(ef.FITTED_ENGINE_TERMS, theta, strict=True)), key="t", source="t",
+                  large_collective_bytes=ef.LARGE_THRESHOLDS_BYTES[0])
+    floored = large = 0
     for d in ds:
         direct = predict_row(d.row, hw, eng)["ttft_s"]
-        assert d.predict(theta) == pytest.approx(direct, rel=1e-9)
+        assert d.at_threshold(0).predict(theta) == pytest.approx(direct, rel=1e-9)
         floored += direct == pytest.approx(0.03, rel=1e-12)
+        large += bool(d.large_columns is not None and d.large_columns[0] > 0)
     assert 0 < floored < len(ds)  # the 30 ms floor binds some of these prefills, not all
+    assert 0 < large < len(ds)  # and the large all-reduces price some of them (tp > 1), not all
 
 
 def test_design_columns_of_the_tp_and_gqa_terms_are_the_prediction_path():
@@ -140,9 +192,29 @@ def test_design_columns_of_the_tp_and_gqa_terms_are_the_prediction_path():
     theta = ef.theta_of({"step_overhead_s": 1e-3, "layer_overhead_s": 2e-5, "layer_bytes_per_token": 1e5,
                          "replicated_bytes_per_token": 5e4, "sample_s_per_seq": 1e-4, "prefill_seq_overhead_s": 2e-3,
                          "gemm_slowdown": 0.2, "collective_hop_s": 5e-6, "gqa_kv_reread": 0.5,
-                         "prefill_floor_s": 0.0})
+                         "large_collective_s_per_byte": 0.0, "prefill_floor_s": 0.0})
     eng = replace(NO_ENGINE, **dict(zip(ef.FITTED_ENGINE_TERMS, theta, strict=True)), key="t", source="t")
     assert ds[0].predict(theta) == pytest.approx(predict_row(row, hw, eng)["tpot_s"], rel=1e-9)
+
+
+def test_design_columns_of_the_large_allreduce_term_follow_the_message_size():
+    # A TP4 Llama-2-70B prefill of 4096 tokens (splitwise-sim, H100): its all-reduce message is
+    # 4096 x 8192 x 2 B = 64 MiB, so the large all-reduce column is non-zero at the 16, 32 and 64 MiB
+    # thresholds (the same there: the same bytes priced) and zero at 128 and 256 MiB; its decode steps'
+    # messages are far smaller, so TPOT's column is zero at all of them.  At 64 MiB and 3e-12 s/B the
+    # design still equals predict_row.
+    hw = load_hardware("h100-sxm-cal")
+    row = next(r for r in load_shipped("splitwise-sim") if r.hardware == "h100-sxm" and r.tp == 4
+               and r.model == "llama-2-70b" and r.input_len == 4096 and r.batch == 1)
+    by_q = {d.quantity: d for d in ef.designs_for(row, hw)}
+    ttft, tpot = by_q["ttft_s"], by_q["tpot_s"]
+    assert ef.LARGE_THRESHOLDS_BYTES[:3] == (2.0**24, 2.0**25, 2.0**26)
+    assert ttft.large_columns[0] > 0 and np.all(ttft.large_columns[:3] == ttft.large_columns[0])
+    assert np.all(ttft.large_columns[3:] == 0) and np.all(tpot.large_columns == 0)
+    values = {**dict.fromkeys(ef.FITTED_ENGINE_TERMS, 0.0), "large_collective_s_per_byte": 3e-12}
+    eng = replace(NO_ENGINE, **values, large_collective_bytes=2.0**26, key="t", source="t")
+    assert ttft.at_threshold(2).predict(ef.theta_of(values)) == pytest.approx(
+        predict_row(row, hw, eng)["ttft_s"], rel=1e-9)
 
 
 def test_fit_recovers_known_terms(designs):
@@ -285,3 +357,12 @@ def test_floor_that_a_row_cannot_express_exactly_is_kept_absent():
           for i, r in enumerate(rows)]
     fit = ef.fit_engine("synthetic/2", ds)
     assert fit.profile_entry()["prefill_floor_s"] == 0.0 and "prefill_floor_s" in fit.at_lower
+
+
+def test_shipped_splitwise_entries_put_the_large_allreduce_threshold_where_the_rows_step():
+    # splitwise-sim's prefills step up in per-token cost between BLOOM-176B's 2048-token step (all-reduce
+    # message 2048 x 14336 x 2 B = 56 MiB: no step) and Llama-2-70B's 4096-token one (4096 x 8192 x 2 B
+    # = 64 MiB: stepped); the only candidate power of two in (56, 64] MiB is 64 MiB, on both chips.
+    for chip in ("h100-sxm-cal", "a100-80gb-cal"):
+        entry = load_hardware(chip).engine["unknown/any"]
+        assert entry.large_collective_bytes == 2.0**26 and entry.large_collective_s_per_byte > 0

@@ -174,7 +174,8 @@ def fit_command(
 
         profile, engine_fits = with_engines(profile, [r for f in e2e_files for r in import_e2e(f)])
         engines = {k: {"rows": f.rows, **f.stats, "terms": f.terms, "at_bound": f.at_lower + f.at_upper,
-                       "absent": f.at_lower, "at_upper_bound": f.at_upper}
+                       "absent": f.at_lower, "at_upper_bound": f.at_upper,
+                       "large_collective_bytes": f.large_collective_bytes}
                    for k, f in engine_fits.items()}
     page = render_calibration_report(profile, fits, table) if (report and fits) else None
     text = dump_yaml(profile.model_dump(exclude_none=True))
@@ -205,7 +206,9 @@ def fit_command(
             if fit.at_bound:
                 console.print(f"missing term? {key}: {', '.join(fit.at_bound)} at a bound")
         for key, e in engines.items():
-            terms = ", ".join(f"{n} {v:.3g}" for n, v in e["terms"].items() if v)
+            terms = ", ".join(f"{n} {v:.3g}" + (f" (all-reduces from {e['large_collective_bytes'] / 2**20:g} MiB)"
+                                                if n == "large_collective_s_per_byte" else "")
+                              for n, v in e["terms"].items() if v)
             console.print(f"engine {key}: {e['rows']} rows; MAPE {e['before_mape']:.1%} kernels only -> "
                           f"{e['after_mape']:.1%} fitted, {e.get('holdout_mape', float('nan')):.1%} held out by "
                           f"case; {terms or 'no term needed'}; absent (at the lower bound): "

@@ -17,7 +17,7 @@ from ..specs import EngineCalibration, HardwareSpec
 #: Fitted engine quantities, in the order the fit and the step model use them.
 ENGINE_TERMS = ("step_overhead_s", "layer_overhead_s", "layer_bytes_per_token", "replicated_bytes_per_token",
                 "sample_s_per_seq", "prefill_seq_overhead_s", "gemm_slowdown", "collective_hop_s",
-                "gqa_kv_reread")
+                "gqa_kv_reread", "large_collective_s_per_byte")
 #: The engine's floor under a prompt-only step (not affine in the step: the step is max(floor, its work)).
 ENGINE_FLOOR = "prefill_floor_s"
 #: Every fitted engine quantity: the affine terms, then the floor.
@@ -37,7 +37,10 @@ class EngineTerms:
     gemm_slowdown: float = 0.0
     collective_hop_s: float = 0.0
     gqa_kv_reread: float = 0.0
+    large_collective_s_per_byte: float = 0.0
     prefill_floor_s: float = 0.0
+    # The all-reduce message size (bytes) from which large_collective_s_per_byte applies (chosen by the fit).
+    large_collective_bytes: float = 0.0
     comms_overlap: float | None = None
     fused_parallel_block: bool = False
     key: str = ""
@@ -57,6 +60,7 @@ def from_calibration(key: str, cal: EngineCalibration, origin: str) -> EngineTer
     note = f", held-out MAPE {held:.1%}" if held is not None else ""
     return EngineTerms(**{name: float(getattr(cal, name)) for name in FITTED_ENGINE_TERMS},
                        comms_overlap=float(cal.comms_overlap), fused_parallel_block=bool(cal.fused_parallel_block),
+                       large_collective_bytes=float(cal.large_collective_bytes),
                        key=key,
                        source=f"calibrated engine {key} ({origin}; {cal.rows} end-to-end rows{note})")
 

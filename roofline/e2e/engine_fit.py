@@ -28,12 +28,19 @@ from .validate import QUANTITIES, measured_value
 UNITS = {"step_overhead_s": 1e-3, "layer_overhead_s": 1e-5, "layer_bytes_per_token": 1e5,
          "replicated_bytes_per_token": 1e5, "sample_s_per_seq": 1e-4, "prefill_seq_overhead_s": 1e-3,
          "gemm_slowdown": 0.1,
-         "collective_hop_s": 1e-6, "gqa_kv_reread": 0.1}
+         "collective_hop_s": 1e-6, "gqa_kv_reread": 0.1, "large_collective_s_per_byte": 1e-12}
 #: Bounds of each term (SI); the lower bound stands for "absent".
 BOUNDS = {"step_overhead_s": (1e-9, 0.2), "layer_overhead_s": (1e-11, 2e-3), "layer_bytes_per_token": (1e-3, 1e9),
           "replicated_bytes_per_token": (1e-3, 1e9),
           "sample_s_per_seq": (1e-11, 5e-3), "prefill_seq_overhead_s": (1e-9, 0.5), "gemm_slowdown": (1e-6, 5.0),
-          "collective_hop_s": (1e-10, 2e-5), "gqa_kv_reread": (1e-6, 1.0), ENGINE_FLOOR: (1e-6, 1.0)}
+          "collective_hop_s": (1e-10, 2e-5), "gqa_kv_reread": (1e-6, 1.0), "large_collective_s_per_byte": (1e-17, 1e-9),
+          ENGINE_FLOOR: (1e-6, 1.0)}
+#: The large all-reduce term, and the message sizes the fit tries as its threshold: powers of two
+#: from 16 to 256 MiB (where engines' registered all-reduce buffers sit); the fit keeps the one of least
+#: error, or none.
+LARGE = "large_collective_s_per_byte"
+LARGE_INDEX = ENGINE_TERMS.index(LARGE)
+LARGE_THRESHOLDS_BYTES = tuple(float(2**k) for k in range(24, 29))
 #: Floors far above every prompt-only step, to read how the floor enters a row's quantities.
 PROBE_FLOORS_S = (100.0, 200.0)
 #: A term within this fraction of its upper bound is reported there (a term the model lacks).
@@ -58,6 +65,24 @@ class Design:
     prefill_y0: float = 0.0
     prefill_jacobian: np.ndarray | None = None
     floor_ok: bool = True
+    # The large all-reduce term's column (and the prompt step's) at each of LARGE_THRESHOLDS_BYTES;
+    # the jacobians hold the one chosen (:meth:`at_threshold`), the first until then.
+    large_columns: np.ndarray | None = None
+    large_prefill_columns: np.ndarray | None = None
+
+    def at_threshold(self, i: int | None) -> Design:
+        """This design with the large all-reduce term at threshold ``i`` (None: the term absent)."""
+        if self.large_columns is None and i is not None:
+            return self
+        col = 0.0 if i is None or self.large_columns is None else float(self.large_columns[i])
+        jac = self.jacobian.copy()
+        jac[LARGE_INDEX] = col
+        pj = self.prefill_jacobian
+        if pj is not None:
+            pj = pj.copy()
+            pj[LARGE_INDEX] = 0.0 if i is None or self.large_prefill_columns is None \
+                else float(self.large_prefill_columns[i])
+        return replace(self, jacobian=jac, prefill_jacobian=pj)
 
     def predict(self, theta: np.ndarray) -> float:
         """The prediction in the quantity's own units at fitted terms θ (:data:`FITTED_ENGINE_TERMS`)."""
@@ -95,24 +120,28 @@ def designs_for(row: E2ERow, hw: HardwareSpec) -> list[Design]:
     wanted = [(q, key) for q, (_, key) in QUANTITIES.items() if key in base and measured_value(row, q) is not None]
     if not wanted:
         return []
-    units = {name: predict_row(row, hw, unit_engine(name, handset)) for name in ENGINE_TERMS}
+    units = {name: predict_row(row, hw, unit_engine(name, handset)) for name in ENGINE_TERMS if name != LARGE}
+    large = [predict_row(row, hw, replace(unit_engine(LARGE, handset), large_collective_bytes=b))
+             for b in LARGE_THRESHOLDS_BYTES]
     probes = [predict_row(row, hw, replace(handset, **{ENGINE_FLOOR: f})) for f in PROBE_FLOORS_S]
 
-    def affine(q: str, key: str) -> tuple[float, np.ndarray]:
-        """y₀ and J of one quantity (one unit of each affine term)."""
+    def affine(q: str, key: str) -> tuple[float, np.ndarray, np.ndarray]:
+        """y₀, J (one unit of each affine term) and the large all-reduce term's column per threshold."""
         y0 = _as_y(q, base[key])
-        return y0, np.array([(_as_y(q, units[n][key]) - y0) / UNITS[n] for n in ENGINE_TERMS])
+        cols = np.array([(_as_y(q, p[key]) - y0) / UNITS[LARGE] for p in large])
+        jac = [cols[0] if n == LARGE else (_as_y(q, units[n][key]) - y0) / UNITS[n] for n in ENGINE_TERMS]
+        return y0, np.array(jac), cols
 
     # A static row's TTFT is its one prompt-only step: the floor's argument p(θ).
     prefill = "ttft_s" in base and row.load == "static"
-    p0, pj = affine("ttft_s", "ttft_s") if prefill else (0.0, None)
+    p0, pj, pcols = affine("ttft_s", "ttft_s") if prefill else (0.0, None, None)
     out = []
     for q, key in wanted:
-        y0, jac = affine(q, key)
+        y0, jac, cols = affine(q, key)
         measured = measured_value(row, q)
         assert measured is not None
         scale, ok = _floor_scale(q, key, y0, p0, probes, prefill)
-        out.append(Design(row, q, measured[0], y0, jac, scale, p0, pj, ok))
+        out.append(Design(row, q, measured[0], y0, jac, scale, p0, pj, ok, cols, pcols))
     return out
 
 
@@ -167,6 +196,63 @@ def fit_terms(designs: Sequence[Design], seed: int = 0) -> dict[str, float]:
     return values if binds else {**values, ENGINE_FLOOR: BOUNDS[ENGINE_FLOOR][0]}
 
 
+#: Parameters the large all-reduce term adds (its threshold and its value): what the fit's choice of it
+#: pays for in the Bayesian information criterion.
+LARGE_PARAMS = 2
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A fit's terms and the large all-reduce threshold it chose (an index of
+    :data:`LARGE_THRESHOLDS_BYTES`; None: the term absent)."""
+
+    values: dict[str, float]
+    threshold: int | None
+
+    @property
+    def threshold_bytes(self) -> float:
+        return 0.0 if self.threshold is None else LARGE_THRESHOLDS_BYTES[self.threshold]
+
+    def predict(self, d: Design) -> float:
+        return d.at_threshold(self.threshold).predict(theta_of(self.values))
+
+
+def _distinct_thresholds(designs: Sequence[Design]) -> list[int]:
+    """Thresholds that price some design and differ from every smaller one on these designs."""
+    out: list[int] = []
+    seen: list[np.ndarray] = []
+    for i in range(len(LARGE_THRESHOLDS_BYTES)):
+        cols = np.array([0.0 if d.large_columns is None else d.large_columns[i] for d in designs])
+        if not np.any(cols) or any(np.array_equal(cols, c) for c in seen):
+            continue
+        seen.append(cols)
+        out.append(i)
+    return out
+
+
+def fit_choosing_threshold(designs: Sequence[Design], seed: int = 0) -> Choice:
+    """:func:`fit_terms` without the large all-reduce term and at each distinct threshold; the threshold
+    whose fit has the least mean squared log error, if it lowers the Bayesian information criterion
+    n·ln(MSE) + k·ln(n) against the fit without the term (k = LARGE_PARAMS), else none."""
+    def fitted(i: int | None) -> tuple[float, Choice]:
+        ds = [d.at_threshold(i) for d in designs]
+        values = fit_terms(ds, seed)
+        if i is None:
+            values = {**values, LARGE: BOUNDS[LARGE][0]}
+        theta = theta_of(values)
+        return float(np.mean([np.log(d.predict(theta) / d.measured) ** 2 for d in ds])), Choice(values, i)
+
+    n = len(designs)
+    base, best = fitted(None)
+    best_bic = n * np.log(base)
+    for i in _distinct_thresholds(designs):
+        mse, choice = fitted(i)
+        bic = n * np.log(mse) + LARGE_PARAMS * np.log(n)
+        if choice.values[LARGE] > 10.0 * BOUNDS[LARGE][0] and bic < best_bic:
+            best, best_bic = choice, bic
+    return best
+
+
 def theta_of(values: dict[str, float]) -> np.ndarray:
     return np.array([values[n] for n in FITTED_ENGINE_TERMS])
 
@@ -177,18 +263,21 @@ def ape(designs: Sequence[Design], theta: np.ndarray) -> np.ndarray:
 
 
 def kfold_predictions(designs: Sequence[Design], folds: int = 5, seed: int = 0) -> dict[tuple[str, str], float]:
-    """Held-out by case: each row's predictions from a fit on the other folds' rows."""
+    """Held-out by case: each row's predictions from a fit on the other folds' rows (leave one row out
+    where a fold's training rows would hold fewer quantities than there are terms)."""
     ids = sorted({d.row.id for d in designs})
     order = np.random.default_rng(seed).permutation(len(ids))
     fold_of = {ids[i]: k % folds for k, i in enumerate(order)}
+    if any(sum(fold_of[d.row.id] != k for d in designs) < len(FITTED_ENGINE_TERMS) for k in range(folds)):
+        folds, fold_of = len(ids), {ids[i]: k for k, i in enumerate(order)}
     out: dict[tuple[str, str], float] = {}
     for k in range(folds):
         train = [d for d in designs if fold_of[d.row.id] != k]
         test = [d for d in designs if fold_of[d.row.id] == k]
         if not test or len(train) < len(FITTED_ENGINE_TERMS):
             continue
-        theta = theta_of(fit_terms(train, seed))
-        out.update({(d.row.id, d.quantity): d.predict(theta) for d in test})
+        choice = fit_choosing_threshold(train, seed)
+        out.update({(d.row.id, d.quantity): choice.predict(d) for d in test})
     return out
 
 
@@ -205,10 +294,12 @@ class EngineFit:
     stats: dict[str, float]
     comms_overlap: float = 0.0
     fused_parallel_block: bool = False
+    large_collective_bytes: float = 0.0
 
     def profile_entry(self) -> dict[str, object]:
         """The ``engine[key]`` mapping of a profile (the hand-set properties kept as they were)."""
-        return {**{n: float(v) for n, v in self.terms.items()}, "comms_overlap": self.comms_overlap,
+        return {**{n: float(v) for n, v in self.terms.items()},
+                "large_collective_bytes": self.large_collective_bytes, "comms_overlap": self.comms_overlap,
                 "fused_parallel_block": self.fused_parallel_block, "rows": self.rows,
                 "sources": self.sources, "at_bound": sorted(self.at_lower + self.at_upper),
                 "at_upper_bound": sorted(self.at_upper),
@@ -221,7 +312,8 @@ def fit_engine(key: str, designs: Sequence[Design], seed: int = 0,
 
     ``handset``: the entry being refitted, whose hand-set properties the new entry keeps; without
     one the entry records ``comms_overlap``, the chip's default the rows were priced with."""
-    values = fit_terms(designs, seed)
+    choice = fit_choosing_threshold(designs, seed)
+    values, designs = choice.values, [d.at_threshold(choice.threshold) for d in designs]
     theta = theta_of(values)
     held = kfold_predictions(designs, seed=seed)
     held_ape = np.array([abs(held[(d.row.id, d.quantity)] - d.measured) / d.measured
@@ -239,7 +331,8 @@ def fit_engine(key: str, designs: Sequence[Design], seed: int = 0,
                      upper, len({d.row.id for d in designs}),
                      sorted({d.row.source for d in designs}), stats,
                      *((float(handset.comms_overlap), bool(handset.fused_parallel_block)) if handset
-                       else (comms_overlap,)))
+                       else (comms_overlap, False)),
+                     large_collective_bytes=0.0 if LARGE in lower else choice.threshold_bytes)
 
 
 #: Fewest measured quantities an engine entry is fitted on by itself.
@@ -293,6 +386,6 @@ def source_holdout_predictions(designs: Mapping[str, Sequence[Design]], seed: in
             train = [d for d in mine if d.row.source != source]
             if len(train) < MIN_DESIGNS:
                 continue
-            theta = theta_of(fit_terms(train, seed))
-            out.update({(d.row.id, d.quantity): d.predict(theta) for d in mine if d.row.source == source})
+            choice = fit_choosing_threshold(train, seed)
+            out.update({(d.row.id, d.quantity): choice.predict(d) for d in mine if d.row.source == source})
     return out

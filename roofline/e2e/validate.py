@@ -219,7 +219,8 @@ def validate(rows: Sequence[E2ERow], profiles: Sequence[HardwareSpec] = (),
         dropped = len(cases) - len(held)
         by_source = summarize(_with_predictions(cases, source_holdout_predictions(designs), "held out by source"))
         cases = held
-        label = ("calibrated profiles with engine terms held out by case (5-fold, seeded)"
+        label = ("calibrated profiles with engine terms held out by case (5-fold, seeded; leave one row out "
+                 "for an engine with too few rows for 5 folds)"
                  + (f"; {dropped} case(s) without a held-out fit dropped" if dropped else ""))
     return Validation(cases=cases, skipped=skipped, summary=summarize(cases), summary_spec=summarize(spec_cases),
                       summary_by_source_holdout=by_source, tier=label)

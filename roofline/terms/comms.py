@@ -36,6 +36,10 @@ class CommsTerms:
     bytes_per_step: Number
     source: str
     ring_steps: Number = 0.0
+    # The tp all-reduces' message [T, D] in bytes, and the bytes each chip moves in all of the stage's
+    # all-reduces (ring: 2(n−1)/n of each message): what an engine's large-collective term prices.
+    allreduce_message_bytes: Number = 0.0
+    allreduce_wire_bytes: Number = 0.0
 
 
 def allreduces_per_layer(dep: Deployment) -> float:
@@ -125,7 +129,15 @@ def stage_comms(dep: Deployment, tokens: ArrayLike, decode_seqs: ArrayLike, laye
     source = f"{fabric.PART3}; {layout.describe(dep.hw)}; {ar_src}"
     moe_share = moe_layers / layers if (par.ep > 1 and layers) else 0.0
     steps = layers * ring_steps_per_layer(par.tp, a2a_count, ars, par.ep, moe_share)
-    return CommsTerms(lower, time, moved, source, steps)
+    allreduces = dense_layers * ars + moe_layers * (1.0 if par.ep > 1 and moe_layers else ars)
+    wire = allreduce_wire_bytes(par.tp, allreduces, ar_bytes)
+    return CommsTerms(lower, time, moved, source, steps, ar_bytes, wire)
+
+
+def allreduce_wire_bytes(tp: int, allreduces: float, message_bytes: Number) -> Number:
+    """Bytes each chip sends in ``allreduces`` ring all-reduces of ``message_bytes``: count·2(n−1)/n·M
+    (reduce-scatter then all-gather; book, part 3)."""
+    return allreduces * 2.0 * (tp - 1) / tp * np.asarray(message_bytes)
 
 
 def pipeline_send_time_s(dep: Deployment, tokens: ArrayLike) -> Number:

@@ -132,12 +132,27 @@ def gqa_kv_reread_s(dep: Deployment, decode_kv_bytes: Number, share: float, bw: 
 
 def with_engine_collective_latency(dep: Deployment, tokens: Number, c: comms.CommsTerms) -> comms.CommsTerms:
     """The stage's collectives plus the engine's latency per ring step (``collective_hop_s``) × their ring
-    steps, on the network side of the step (it binds, and overlaps, as a collective); unchanged at 0."""
+    steps and its large all-reduces' extra time (:func:`large_collective_s`), on the network side of the
+    step (they bind, and overlap, as collectives); unchanged where both are 0."""
     hop = dep.engine.collective_hop_s
-    if not hop or all_zero(c.ring_steps):
+    extra = large_collective_s(dep, c)
+    if (not hop or all_zero(c.ring_steps)) and extra is None:
         return c
     latency = np.where(np.asarray(tokens) > 0, c.ring_steps * hop, 0.0)
+    if extra is not None:
+        latency = latency + extra
     return replace(c, time_s=np.add(c.time_s, latency), lower_s=np.add(c.lower_s, latency))
+
+
+def large_collective_s(dep: Deployment, c: comms.CommsTerms) -> Number | None:
+    """k·(bytes each chip moves in the stage's all-reduces) where their message [T, D] is at least the
+    engine's ``large_collective_bytes`` (k: ``large_collective_s_per_byte``, fitted: an engine whose large
+    all-reduces leave its fast path); None where the engine has no such term."""
+    k = dep.engine.large_collective_s_per_byte
+    if not k:
+        return None
+    large = np.greater_equal(c.allreduce_message_bytes, dep.engine.large_collective_bytes)
+    return np.where(large, k * np.asarray(c.allreduce_wire_bytes), 0.0)
 
 
 def engine_overhead_s(dep: Deployment, stage: Work, layers: float, share: float, bw: Number,
@@ -323,6 +338,10 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
                  **({"prefill_floor": f"a prompt-only step takes at least {dep.engine.prefill_floor_s * 1e3:.3g} ms "
                                       "(the engine's prefill_floor_s: an eager step's host launches)"}
                     if dep.engine.prefill_floor_s else {}),
+                 **({"large_collectives": f"all-reduces of messages ≥ {dep.engine.large_collective_bytes / 2**20:g} "
+                                          f"MiB take {dep.engine.large_collective_s_per_byte * 1e12:.3g} ps more per "
+                                          "byte each chip moves (the engine's large_collective_s_per_byte)"}
+                    if dep.engine.large_collective_s_per_byte else {}),
                  "overlap": f"collectives overlap {dep.comms_overlap:g} of local work "
                             f"({'TPU: XLA overlaps' if dep.hw.kind == 'tpu' else 'GPU: on the critical path'})",
                  "formulas": f"{BOOK}, 'Theoretical estimates for LLM latency and throughput'"},
