@@ -6,7 +6,9 @@ the terms: y(θ) = y₀ + J·θ.  y₀ and J come from the one prediction path (
 the step model) evaluated with no engine and with one unit of each term, so the fit uses the
 same roofline terms as every prediction.  The fit minimises Σ log(y/y_measured)² with θ ≥ 0
 (Levenberg-Marquardt in bounded coordinates, several starts), and reports held-out error by
-case (k-fold, seeded) and by source (fit on the other sources).
+case (k-fold, seeded) and by source (fit on the other sources).  The large all-reduce term's
+threshold is a choice among a few message sizes (or none) by the Bayesian information criterion,
+made again in every held-out fit.
 """
 
 from __future__ import annotations
@@ -36,8 +38,7 @@ BOUNDS = {"step_overhead_s": (1e-9, 0.2), "layer_overhead_s": (1e-11, 2e-3), "la
           "collective_hop_s": (1e-10, 2e-5), "gqa_kv_reread": (1e-6, 1.0), "large_collective_s_per_byte": (1e-17, 1e-9),
           ENGINE_FLOOR: (1e-6, 1.0)}
 #: The large all-reduce term, and the message sizes the fit tries as its threshold: powers of two
-#: from 16 to 256 MiB (where engines' registered all-reduce buffers sit); the fit keeps the one of least
-#: error, or none.
+#: from 16 to 256 MiB; :func:`fit_choosing_threshold` keeps one of them or none.
 LARGE = "large_collective_s_per_byte"
 LARGE_INDEX = ENGINE_TERMS.index(LARGE)
 LARGE_THRESHOLDS_BYTES = tuple(float(2**k) for k in range(24, 29))
