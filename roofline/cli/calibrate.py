@@ -209,9 +209,12 @@ def fit_command(
             terms = ", ".join(f"{n} {v:.3g}" + (f" (all-reduces from {e['large_collective_bytes'] / 2**20:g} MiB)"
                                                 if n == "large_collective_s_per_byte" else "")
                               for n, v in e["terms"].items() if v)
+            held = e.get("holdout_mape", float("nan"))
+            held_text = (f"{held:.1%} held out by case" if held == held
+                         else "none held out (too few rows to fit without one)")
             console.print(f"engine {key}: {e['rows']} rows; MAPE {e['before_mape']:.1%} kernels only -> "
-                          f"{e['after_mape']:.1%} fitted, {e.get('holdout_mape', float('nan')):.1%} held out by "
-                          f"case; {terms or 'no term needed'}; absent (at the lower bound): "
+                          f"{e['after_mape']:.1%} fitted, {held_text}; {terms or 'no term needed'}; absent "
+                          f"(at the lower bound): "
                           f"{', '.join(e['absent']) or 'none'}; at the upper bound (a missing term?): "
                           f"{', '.join(e['at_upper_bound']) or 'none'}", highlight=False)
         if report and fits:
