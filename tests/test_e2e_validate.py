@@ -174,6 +174,31 @@ def test_cli_import_then_validate(tmp_path: Path):
     assert page.read_text(encoding="utf-8").count("Plotly.newPlot") == 3
 
 
+def test_vllm_results_become_an_engine_profile_the_commands_accept(tmp_path: Path):
+    # The path: `vllm bench serve` JSON -> `e2e import` -> `calibrate fit` onto a kernel profile
+    # -> an engine entry that request and plan use like any hardware file.  Four runs are too few to
+    # hold one out (fewer quantities than terms without it): the fit says so rather than a score.
+    from tests.conftest import run_json
+
+    rows = tmp_path / "runs.csv"
+    files = [str(FIXTURES / f) for f in ("vllm_concurrency16.json", "vllm_rates.jsonl", "vllm_detailed.json")]
+    assert run_cli("e2e", "import", *files, "--hardware", "h100-sxm", "--out", str(rows)).returncode == 0
+    mine = tmp_path / "mine.yaml"
+    proc = run_cli("calibrate", "fit", str(rows), "--hardware", "h100-sxm-cal", "--out", str(mine))
+    assert proc.returncode == 0, proc.stderr
+    assert "engine vllm/any: 4 rows" in proc.stdout and "none held out (too few rows" in " ".join(proc.stdout.split())
+    fitted = run_json("calibrate", "fit", str(rows), "--hardware", "h100-sxm-cal", "--out", str(mine))
+    entry = fitted["engines"]["vllm/any"]
+    assert entry["after_mape"] < entry["before_mape"] and entry.get("holdout_mape") is None
+    args = ("--model", "qwen3-32b", "-i", "512", "-o", "256")
+    with_engine = run_json("request", *args, "--hardware", str(mine), "--engine", "vllm/any")
+    kernels_only = run_json("request", *args, "--hardware", "h100-sxm-cal")
+    assert "calibrated engine vllm/any" in with_engine["sources"]["engine"]
+    assert with_engine["ttft_s"] != kernels_only["ttft_s"]
+    plan = run_json("plan", *args, "--hardware", str(mine), "--engine", "vllm/any", "--qps", "2")
+    assert plan["best"]["hardware"] == "h100-sxm-cal"
+
+
 def test_cli_validate_table_fits_80_columns():
     proc = run_cli("validate", "--source", "trtllm-first-token", "--cases")
     assert proc.returncode == 0, proc.stderr
