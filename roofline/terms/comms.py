@@ -130,14 +130,10 @@ def stage_comms(dep: Deployment, tokens: ArrayLike, decode_seqs: ArrayLike, laye
     moe_share = moe_layers / layers if (par.ep > 1 and layers) else 0.0
     steps = layers * ring_steps_per_layer(par.tp, a2a_count, ars, par.ep, moe_share)
     allreduces = dense_layers * ars + moe_layers * (1.0 if par.ep > 1 and moe_layers else ars)
-    wire = allreduce_wire_bytes(par.tp, allreduces, ar_bytes)
+    from ..calibration.models import bus_bytes  # ring all-reduce: 2(n−1)/n of the message a chip
+
+    wire = allreduces * bus_bytes("allreduce", np.asarray(ar_bytes, dtype=float), np.asarray(float(par.tp)))
     return CommsTerms(lower, time, moved, source, steps, ar_bytes, wire)
-
-
-def allreduce_wire_bytes(tp: int, allreduces: float, message_bytes: Number) -> Number:
-    """Bytes each chip sends in ``allreduces`` ring all-reduces of ``message_bytes``: count·2(n−1)/n·M
-    (reduce-scatter then all-gather; book, part 3)."""
-    return allreduces * 2.0 * (tp - 1) / tp * np.asarray(message_bytes)
 
 
 def pipeline_send_time_s(dep: Deployment, tokens: ArrayLike) -> Number:
