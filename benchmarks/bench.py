@@ -36,12 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from roofline import memory
+from roofline.analyses.pareto import pareto_order
+from roofline.analyses.sweep.run import decode_sweep
+from roofline.core.units import dtype_bytes
 from roofline.deploy import DEFAULT_MEMORY_UTILIZATION
-from roofline.pareto import pareto_order
+from roofline.model import memory
 from roofline.specs import load_hardware, load_model
-from roofline.sweep import decode_sweep
-from roofline.units import dtype_bytes
 
 STEP_ARGS = ["step", "--model", "llama-2-13b", "--hardware", "tpu-v5e", "--chips", "8", "--batch", "16",
              "--context", "8192", "--json"]
@@ -151,8 +151,8 @@ def calibrated_h100() -> Any:
 
     cache = Path(tempfile.gettempdir()) / "roofline-bench" / "h100-sxm-calibrated.yaml"
     if not cache.exists():
-        from roofline.calibration import fit
-        from roofline.calibration.data import load_measurements
+        from roofline.calibrate.kernels import fit
+        from roofline.calibrate.kernels.data import load_measurements
 
         profile, _ = fit.calibrate(load_measurements("builtin:h100-sxm"), load_hardware("h100-sxm"),
                                    ops=["gemm", "attention_decode", "allreduce"])
@@ -209,7 +209,7 @@ def streaming_case(quick: bool) -> dict[str, Any]:
 
 
 def stream_frontier(quick: bool) -> dict[str, Any]:
-    from roofline.sweep_frontier import decode_frontier
+    from roofline.analyses.sweep.frontier import decode_frontier
 
     kw = streaming_case(quick)
     start = time.perf_counter()

@@ -2,7 +2,7 @@
 
     python benchmarks/bench_simulate.py [--requests N]
 
-Step cost: the temporary analysis adapter for LLaMA-3-8B on one H100 (roofline.simulate.adapter),
+Step cost: the temporary analysis adapter for LLaMA-3-8B on one H100 (roofline.analyses.simulate.adapter),
 closed loop of 64 clients and open loop Poisson at 20 requests/s (about 80% of what 64 clients
 sustain).  One run each (a 100,000-request run is long enough to be stable).
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from roofline.lengths import fixed_lengths
-from roofline.simulate import ClosedLoop, OpenLoop, simulate
-from roofline.simulate.adapter import cost_for
+from roofline.analyses.lengths import fixed_lengths
+from roofline.analyses.simulate import ClosedLoop, OpenLoop, simulate
+from roofline.analyses.simulate.adapter import cost_for
 from roofline.specs import load_hardware, load_model
 
 

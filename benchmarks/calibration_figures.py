@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from roofline.calibration.data import load_all
-from roofline.calibration.fit import calibrate
+from roofline.calibrate.kernels.data import load_all
+from roofline.calibrate.kernels.fit import calibrate
 from roofline.specs import load_hardware
 
 

@@ -28,10 +28,10 @@ BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True))
 CHILD = """
 import sys, time
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
 kind, path = sys.argv[1], sys.argv[2]
 if kind == "csv":
-    from roofline.calibration.importers import import_file as load
+    from roofline.calibrate.kernels.importers import import_file as load
 elif kind == "model":
     from roofline.specs import load_model as load
 else:

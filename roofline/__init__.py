@@ -25,6 +25,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from roofline import _legacy
+
+_legacy.install()
+
 
 def _version() -> str:
     """The installed distribution's version; a fallback when running from an uninstalled tree."""
@@ -46,55 +50,55 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "hardware_names": ("specs", "hardware_names"),
     "ModelSpec": ("specs", "ModelSpec"),
     "HardwareSpec": ("specs", "HardwareSpec"),
-    "model_dict_from_hf_config": ("hf_config", "model_dict_from_hf_config"),
+    "model_dict_from_hf_config": ("specs.hf.config", "model_dict_from_hf_config"),
     # whole-configuration analyses
-    "Precision": ("analysis", "Precision"),
+    "Precision": ("analyses.step", "Precision"),
     "deployment": ("deploy", "deployment"),
     "deploy": ("deploy", None),
     "step_terms": ("terms", "step_terms"),
     "Work": ("terms", "Work"),
-    "step_from": ("analysis", "step_from"),
-    "request_from": ("analysis", "request_from"),
-    "serve": ("engines", "serve"),
-    "decode_step": ("analysis", "decode_step"),
-    "request": ("analysis", "request"),
-    "StepResult": ("analysis", "StepResult"),
-    "RequestResult": ("analysis", "RequestResult"),
+    "step_from": ("analyses.step", "step_from"),
+    "request_from": ("analyses.step", "request_from"),
+    "serve": ("analyses.serve", "serve"),
+    "decode_step": ("analyses.step", "decode_step"),
+    "request": ("analyses.step", "request"),
+    "StepResult": ("analyses.step", "StepResult"),
+    "RequestResult": ("analyses.step", "RequestResult"),
     "chip_rates": ("deploy", "chip_rates"),
     # sweeps and frontiers
-    "decode_sweep": ("sweep", "decode_sweep"),
-    "SweepResult": ("sweep", "SweepResult"),
-    "decode_frontier": ("sweep_frontier", "decode_frontier"),
-    "frontier_of": ("pareto", "frontier_of"),
-    "pareto_mask": ("pareto", "pareto_mask"),
+    "decode_sweep": ("analyses.sweep.run", "decode_sweep"),
+    "SweepResult": ("analyses.sweep.run", "SweepResult"),
+    "decode_frontier": ("analyses.sweep.frontier", "decode_frontier"),
+    "frontier_of": ("analyses.pareto", "frontier_of"),
+    "pareto_mask": ("analyses.pareto", "pareto_mask"),
     # capacity planning and request lengths
-    "plan_capacity": ("plan", "plan"),
-    "plan": ("plan", None),
-    "PlanResult": ("plan", "PlanResult"),
-    "Deployment": ("plan", "Deployment"),
-    "LengthDistribution": ("lengths", "LengthDistribution"),
-    "fixed_lengths": ("lengths", "fixed_lengths"),
-    "from_points": ("lengths", "from_points"),
-    "read_lengths_csv": ("lengths", "read_lengths_csv"),
-    "averaged_request": ("lengths", "averaged_request"),
+    "plan_capacity": ("analyses.plan.capacity", "plan"),
+    "plan": ("analyses.plan.capacity", None),
+    "PlanResult": ("analyses.plan.capacity", "PlanResult"),
+    "Deployment": ("analyses.plan.capacity", "Deployment"),
+    "LengthDistribution": ("analyses.lengths", "LengthDistribution"),
+    "fixed_lengths": ("analyses.lengths", "fixed_lengths"),
+    "from_points": ("analyses.lengths", "from_points"),
+    "read_lengths_csv": ("analyses.lengths", "read_lengths_csv"),
+    "averaged_request": ("analyses.lengths", "averaged_request"),
     # explanations and differences
-    "explain_step": ("explain", "explain_step"),
-    "explain_request": ("explain", "explain_request"),
-    "diff_steps": ("diff", "diff_steps"),
+    "explain_step": ("views.explain", "explain_step"),
+    "explain_request": ("views.explain", "explain_request"),
+    "diff_steps": ("analyses.diff", "diff_steps"),
     # errors
-    "RooflineError": ("errors", "RooflineError"),
-    "SpecError": ("errors", "SpecError"),
-    "OptionError": ("errors", "OptionError"),
-    "MeasurementError": ("errors", "MeasurementError"),
+    "RooflineError": ("core.errors", "RooflineError"),
+    "SpecError": ("core.errors", "SpecError"),
+    "OptionError": ("core.errors", "OptionError"),
+    "MeasurementError": ("core.errors", "MeasurementError"),
     # estimator and helper modules
-    "memory": ("memory", None),
-    "compute": ("compute", None),
-    "step": ("step", None),
-    "cost": ("cost", None),
-    "collectives": ("collectives", None),
-    "sharding": ("sharding", None),
-    "units": ("units", None),
-    "textbook": ("textbook", None),
+    "memory": ("model.memory", None),
+    "compute": ("formulas.compute", None),
+    "step": ("formulas.step", None),
+    "cost": ("formulas.cost", None),
+    "collectives": ("formulas.collectives", None),
+    "sharding": ("formulas.sharding", None),
+    "units": ("core.units", None),
+    "textbook": ("answer_key.book", None),
 }
 
 __all__ = ["__version__", *_EXPORTS]

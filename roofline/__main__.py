@@ -1,5 +1,5 @@
 """``python -m roofline`` runs the CLI."""
 
-from .cli import main
+from roofline.views.cli import main
 
 main()

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from typer.testing import CliRunner
 
-from roofline.cli import main
+from roofline.views.cli import main
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,7 @@ class Run:
 
 
 def run_roofline(*args: str) -> Run:
-    """``roofline ARGS`` through :func:`roofline.cli.main` (its exit-2 handling included).
+    """``roofline ARGS`` through :func:`roofline.views.cli.main` (its exit-2 handling included).
 
     An exception that main does not turn into an exit status propagates: a traceback fails the test.
     """

@@ -74,10 +74,10 @@ def test_checker_catches_broken_pages(browser: str, tmp_path: Path) -> None:
         assert_page_renders(blank, min_figures=0)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("roofline.calibration.report") is None,
+@pytest.mark.skipif(importlib.util.find_spec("roofline.views.report.calibration") is None,
                     reason="no calibration report in this tree")
 def test_calibration_report_renders(browser: str, tmp_path: Path) -> None:
-    from roofline.calibration.report import write_calibration_report  # noqa: F401  (the API under test)
+    from roofline.views.report.calibration import write_calibration_report  # noqa: F401  (the API under test)
 
     page = tmp_path / "cal.html"
     proc = run_cli("calibrate", "fit", "builtin:h100-sxm", "--hardware", "h100-sxm", "--out",

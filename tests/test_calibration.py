@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from roofline.calibration import fit, models
-from roofline.calibration.data import load_measurements
-from roofline.calibration.importers import import_file
-from roofline.calibration.report import write_calibration_report
-from roofline.calibration.schema import (
+from roofline.calibrate.kernels import fit
+from roofline.calibrate.kernels.data import load_measurements
+from roofline.calibrate.kernels.importers import import_file
+from roofline.kernels import forms as models
+from roofline.kernels.schema import (
     COLUMNS,
     CalibrationError,
     concat,
@@ -22,6 +22,7 @@ from roofline.calibration.schema import (
     write_measurements,
 )
 from roofline.specs import load_hardware
+from roofline.views.report.calibration import write_calibration_report
 from tests.conftest import REPO, run_cli, run_json
 
 FIXTURES = REPO / "tests" / "fixtures" / "measurements"
@@ -214,7 +215,7 @@ class _FakeTensor(np.ndarray):
 
 class _FakeTorch:
     """Just enough of torch (numpy-backed, 'CUDA' events on the wall clock, a 1 MiB L2) to run
-    :func:`roofline.calibration.measure.measure_gpu` without a GPU."""
+    :func:`roofline.calibrate.kernels.measure.measure_gpu` without a GPU."""
 
     bfloat16 = np.float32
 
@@ -253,7 +254,7 @@ class _FakeTorch:
 
 
 def test_gpu_measure_plumbing_with_a_fake_torch(monkeypatch):
-    from roofline.calibration import measure
+    from roofline.calibrate.kernels import measure
 
     monkeypatch.setattr(measure, "_torch", lambda: _FakeTorch())
     table = measure.measure_gpu(quick=True)
@@ -271,7 +272,7 @@ def test_gpu_measure_plumbing_with_a_fake_torch(monkeypatch):
 def test_gpu_timings_cycle_copies_that_overflow_the_l2():
     # 16 KiB of operands a call against a 1 MiB L2: ⌈2 MiB / 16 KiB⌉ = 128 copies, each call the
     # next one, so no call finds its operands in the L2 left by the one before.
-    from roofline.calibration import measure
+    from roofline.calibrate.kernels import measure
 
     torch, made, seen = _FakeTorch(), [], []
 

@@ -7,12 +7,13 @@ import numpy as np
 import pytest
 import yaml
 
-from roofline.calibration import lookup, lsq, models
-from roofline.calibration.data import load_measurements
-from roofline.calibration.keys import resolve, split_key
-from roofline.calibration.predict import evaluate, evaluate_by_dtype, uncovered
-from roofline.calibration.schema import CalibrationError, concat, from_records, write_measurements
-from roofline.chip import chip_rates
+from roofline.calibrate.kernels.data import load_measurements
+from roofline.deploy.rates import chip_rates
+from roofline.kernels import forms as models
+from roofline.kernels import lookup, lsq
+from roofline.kernels.keys import resolve, split_key
+from roofline.kernels.predict import evaluate, evaluate_by_dtype, uncovered
+from roofline.kernels.schema import CalibrationError, concat, from_records, write_measurements
 from roofline.specs import hardware_from_dict, load_hardware
 from tests.conftest import run_json
 

@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from roofline.calibration import fit, lookup
-from roofline.calibration.data import build_h100, load_measurements
-from roofline.calibration.importers import import_file
-from roofline.calibration.schema import COLLECTIVE_OPS, read_measurements
+from roofline.calibrate.kernels import fit
+from roofline.calibrate.kernels.data import build_h100, load_measurements
+from roofline.calibrate.kernels.importers import import_file
+from roofline.kernels import lookup
+from roofline.kernels.schema import COLLECTIVE_OPS, read_measurements
 from roofline.specs import load_hardware
 from tests.conftest import REPO, run_json
 

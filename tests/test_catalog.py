@@ -9,14 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from roofline.specs import (
-    HardwareSpec,
-    ModelSpec,
-    hardware_names,
-    load_hardware,
-    load_model,
-    model_names,
-)
+from roofline.specs import HardwareSpec, ModelSpec, hardware_names, load_hardware, load_model, model_names
 
 REPO = Path(__file__).resolve().parent.parent
 HARDWARE_FILES = sorted((REPO / "hardware").glob("*.yaml"))

@@ -8,8 +8,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from roofline.cli import register_commands
 from roofline.specs import load_hardware
+from roofline.views.cli import register_commands
 
 NEW_CHIPS = ("mi300x", "mi325x", "mi355x", "b300", "gb200", "gb300", "l40s", "h20", "tpu-v7")
 GiB = 2**30

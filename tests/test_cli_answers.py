@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from roofline.fmt import format_seconds
+from roofline.core.fmt import format_seconds
 from tests.inprocess import run_roofline
 
 LLAMA3_8B_BYTES = 8_030_261_248 * 2

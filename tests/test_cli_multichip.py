@@ -7,9 +7,9 @@ import shlex
 
 import pytest
 
-from roofline.cli.collective import collective_command
-from roofline.cli.serve import serve_command
-from roofline.cli.shard import shard_command
+from roofline.views.cli.collective import collective_command
+from roofline.views.cli.serve import serve_command
+from roofline.views.cli.shard import shard_command
 from tests.conftest import run_cli, run_json
 
 COLLECTIVE_KEYS = {"time_s", "time_upper_s", "bandwidth_time_s", "latency_time_s", "latency_bound"}

@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from roofline import collectives, fabric, topology
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
+from roofline.deploy import fabric, topology
+from roofline.formulas import collectives
 from roofline.specs import load_hardware
 
 W_V5E = 4.5e10  # one-way ICI link, the book

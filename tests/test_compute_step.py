@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline import compute, step
-from roofline.analysis import Precision, decode_step, request
+from roofline.analyses.step import Precision, decode_step, request
+from roofline.formulas import compute, step
 from roofline.specs import load_hardware, load_model
 
 LLAMA = load_model("llama-2-13b")

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from roofline.e2e.data import build, load_shipped
-from roofline.e2e.importers import ImportOptions, import_file
-from roofline.e2e.schema import E2EError, read_rows
+from roofline.calibrate.engine.data import build, load_shipped
+from roofline.calibrate.engine.importers import ImportOptions, import_file
+from roofline.calibrate.engine.schema import E2EError, read_rows
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures" / "e2e"
@@ -198,7 +198,7 @@ def test_shipped_rows_are_the_converted_tables():
     built = build(SHARED)
     shipped = {p: read_rows(Path(__file__).resolve().parent.parent / "roofline" / "data" / "e2e" / p)
                for p in built}
-    assert built == shipped, "rebuild with: python -m roofline.e2e.data ../shared/measurements"
+    assert built == shipped, "rebuild with: python -m roofline.calibrate.engine.data ../shared/measurements"
 
 
 def test_shipped_rows_have_sources_and_licences():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from roofline import memory
+from roofline.model import memory
 from roofline.specs import load_model
 
 PUBLISHED = {

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from roofline import memory
-from roofline.e2e.data import load_shipped
-from roofline.e2e.predict import predict_row
-from roofline.e2e.report import validation_page_html
-from roofline.e2e.schema import E2ERow
-from roofline.e2e.validate import QUANTITIES, error_stats, row_cases, validate
-from roofline.errors import SpecError
+from roofline.calibrate.engine.data import load_shipped
+from roofline.calibrate.engine.predict import predict_row
+from roofline.calibrate.engine.schema import E2ERow
+from roofline.calibrate.engine.validate import QUANTITIES, error_stats, row_cases, validate
+from roofline.core.errors import SpecError
+from roofline.model import memory
 from roofline.specs import load_hardware, load_model
+from roofline.views.report.validation import validation_page_html
 
 from .conftest import run_cli
 

@@ -7,12 +7,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from roofline.analysis import step_from
+from roofline.analyses.step import step_from
+from roofline.calibrate.engine import engine_fit as ef
+from roofline.calibrate.engine.data import load_shipped
+from roofline.calibrate.engine.predict import engine_key, predict_row
+from roofline.core.errors import RooflineError
 from roofline.deploy import NO_ENGINE, deployment
-from roofline.e2e import engine_fit as ef
-from roofline.e2e.data import load_shipped
-from roofline.e2e.predict import engine_key, predict_row
-from roofline.errors import RooflineError
 from roofline.specs import load_hardware, load_model
 
 H100 = load_hardware("h100-sxm")
@@ -231,7 +231,7 @@ def test_fit_recovers_known_terms(designs):
 def test_calibrate_fit_adds_an_engine_from_end_to_end_rows(tmp_path):
     # A user's end-to-end rows (here 20 shipped splitwise rows of one H100 engine) on top of a kernel
     # profile: `calibrate fit ROWS.csv --hardware PROFILE` writes an engine: entry that step then uses.
-    from roofline.e2e.schema import write_rows
+    from roofline.calibrate.engine.schema import write_rows
     from tests.conftest import run_cli, run_json
 
     rows = [r for r in load_shipped("splitwise-sim") if r.hardware == "h100-sxm"][:20]
@@ -253,7 +253,7 @@ def test_refit_keeps_and_prices_with_the_hand_set_fused_parallel_block():
     # A profile whose trtllm/0.6.1 entry says by hand that Falcon's parallel block all-reduces once per
     # layer: refitting that engine on its rows prices every row with one all-reduce per layer (the design's
     # y0 is predict_row with that entry's hand-set properties, not with two) and writes the flag back.
-    from roofline.e2e.profiles import with_engines
+    from roofline.calibrate.engine.profiles import with_engines
     from roofline.specs import hardware_from_dict
 
     base = load_hardware("h100-sxm-cal")
@@ -304,7 +304,7 @@ def test_refit_prices_base_and_units_with_the_entry_comms_overlap():
     # (no fitted term) and each unit column use that overlap alike, so y0 is predict_row with the entry's
     # overlap and every column is the non-negative cost of one unit of its term (with the base at the
     # default overlap 0 and the units at 0.5, columns came out negative).
-    from roofline.e2e.predict import row_deployment
+    from roofline.calibrate.engine.predict import row_deployment
     from roofline.specs import hardware_from_dict
 
     data = load_hardware("h100-sxm-cal").model_dump(exclude_none=True)

@@ -6,12 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.analysis import Precision, decode_step, request_from, step_from
+from roofline.analyses.diff import TERMS, diff_steps
+from roofline.analyses.step import Precision, decode_step, request_from, step_from
+from roofline.analyses.sweep.run import decode_sweep
 from roofline.deploy import deployment
-from roofline.diff import TERMS, diff_steps
-from roofline.explain import explain_request, explain_step
 from roofline.specs import load_hardware, load_model
-from roofline.sweep import decode_sweep
+from roofline.views.explain import explain_request, explain_step
 from tests.conftest import run_cli, run_json
 
 M13 = load_model("llama-2-13b")
@@ -163,8 +163,8 @@ def test_cli_explain_diff_and_units():
 
 
 def test_shard_and_serve_explanations_match_their_formulas():
-    from roofline.explain import explain_serve, explain_shard
-    from roofline.multichip import serve, shard_limits
+    from roofline.analyses.shard import serve, shard_limits
+    from roofline.views.explain import explain_serve, explain_shard
 
     m = load_model("book-exercise")
     res = shard_limits(m, V5E, 16, 32, 2048, topology_text="4x4")

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from roofline.cli import register_commands
+from roofline.views.cli import register_commands
 from tests.inprocess import assert_refused, run_roofline
 
 REPO = Path(__file__).resolve().parent.parent
@@ -369,7 +369,7 @@ def test_a_grid_beyond_the_memory_budget_is_refused_before_allocating():
 
 def test_python_api_errors_name_the_parameter_not_the_flag():
     import roofline as rl
-    from roofline.errors import OptionError
+    from roofline.core.errors import OptionError
 
     model, chip = rl.load_model("llama-3-8b"), rl.load_hardware("h100-sxm")
     for kwargs, name in (({"batch": 0}, "batch"), ({"chips": 0}, "chips"), ({"context": -1}, "context"),

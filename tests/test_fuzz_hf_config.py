@@ -16,11 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from roofline.checks import MAX_COUNT
-from roofline.errors import SpecError
-from roofline.hf_checks import KEY_KINDS
-from roofline.hf_config import model_dict_from_hf_config
+from roofline.core.checks import MAX_COUNT
+from roofline.core.errors import SpecError
 from roofline.specs import load_model, model_from_dict
+from roofline.specs.hf.checks import KEY_KINDS
+from roofline.specs.hf.config import model_dict_from_hf_config
 from tests import test_hf_config as released
 from tests.inprocess import assert_one_line, assert_refused, run_roofline
 

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from roofline.calibration import schema
-from roofline.calibration.fit import calibrate
-from roofline.calibration.importers import import_file
-from roofline.calibration.schema import NUMBER_COLUMNS, CalibrationError, check_fit_request
-from roofline.errors import MeasurementError, OptionError
+from roofline.calibrate.kernels.fit import calibrate
+from roofline.calibrate.kernels.importers import import_file
+from roofline.core.errors import MeasurementError, OptionError
+from roofline.kernels import schema
+from roofline.kernels.schema import NUMBER_COLUMNS, CalibrationError, check_fit_request
 from roofline.specs import load_hardware
 from tests.conftest import REPO
 from tests.inprocess import assert_one_line, assert_refused, run_roofline

@@ -12,10 +12,11 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from roofline import compute, memory, step
-from roofline.checks import MAX_COUNT, MAX_VALUE
+from roofline.core.checks import MAX_COUNT, MAX_VALUE
+from roofline.core.units import DTYPE_BYTES
+from roofline.formulas import compute, step
+from roofline.model import memory
 from roofline.specs import HardwareSpec, ModelSpec, hardware_from_dict, model_from_dict
-from roofline.units import DTYPE_BYTES
 
 PROPERTY = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 COUNT = st.integers(1, MAX_COUNT)

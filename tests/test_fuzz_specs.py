@@ -18,9 +18,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from roofline import spec_files
-from roofline.checks import MAX_COUNT, MAX_VALUE
-from roofline.errors import OptionError, RooflineError, SpecError
+from roofline.core.checks import MAX_COUNT, MAX_VALUE
+from roofline.core.errors import OptionError, RooflineError, SpecError
+from roofline.core.units import GiB, parse_quantity
 from roofline.specs import (
     HardwareSpec,
     ModelSpec,
@@ -30,7 +30,7 @@ from roofline.specs import (
     load_model,
     model_from_dict,
 )
-from roofline.units import GiB, parse_quantity
+from roofline.specs import files as spec_files
 from tests.inprocess import assert_one_line, assert_refused, run_roofline
 
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -13,10 +13,10 @@ import json
 
 import pytest
 
-from roofline import memory
-from roofline.errors import SpecError
-from roofline.hf_config import model_dict_from_hf_config, model_dict_with_notes
+from roofline.core.errors import SpecError
+from roofline.model import memory
 from roofline.specs import load_model, model_from_dict
+from roofline.specs.hf.config import model_dict_from_hf_config, model_dict_with_notes
 
 LLAMA_31_8B = {
     "architectures": ["LlamaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
@@ -376,7 +376,7 @@ def test_gemma3_multimodal_uses_text_config_and_class_defaults():
 def test_imported_yaml_round_trips(name):
     import yaml
 
-    from roofline.cli.model_import import yaml_with_comments
+    from roofline.views.cli.model_import import yaml_with_comments
 
     data, notes = model_dict_with_notes(globals()[name], name=name.lower(), origin="hf/config.json")
     text = yaml_with_comments(data, notes, f"{name} import")

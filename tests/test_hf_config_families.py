@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from roofline import memory
-from roofline.errors import SpecError
-from roofline.hf_config import model_dict_from_hf_config
+from roofline.core.errors import SpecError
+from roofline.model import memory
 from roofline.specs import load_model, model_from_dict
+from roofline.specs.hf.config import model_dict_from_hf_config
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hf"
 

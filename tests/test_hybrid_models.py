@@ -17,12 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from roofline import compute, memory
-from roofline.analysis import step_from
+from roofline.analyses.step import step_from
+from roofline.core.errors import SpecError
 from roofline.deploy import Precision, deployment
-from roofline.errors import SpecError
-from roofline.hf_config import model_dict_from_hf_config
+from roofline.formulas import compute
+from roofline.model import memory
 from roofline.specs import load_hardware, load_model, model_from_dict
+from roofline.specs.hf.config import model_dict_from_hf_config
 from roofline.terms import decode_work, step_terms
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hf"
@@ -189,7 +190,7 @@ def test_step_state_reads_do_not_grow_with_context():
 
 
 def test_block_scaled_dtypes_count_their_scales():
-    from roofline.units import dtype_bytes
+    from roofline.core.units import dtype_bytes
 
     assert dtype_bytes("nvfp4") == 4.5 / 8  # 16 × 4 bits + one 8-bit scale per 16
     assert dtype_bytes("mxfp4") == 4.25 / 8  # 32 × 4 bits + one 8-bit scale per 32
@@ -224,8 +225,8 @@ def test_mixed_precision_moe_reads_touched_experts():
 
 
 def test_weights_option_components():
-    from roofline.cli.options import precision_from_options
-    from roofline.errors import RooflineError
+    from roofline.core.errors import RooflineError
+    from roofline.views.cli.options import precision_from_options
 
     p = precision_from_options("bf16,experts=mxfp4", "bf16", "bf16")
     assert (p.weights, p.components) == ("bf16", (("experts", "mxfp4"),))

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline import memory
+from roofline.model import memory
 from roofline.specs import load_model
 
 LLAMA = load_model("llama-2-13b")

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from roofline.core.errors import RooflineError
 from roofline.deploy import chip_rates, deployment
-from roofline.errors import RooflineError
 from roofline.specs import hardware_from_dict, load_hardware, load_model
 from roofline.terms import decode_work, prefill_work, step_terms
 from roofline.terms.ops import OUTSIDE_GEMMS, step_ops

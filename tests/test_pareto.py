@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.pareto import OBJECTIVES, frontier_by_group, frontier_of, pareto_mask, pareto_order
+from roofline.analyses.pareto import OBJECTIVES, frontier_by_group, frontier_of, pareto_mask, pareto_order
 
 
 def brute_force_mask(x: np.ndarray, y: np.ndarray, x_sense: str, y_sense: str) -> np.ndarray:

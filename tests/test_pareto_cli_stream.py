@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from roofline import sweep
-from roofline.pareto import OBJECTIVES, frontier_by_group
+from roofline.analyses.pareto import OBJECTIVES, frontier_by_group
+from roofline.analyses.sweep import run as sweep
 from roofline.specs import load_hardware, load_model
 from tests.inprocess import run_roofline
 

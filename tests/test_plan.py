@@ -9,11 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline import memory, plan
-from roofline.analysis import request
+from roofline.analyses.lengths import averaged_request, fixed_lengths, from_points, parse_lengths, read_lengths_csv
+from roofline.analyses.plan import capacity as plan
+from roofline.analyses.step import request
+from roofline.core.errors import RooflineError
 from roofline.deploy import Precision, deployment
-from roofline.errors import RooflineError
-from roofline.lengths import averaged_request, fixed_lengths, from_points, parse_lengths, read_lengths_csv
+from roofline.model import memory
 from roofline.specs import load_hardware, load_model
 from tests.conftest import run_cli, run_json
 
@@ -47,7 +48,7 @@ def test_largest_batch_within_inverts_the_step_model(tpot, chips, context):
     # Invariant: step(B_max) ≤ T < step(B_max + 1), both from the step model itself (a search, no formula).
     m, hw = load_model("llama-3-8b"), load_hardware("h100-sxm")
     b = plan.largest_batch_within(m, hw, chips, context, Precision(), tpot, limit=4096)
-    from roofline.analysis import decode_step
+    from roofline.analyses.step import decode_step
 
     if b >= 1:
         assert float(decode_step(m, hw, chips, b, context).step_time_s) <= tpot
@@ -60,7 +61,7 @@ def test_mg1_wait_matches_md1():
     assert plan.mg1_wait_s(0.5, 1.0, 1.0) == pytest.approx(0.5)
     assert math.isinf(float(plan.mg1_wait_s(1.0, 1.0, 1.0)))
     # Fixed-length requests (E[S²] = E[S]²) reduce to the serving module's M/D/1 wait.
-    from roofline.serving import md1_wait_s
+    from roofline.formulas.serving import md1_wait_s
 
     assert plan.mg1_wait_s(3.0, 0.2, 0.04) == pytest.approx(md1_wait_s(3.0, 0.2))
 
@@ -147,8 +148,8 @@ def test_lengths_distribution(tmp_path):
 
 def test_request_averaged_over_a_distribution():
     # One vectorised request() over the points, weighted, equals the weighted per-point values.
-    from roofline.analysis import request
-    from roofline.lengths import weighted_mean
+    from roofline.analyses.lengths import weighted_mean
+    from roofline.analyses.step import request
 
     m, hw = load_model("llama-3-8b"), load_hardware("h100-sxm")
     d = from_points([512, 4096], [128, 512], [0.7, 0.3])
@@ -199,9 +200,9 @@ def test_command_examples_run_as_shown():
     import re
     import shlex
 
-    from roofline.cli.diff import diff_command
-    from roofline.cli.model_import import model_import
-    from roofline.cli.plan import inverse_command, plan_command
+    from roofline.views.cli.diff import diff_command
+    from roofline.views.cli.model_import import model_import
+    from roofline.views.cli.plan import inverse_command, plan_command
 
     for func in (plan_command, inverse_command, diff_command, model_import):
         match = re.search(r"Example: (roofline [^\n]+)", func.__doc__ or "")
@@ -246,7 +247,7 @@ def test_request_cli_averages_over_lengths(tmp_path):
 
 def test_plan_at_a_percentile_is_sized_by_simulation():
     # The closed form screens; the simulator re-sizes the cheapest candidates so p99 meets the SLOs.
-    from roofline.plan_sim import plan_at_percentile
+    from roofline.analyses.plan.percentile import plan_at_percentile
 
     m, hw = load_model("llama-3-8b"), load_hardware("h100-sxm")
     res, sized = plan_at_percentile(m, [hw], 4.0, fixed_lengths(512, 64), "p99", ttft_slo_s=0.5, tpot_slo_s=0.03,

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from roofline.errors import RooflineError
-from roofline.report import Scenario, build_report, write_report
-from roofline.report.page import write_page
+from roofline.core.errors import RooflineError
+from roofline.views.report import Scenario, build_report, write_report
+from roofline.views.report.page import write_page
 
 from .conftest import run_cli
 
@@ -144,8 +144,8 @@ def test_bad_input_is_one_line(tmp_path: Path, args: tuple[str, ...], message: s
 
 @pytest.mark.parametrize("command", ["sweep", "pareto", "report"])
 def test_help_example_runs_as_shown(tmp_path: Path, command: str) -> None:
-    from roofline.cli.report import report_command
-    from roofline.cli.sweep import pareto_command, sweep_command
+    from roofline.views.cli.report import report_command
+    from roofline.views.cli.sweep import pareto_command, sweep_command
 
     doc = {"sweep": sweep_command, "pareto": pareto_command, "report": report_command}[command].__doc__
     match = re.search(r"Example: (roofline .+)", doc or "")
@@ -164,12 +164,12 @@ def test_fast_commands_are_leaves_of_their_module() -> None:
 
     import typer
 
-    from roofline.cli import COMMAND_MODULES, FAST_COMMANDS
+    from roofline.views.cli import COMMAND_MODULES, FAST_COMMANDS
 
     for command, module in FAST_COMMANDS.items():
         assert module in COMMAND_MODULES
         fresh = typer.Typer()
-        importlib.import_module(f"roofline.cli.{module}").register(fresh)
+        importlib.import_module(f"roofline.views.cli.{module}").register(fresh)
         names = {c.name for c in fresh.registered_commands}
         assert command in names, (command, module, names)
 
@@ -179,7 +179,7 @@ def test_plotly_is_imported_only_when_a_page_is_written() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, roofline.cli as c, roofline.report, roofline.sweep; c.register_commands(); "
+    code = ("import sys, roofline.views.cli as c, roofline.views.report, roofline.analyses.sweep.run; c.register_commands(); "
             "print(sorted(m for m in sys.modules if m.startswith('plotly')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -206,7 +206,7 @@ def write_profile(path: Path, name: str = "h100-sxm") -> Path:
 
 
 def test_hardware_files_are_their_own_traces_named_by_file(tmp_path: Path) -> None:
-    from roofline.report import hardware_refs
+    from roofline.views.report import hardware_refs
 
     chip = tmp_path / "my-chip.yaml"
     import yaml
@@ -249,7 +249,7 @@ def test_prediction_of_a_profile_is_slower_than_its_bound() -> None:
     # the profile is slower than the spec-sheet bound of the same configuration.
     import tempfile
 
-    from roofline.report.pareto_report import frontier_traces, run_sweeps
+    from roofline.views.report.pareto_report import frontier_traces, run_sweeps
 
     with tempfile.TemporaryDirectory() as folder:
         cal = write_profile(Path(folder) / "h100-cal.yaml")
@@ -287,7 +287,7 @@ def test_dropped_configurations_are_listed(small_report: tuple[str, dict]) -> No
 
 
 def test_log_axes_have_readable_ticks() -> None:
-    from roofline.report.figures import axis, tick_label
+    from roofline.views.report.figures import axis, tick_label
 
     ax = axis("t", [1.0, 30.0])  # 1.5 decades: 1, 2, 5 per decade
     assert ax["type"] == "log" and ax["tickvals"] == [1.0, 2.0, 5.0, 10.0, 20.0]

@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from roofline import multichip, serving
-from roofline.errors import RooflineError
+from roofline.analyses import shard as multichip
+from roofline.core.errors import RooflineError
+from roofline.formulas import serving
 from roofline.specs import load_hardware, load_model
 
 H100, V5E = load_hardware("h100-sxm"), load_hardware("tpu-v5e")
@@ -92,9 +93,9 @@ def test_serve_modes_are_consistent():
     assert disagg.chips == pytest.approx(1 + disagg.prefill_to_decode_ratio)
     # A sequence lives on one tp-2 replica: its KV crosses 2 chips' DCN links however many
     # replicas the slice has, and the simulator ships it the same way.
+    from roofline.analyses.serve import serve
+    from roofline.analyses.simulate.adapter import DeploymentStepCost
     from roofline.deploy import deployment
-    from roofline.engines import serve
-    from roofline.simulate.adapter import DeploymentStepCost
 
     pair, four = (deployment(m, H100, c, tp=2) for c in (2, 8))
     one_replica = serve(pair, "disaggregated", 2048, 256, 16).kv_transfer_s
@@ -125,8 +126,8 @@ def test_mixed_engine_batches_the_new_prompts_into_the_decode_step():
     # B < O: one chunk of c = B·I/O = 32 tokens a step after a cached prefix (I − c)/2 = 48, a quarter
     # of a prompt (its per-prompt costs count B/O = 1/4); the first token comes after half a step and
     # the step of the 32 decodes with the whole 128-token prompt.
+    from roofline.analyses.serve import mixed_work
     from roofline.deploy import deployment
-    from roofline.engines import mixed_work
     from roofline.terms import Work, step_terms
 
     small = multichip.serve(m, H100, "mixed", 128, 128, 1, 32)
@@ -163,15 +164,15 @@ def test_mixed_engine_holds_the_prompts_in_flight():
     assert static_fit == 66
     at_66, at_67 = (multichip.serve(m, H100, "static", 4096, 4, 1, b) for b in (66, 67))
     assert at_66.fits and not at_67.fits and at_66.max_batch == static_fit
-    from roofline.analysis import request
+    from roofline.analyses.step import request
 
     assert not request(m, H100, 4096, 4, batch=67).fits and request(m, H100, 4096, 4, batch=66).fits
     at, over = (multichip.serve(m, H100, "mixed", 4096, 4, 1, b) for b in (82, 83))
     assert at.fits and not over.fits and at.max_batch == over.max_batch == 82
     assert over.tokens_per_s_per_chip is None and over.tokens_per_s_per_chip_unchecked > 0
     # eight replicas (8 chips, tp 1): each holds ⌊103·4/5⌋ = 82 decodes, 656 in the slice
+    from roofline.analyses.serve import serve
     from roofline.deploy import deployment
-    from roofline.engines import serve
 
     eight = deployment(m, H100, 8, tp=1)
     assert float(eight.replicas) == 8 and serve(eight, "mixed", 4096, 4, 656).max_batch == 8 * 82
@@ -223,8 +224,8 @@ def test_speculative_pays_at_small_batch_only():
 def test_mixed_replicas_each_run_their_own_decodes_and_prompts(batch, one):
     # B < O and B ≥ O (B/O = 1.5 and 1.49 a step): r = 2 replicas of B decodes step as one replica of
     # ⌈B/2⌉, each with its own new prompts; the slice makes B tokens a step on twice the chips.
+    from roofline.analyses.serve import serve
     from roofline.deploy import deployment
-    from roofline.engines import serve
 
     m = load_model("llama-3.1-8b")
     pair = serve(deployment(m, H100, 2, tp=1), "mixed", 2048, 128, batch)

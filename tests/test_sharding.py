@@ -7,9 +7,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from roofline import memory, multichip, sharding
-from roofline.analysis import Precision, decode_step
-from roofline.errors import RooflineError
+from roofline.analyses import shard as multichip
+from roofline.analyses.step import Precision, decode_step
+from roofline.core.errors import RooflineError
+from roofline.formulas import sharding
+from roofline.model import memory
 from roofline.specs import load_hardware, load_model
 
 V5E, H100 = load_hardware("tpu-v5e"), load_hardware("h100-sxm")

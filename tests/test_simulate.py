@@ -14,9 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from roofline.errors import RooflineError
-from roofline.lengths import fixed_lengths, parse_lengths
-from roofline.simulate import (
+from roofline.analyses.lengths import fixed_lengths, parse_lengths
+from roofline.analyses.simulate import (
     ClosedLoop,
     FleetConfig,
     OpenLoop,
@@ -26,6 +25,7 @@ from roofline.simulate import (
     read_trace,
     simulate,
 )
+from roofline.core.errors import RooflineError
 
 A, B, C = 0.005, 1e-4, 1e-8  # s per step, s per token processed, s per KV token / attention pair read
 
@@ -306,8 +306,8 @@ def test_invariants_on_small_random_configs(seqs, extra_budget, block, capacity,
 
 def test_adapter_at_vanishing_load_equals_request_batch_1():
     # The issue's check: one request alone has request --batch 1's TTFT and TPOT.
-    from roofline.analysis import request
-    from roofline.simulate.adapter import cost_for
+    from roofline.analyses.simulate.adapter import cost_for
+    from roofline.analyses.step import request
     from roofline.specs import load_hardware, load_model
 
     model, hw = load_model("llama-3-8b"), load_hardware("h100-sxm")
@@ -318,7 +318,7 @@ def test_adapter_at_vanishing_load_equals_request_batch_1():
 
 
 def test_page_has_three_cdfs_and_the_time_series(tmp_path: Path):
-    from roofline.report.simulate_page import cdf_points, write_simulate_page
+    from roofline.views.report.simulate_page import cdf_points, write_simulate_page
 
     assert cdf_points(np.array([3.0, 1.0, 2.0, 4.0])) == ([1.0, 2.0, 3.0, 4.0], [0.25, 0.5, 0.75, 1.0])
     res = simulate(LinearCost(), OpenLoop(5.0), fixed_lengths(100, 20), requests=300)

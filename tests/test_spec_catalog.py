@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from roofline import spec_catalog
-from roofline.spec_files import read_yaml
-from roofline.spec_schema import schema_for
 from roofline.specs import HardwareSpec, ModelSpec, hardware_from_dict, load_hardware, load_model, model_from_dict
+from roofline.specs import catalog as spec_catalog
+from roofline.specs.files import read_yaml
+from roofline.specs.schema import schema_for
 
 REPO = Path(__file__).resolve().parent.parent
 KINDS = ("hardware", "models")
-REGENERATE = "stale: run `python -m roofline.spec_catalog` and commit roofline/data/validated/"
+REGENERATE = "stale: run `python -m roofline.specs.catalog` and commit roofline/data/validated/"
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -88,10 +88,10 @@ def test_step_json_loads_no_pydantic_yaml_rich_console_or_collectives():
     # parsers, rich's console is made only to print, and collectives load only for tp > 1.
     code = ("import sys; sys.argv = ['roofline', 'step', '--model', 'llama-2-13b', '--hardware', 'tpu-v5e', "
             "'--chips', '8', '--batch', '16', '--context', '8192', '--json']\n"
-            "from roofline.cli import main\n"
+            "from roofline.views.cli import main\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "bad = [m for m in ('pydantic', 'yaml', 'rich.console', 'roofline.fabric', 'roofline.collectives', "
-            "'roofline.spec_schema') if m in sys.modules]\n"
+            "bad = [m for m in ('pydantic', 'yaml', 'rich.console', 'roofline.deploy.fabric', 'roofline.formulas.collectives', "
+            "'roofline.specs.schema') if m in sys.modules]\n"
             "print('LOADED', bad, file=sys.stderr)")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                          env={**os.environ, "PYTHONPATH": str(REPO)}, check=True)

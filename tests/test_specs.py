@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from roofline.errors import SpecError
+from roofline.core.errors import SpecError
+from roofline.core.units import GB, GiB, parse_quantity
 from roofline.specs import load_hardware, load_model
-from roofline.units import GB, GiB, parse_quantity
 
 V5E_YAML = """\
 name: my-chip

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.errors import RooflineError
+from roofline.analyses.sweep.run import COLUMNS, decode_sweep, feasible_points, parse_int_list
+from roofline.core.errors import RooflineError
 from roofline.specs import load_hardware, load_model
-from roofline.sweep import COLUMNS, decode_sweep, feasible_points, parse_int_list
 
 V5E = load_hardware("tpu-v5e")
 H100 = load_hardware("h100-sxm")

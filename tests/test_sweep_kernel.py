@@ -1,7 +1,7 @@
 """The sweep kernel and streaming frontiers give exactly the step model's numbers.
 
 The reference is the evaluation the sweep did before its kernel: every (chips, context) slot's
-batches up to the screen's max batch, flattened and given to :func:`roofline.analysis.decode_step`
+batches up to the screen's max batch, flattened and given to :func:`roofline.analyses.step.decode_step`
 once per block, the points that do not fit dropped.  Columns must be equal bit for bit, on random
 grids of models, chips (spec sheet and a calibrated profile), dtypes, tp/pp and ep.
 """
@@ -13,14 +13,14 @@ import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from roofline import cost, step
-from roofline.analysis import Precision, decode_step
+from roofline.analyses.pareto import OBJECTIVES, frontier_by_group, pareto_order, staircase_floor
+from roofline.analyses.step import Precision, decode_step
+from roofline.analyses.sweep.frontier import decode_frontier
+from roofline.analyses.sweep.kernel import grids
+from roofline.analyses.sweep.run import POINT_COLUMNS, decode_sweep, feasible_points, parallel_groups
 from roofline.deploy import FITTED_ENGINE_TERMS, deployment
-from roofline.pareto import OBJECTIVES, frontier_by_group, pareto_order, staircase_floor
+from roofline.formulas import cost, step
 from roofline.specs import hardware_from_dict, load_hardware, load_model
-from roofline.sweep import POINT_COLUMNS, decode_sweep, feasible_points, parallel_groups
-from roofline.sweep_frontier import decode_frontier
-from roofline.sweep_kernel import grids
 from roofline.terms import decode_work, step_terms
 
 FEW = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])

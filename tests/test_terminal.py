@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline.cli import _common
+from roofline.views.cli import _common
 from tests.inprocess import run_roofline
 
 REPO = Path(__file__).resolve().parent.parent

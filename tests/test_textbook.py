@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from roofline import textbook
+from roofline.answer_key import book as textbook
 
 CASES = textbook.all_cases()
 

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline import user_catalog
-from roofline.specs import load_hardware, load_model
+from roofline.specs import load_hardware, load_model, user_catalog
 from tests.inprocess import assert_refused, run_roofline
 
 REPO = Path(__file__).resolve().parent.parent

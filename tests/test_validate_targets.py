@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from roofline.e2e.data import load_shipped
-from roofline.e2e.validate import validate
+from roofline.calibrate.engine.data import load_shipped
+from roofline.calibrate.engine.validate import validate
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from roofline.analysis import Precision, decode_step
+from roofline.analyses.step import Precision, decode_step
 from roofline.deploy import kernels
 from roofline.specs import load_hardware, load_model
 

@@ -14,14 +14,14 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .. import memory
-from ..errors import OptionError, RooflineError, shown
-from ..memory import Number
-from ..specs import HardwareSpec, ModelSpec
-from ..units import dtype_bytes
-from .engine import NO_ENGINE, EngineTerms, engine_terms
-from .layout import Parallelism, parallelism, replicas
-from .rates import Rates, chip_rates
+from roofline.core.errors import OptionError, RooflineError, shown
+from roofline.core.units import dtype_bytes
+from roofline.deploy.engine import NO_ENGINE, EngineTerms, engine_terms
+from roofline.deploy.layout import Parallelism, parallelism, replicas
+from roofline.deploy.rates import Rates, chip_rates
+from roofline.model import memory
+from roofline.model.memory import Number
+from roofline.specs import HardwareSpec, ModelSpec
 
 #: Default fraction of physical HBM an engine may use (vLLM gpu_memory_utilization default 0.9).
 DEFAULT_MEMORY_UTILIZATION = 0.9
@@ -186,7 +186,7 @@ def deployment(
     if np.any(~np.isfinite(chips_arr)) or np.any(chips_arr < 1) or np.any(chips_arr != np.floor(chips_arr)):
         raise OptionError(f"chips must be a whole number ≥ 1 (got {shown(chips)})", parameters=("chips",))
     if topology_text:  # fabric (and its collectives) only where a topology is given: keeps start-up lean
-        from ..fabric import check_slice_topology
+        from roofline.deploy.fabric import check_slice_topology
 
         check_slice_topology(hw, topology_text)
     par = parallelism(chips, tp, pp, ep, topology_text, model.num_experts)

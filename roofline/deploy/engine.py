@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import RooflineError
-from ..specs import EngineCalibration, HardwareSpec
+from roofline.core.errors import RooflineError
+from roofline.specs import EngineCalibration, HardwareSpec
 
 #: Fitted engine quantities, in the order the fit and the step model use them.
 ENGINE_TERMS = ("step_overhead_s", "layer_overhead_s", "layer_bytes_per_token", "replicated_bytes_per_token",

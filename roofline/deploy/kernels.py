@@ -2,7 +2,7 @@
 
 The step model asks for GEMMs, attention and collectives by shape; this module finds the
 profile entry fitted on that op and dtype, evaluates the same per-op model the fit used
-(:mod:`roofline.calibration.models`), and names its source.  A shape the profile does not
+(:mod:`roofline.kernels.forms`), and names its source.  A shape the profile does not
 cover is reported by :func:`coverage`, so the caller falls back to the spec sheet openly.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..specs import HardwareSpec, OpCalibration
+from roofline.specs import HardwareSpec, OpCalibration
 
 #: Step terms -> the measured op (and kernel families) that calibrate them.
 TERM_OPS = {
@@ -24,7 +24,7 @@ TERM_OPS = {
 
 def entry(hw: HardwareSpec, key: str, dtype: str) -> OpCalibration | None:
     """The profile entry for op class ``key`` fitted on ``dtype`` (``gemm``/``fp8``), else None."""
-    from ..calibration.lookup import entry_for
+    from roofline.kernels.lookup import entry_for
 
     op, impl = split_family(key)
     return entry_for(hw, op, dtype, impl, fallback=True)
@@ -32,7 +32,7 @@ def entry(hw: HardwareSpec, key: str, dtype: str) -> OpCalibration | None:
 
 def split_family(key: str) -> tuple[str, str]:
     """('allreduce', 'custom') from 'allreduce_custom'; ('attention_decode', '') stays whole."""
-    from ..calibration.keys import SEPARATE_IMPLS
+    from roofline.kernels.keys import SEPARATE_IMPLS
 
     for impl in SEPARATE_IMPLS:
         if key.endswith(f"_{impl}"):
@@ -70,7 +70,7 @@ def resolve(hw: HardwareSpec, key: str, dtype: str) -> tuple[str, str, str] | No
 
 def coverage(hw: HardwareSpec, term: str, dtype: str) -> str:
     """'calibrated profile (gemm/bf16, ... rows)' or 'spec sheet (profile has no gemm/fp8 entry)'."""
-    from ..calibration.lookup import source_label
+    from roofline.kernels.lookup import source_label
 
     labels = []
     for key in TERM_OPS[term]:
@@ -87,9 +87,9 @@ def coverage(hw: HardwareSpec, term: str, dtype: str) -> str:
 
 def _time(hw: HardwareSpec, op: str, dtype: str, impl: str, **shape: ArrayLike) -> np.ndarray:
     """The fitted model of the entry :func:`resolve` picks (the fit's own formula), else the spec roofline."""
-    from ..calibration.keys import op_key
-    from ..calibration.lookup import op_time
-    from ..calibration.predict import op_time_with
+    from roofline.kernels.keys import op_key
+    from roofline.kernels.lookup import op_time
+    from roofline.kernels.predict import op_time_with
 
     key = op_key(op, impl)
     found = resolve(hw, key, dtype)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .. import topology
-from ..errors import OptionError, shown
+from roofline.core.errors import OptionError, shown
+from roofline.deploy import topology
 
 
 @dataclass(frozen=True)

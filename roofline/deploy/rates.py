@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..specs import HardwareSpec
-from . import kernels
+from roofline.deploy import kernels
+from roofline.specs import HardwareSpec
 
 #: The step terms whose source a result names (a contract of ``step``/``request`` JSON).
 TERM_SOURCES = ("gemm", "attention_decode", "attention_prefill", "collective", "overhead")
@@ -64,3 +64,7 @@ def chip_rates(hw: HardwareSpec, compute_dtype: str = "bf16", calibrated: bool =
             covered.add("overhead")
             sources["overhead"] = "calibrated profile (per-kernel overheads inside each fitted kernel)"
     return Rates(hw, compute_dtype, peak, hw.hbm_bandwidth_bytes_per_s, frozenset(covered), sources)
+
+
+#: The name ``roofline.chip`` exported (kept for the Python API).
+ChipRates = Rates

@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .. import compute, memory, sharding
-from ..deploy import Deployment, kernels
-from ..memory import Number
+from roofline.deploy import Deployment, kernels
+from roofline.formulas import compute, sharding
+from roofline.model import memory
+from roofline.model.memory import Number
 
 
 def kv_layout(num_kv_heads: int, num_heads: int, shards: float) -> tuple[float, float, float]:

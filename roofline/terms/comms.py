@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .. import memory, sharding
-from ..deploy import Deployment, kernels
-from ..memory import Number
+from roofline.deploy import Deployment, kernels
+from roofline.formulas import sharding
+from roofline.model import memory
+from roofline.model.memory import Number
 
 if TYPE_CHECKING:  # fabric (and collectives) load only when a step has tp > 1: CLI start-up
-    from .. import fabric
+    from roofline.deploy import fabric
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ NO_COMMS = "none (tp = 1, or no tp given: the book's idealised fully sharded sli
 
 
 def _spec_op(dep: Deployment, layout: fabric.Layout, op: str, total_bytes: ArrayLike) -> tuple[Number, Number]:
-    from .. import fabric
+    from roofline.deploy import fabric
 
     t = fabric.collective_on(dep.hw, layout, op, total_bytes)
     return t.time_s, t.time_upper_s
@@ -98,7 +99,7 @@ def stage_comms(dep: Deployment, tokens: ArrayLike, decode_seqs: ArrayLike, laye
     if not par.explicit or par.tp == 1:
         zero = np.zeros_like(np.asarray(tokens, dtype=float))
         return CommsTerms(zero, zero, zero, NO_COMMS)
-    from .. import fabric
+    from roofline.deploy import fabric
 
     act = collective_bytes_per_element(dep)
     layout = fabric.tp_layout(dep.hw, par.tp, par.topology_text)
@@ -130,7 +131,7 @@ def stage_comms(dep: Deployment, tokens: ArrayLike, decode_seqs: ArrayLike, laye
     moe_share = moe_layers / layers if (par.ep > 1 and layers) else 0.0
     steps = layers * ring_steps_per_layer(par.tp, a2a_count, ars, par.ep, moe_share)
     allreduces = dense_layers * ars + moe_layers * (1.0 if par.ep > 1 and moe_layers else ars)
-    from ..calibration.models import bus_bytes  # ring all-reduce: 2(n−1)/n of the message a chip
+    from roofline.kernels.forms import bus_bytes  # ring all-reduce: 2(n−1)/n of the message a chip
 
     wire = allreduces * bus_bytes("allreduce", np.asarray(ar_bytes, dtype=float), np.asarray(float(par.tp)))
     return CommsTerms(lower, time, moved, source, steps, ar_bytes, wire)

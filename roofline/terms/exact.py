@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..memory import Number
+from roofline.model.memory import Number
 
 F64 = np.dtype(np.float64)
 

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .. import memory
-from ..deploy import kernels
-from ..memory import Number
-from ..specs import HardwareSpec, ModelSpec
+from roofline.deploy import kernels
+from roofline.model import memory
+from roofline.model.memory import Number
+from roofline.specs import HardwareSpec, ModelSpec
 
 
 def attention_out_params(m: ModelSpec) -> float:

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import compute, memory, sharding
-from ..deploy import Deployment, kernels
-from ..errors import RooflineError
-from . import gemms
-from .step import gemm_source, step_terms
-from .work import Work
+from roofline.core.errors import RooflineError
+from roofline.deploy import Deployment, kernels
+from roofline.formulas import compute, sharding
+from roofline.model import memory
+from roofline.terms import gemms
+from roofline.terms.step import gemm_source, step_terms
+from roofline.terms.work import Work
 
 OUTSIDE_GEMMS = "outside the GEMMs (embedding table, norms, router; the step model's 2·P·T FLOPs)"
 

@@ -15,12 +15,12 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
-from .. import memory
-from ..deploy import Deployment
-from ..memory import Number
-from . import attention, comms, gemms
-from .exact import all_zero, fits_into, nonnegative_finite, plus, times, zeros_shaped
-from .work import Work
+from roofline.deploy import Deployment
+from roofline.model import memory
+from roofline.model.memory import Number
+from roofline.terms import attention, comms, gemms
+from roofline.terms.exact import all_zero, fits_into, nonnegative_finite, plus, times, zeros_shaped
+from roofline.terms.work import Work
 
 BOOK = "How to Scale Your Model, part 7: All About Transformer Inference"
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..deploy.layout import replica_loads
-from ..memory import Number
+from roofline.deploy.layout import replica_loads
+from roofline.model.memory import Number
 
 
 @dataclass(frozen=True)

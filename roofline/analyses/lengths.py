@@ -1,0 +1,163 @@
+"""Request-length distributions: (input, output) lengths with weights, and averages over them.
+
+A distribution is a small set of (input_len, output_len, weight) points: a histogram, a CSV of
+observed requests, or a single fixed length.  Estimators accept arrays, so averaging an
+estimate is one vectorised call followed by :func:`weighted_mean`.  :func:`read_lengths_csv`
+and :func:`parse_lengths` are the only readers (input boundary); :func:`averaged_request` applies
+:func:`roofline.analyses.step.request` to every point; the rest are pure functions of numbers.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from roofline.analyses.step import request_from
+from roofline.core.checks import MAX_COUNT, check_number
+from roofline.core.errors import OptionError, RooflineError, shown
+from roofline.deploy import Deployment
+
+
+@dataclass(frozen=True)
+class LengthDistribution:
+    """Request lengths: equal-length arrays of input tokens, output tokens and weights (sum 1)."""
+
+    input_len: np.ndarray
+    output_len: np.ndarray
+    weight: np.ndarray
+    source: str = "fixed lengths"
+
+    @property
+    def mean_input(self) -> float:
+        return float(weighted_mean(self.input_len, self.weight))
+
+    @property
+    def mean_output(self) -> float:
+        return float(weighted_mean(self.output_len, self.weight))
+
+    @property
+    def decode_context(self) -> float:
+        """Mean context over decode steps: Σ w·O·(I + O/2) / Σ w·O (steps weight long outputs)."""
+        return float(decode_weighted_context(self.input_len, self.output_len, self.weight))
+
+    @property
+    def max_context(self) -> float:
+        return float(np.max(self.input_len + self.output_len))
+
+
+def fixed_lengths(input_len: float, output_len: float) -> LengthDistribution:
+    """A distribution with one point: every request has I input and O output tokens."""
+    return from_points([input_len], [output_len], [1.0], source=f"fixed: {input_len:g} in, {output_len:g} out")
+
+
+def from_points(
+    input_len: ArrayLike, output_len: ArrayLike, weight: ArrayLike, source: str = "histogram"
+) -> LengthDistribution:
+    """Validate (I, O, weight) points and normalise the weights to sum to 1."""
+    i, o, w = (np.asarray(x, dtype=float).ravel() for x in (input_len, output_len, weight))
+    if not (i.size == o.size == w.size) or i.size == 0:
+        raise RooflineError(f"{source}: lengths need equally many input, output and weight values")
+    if np.any(i < 1) or np.any(o < 1) or np.any(w < 0) or not np.all(np.isfinite(np.r_[i, o, w])):
+        raise RooflineError(f"{source}: input and output lengths must be >= 1 and weights >= 0")
+    if w.sum() <= 0:
+        raise RooflineError(f"{source}: the weights sum to zero")
+    return LengthDistribution(i, o, w / w.sum(), source)
+
+
+def weighted_mean(values: ArrayLike, weight: ArrayLike) -> np.ndarray:
+    """Σ w·x / Σ w along the last axis (the distribution's points)."""
+    w = np.asarray(weight, dtype=float)
+    return np.sum(np.multiply(values, w), axis=-1) / np.sum(w)
+
+
+def decode_weighted_context(input_len: ArrayLike, output_len: ArrayLike, weight: ArrayLike) -> np.ndarray:
+    """Context averaged over decode steps: Σ w·O·(I + O/2) / Σ w·O (each request spends O steps)."""
+    o = np.asarray(output_len, dtype=float)
+    return weighted_mean(o * (np.asarray(input_len, dtype=float) + o / 2.0), weight) / weighted_mean(o, weight)
+
+
+def parse_lengths(text: str) -> LengthDistribution:
+    """``'512:128:0.7,4096:512:0.3'`` (input:output:weight, weight optional) -> a distribution."""
+    hint = "expected input:output[:weight] items, e.g. 512:128:0.7,4096:512:0.3"
+    items = str(text).split(",")
+    if len(str(text)) > 1 << 16 or len(items) > 4096:
+        raise OptionError(f"--lengths: too long (at most 4096 items); {hint}")
+    points = []
+    for item in items:
+        parts = item.strip().split(":")
+        if len(parts) not in (2, 3):
+            raise OptionError(f"--lengths: cannot read {shown(item)}; {hint}")
+        try:
+            lengths = [check_number(p, "", minimum=1.0, maximum=float(MAX_COUNT), open_low=False) for p in parts[:2]]
+            weight = check_number(parts[2], "", minimum=0.0, open_low=False) if len(parts) == 3 else 1.0
+        except OptionError as exc:
+            raise OptionError(f"--lengths: {shown(item)}: lengths are numbers in [1, {MAX_COUNT}] and the "
+                              f"weight a number >= 0 ({exc})") from None
+        points.append([*lengths, weight])
+    arr = np.array(points)
+    return from_points(arr[:, 0], arr[:, 1], arr[:, 2], source="--lengths")
+
+
+def lengths_from_options(input_len: int | None, output_len: int | None, lengths: str | None,
+                         lengths_csv: str | None) -> LengthDistribution:
+    """Exactly one of --input-len/--output-len, --lengths or --lengths-csv."""
+    given = sum(x is not None for x in (lengths, lengths_csv)) + (input_len is not None or output_len is not None)
+    if given != 1:
+        raise RooflineError("give request lengths once: --input-len and --output-len, or --lengths, "
+                            "or --lengths-csv")
+    if lengths is not None:
+        return parse_lengths(lengths)
+    if lengths_csv is not None:
+        try:
+            return read_lengths_csv(lengths_csv)
+        except RooflineError as exc:
+            raise RooflineError(f"--lengths-csv: {exc}") from None
+    if input_len is None or output_len is None:
+        raise RooflineError("--input-len and --output-len go together")
+    if input_len < 1 or output_len < 1:
+        raise RooflineError("--input-len and --output-len must be at least 1")
+    return fixed_lengths(input_len, output_len)
+
+
+def read_lengths_csv(path: str | Path) -> LengthDistribution:
+    """A CSV with header input_len,output_len[,count]: one row per request or per histogram bin."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RooflineError(f"{p}: cannot read file ({exc.strerror})") from None
+    reader = csv.DictReader(text.splitlines())
+    fields = set(reader.fieldnames or [])
+    if not {"input_len", "output_len"} <= fields:
+        raise RooflineError(f"{p}: header must have input_len,output_len[,count] (got {sorted(fields)})")
+    rows = []
+    for n, row in enumerate(reader, start=2):
+        try:
+            rows.append((float(row["input_len"]), float(row["output_len"]), float(row.get("count") or 1.0)))
+        except (TypeError, ValueError):
+            raise RooflineError(f"{p}: line {n}: input_len/output_len/count must be numbers") from None
+    if not rows:
+        raise RooflineError(f"{p}: no rows")
+    arr = np.array(rows)
+    return from_points(arr[:, 0], arr[:, 1], arr[:, 2], source=str(p))
+
+
+def averaged_request(dep: Deployment, lengths: LengthDistribution, batch: ArrayLike = 1,
+                     mfu: float = 1.0) -> dict[str, float]:
+    """Every numeric field of :func:`roofline.analyses.step.request`, weighted over the distribution.
+
+    One vectorised call over the deployment evaluates all the points.  Means of latencies are
+    per request; ``tokens_per_s_per_chip`` is the
+    weighted mean of the per-point values, not a ratio of means.
+    """
+    res = request_from(dep, lengths.input_len, lengths.output_len, batch, mfu)
+    out: dict[str, float] = {}
+    for key, value in res.as_dict().items():
+        arr = np.asarray(value)
+        if arr.dtype.kind in "fiub":
+            out[key] = float(weighted_mean(np.broadcast_to(arr, lengths.weight.shape).astype(float), lengths.weight))
+    return out

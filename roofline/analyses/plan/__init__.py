@@ -1,0 +1,3 @@
+"""Capacity planning: the cheapest deployment that meets the SLOs (``capacity``), percentiles by simulation
+(``percentile``).  Part of the analyses layer.
+"""

@@ -1,0 +1,1 @@
+"""Calibration: measured timings -> profiles the deployment reads (kernels/ and engine/)."""

@@ -1,0 +1,330 @@
+"""The end-to-end serving measurement schema: one CSV row per measured serving run, SI units.
+
+A row says what ran (model, hardware, parallelism, dtypes, engine), what it was asked to do
+(request lengths and the load) and what was measured.  Files may be gzip'd (``.csv.gz``) and
+may start with a UTF-8 byte-order mark.  Columns (a contract; empty cell = not given):
+
+Identity
+  ``id``             unique within a file, e.g. ``trtllm-static/0.6.1/llama-2-70b/...``
+  ``source``         short name of the data set, e.g. ``trtllm-static-batch``, ``vllm-bench-serve``
+  ``reference``      where the numbers were published (repository @ commit, path, table)
+  ``license``        licence of the numbers, e.g. ``Apache-2.0``, ``MIT`` (empty for own runs)
+
+Deployment
+  ``model``          built-in model name, model YAML path or Hugging Face ``config.json`` path
+  ``hardware``       built-in hardware name or hardware/calibrated-profile YAML path
+  ``tp, pp, ep, dp`` tensor-, pipeline-, expert- and data-parallel degrees (integers >= 1,
+                     default 1).  One replica spans tp·pp chips; the deployment has dp
+                     replicas, so tp·pp·dp chips.  Experts are sharded ep ways over those chips.
+  ``weight_dtype, kv_dtype, compute_dtype``  one of bf16, fp16, fp32, tf32, fp8, int8, fp4, int4
+  ``engine``         serving engine (``vllm``, ``trtllm``, ``sglang``; ``unknown`` if not stated)
+  ``engine_version`` e.g. ``0.6.1`` (may be empty)
+
+Workload
+  ``input_len, output_len``  tokens per request (the mean when lengths vary), both > 0
+  ``lengths``        optional distribution ``input:output:weight,...`` e.g. ``512:128:3,4096:512:1``
+                     (``roofline.analyses.lengths.parse_lengths``); either it or input_len and output_len
+  ``load``           ``static``: one batch of ``batch`` requests run together from prefill to the
+                     last token; ``concurrency``: ``concurrency`` clients each keep one request in
+                     flight (closed loop); ``rate``: requests arrive at ``arrival_rate`` per second
+                     (``inf``: all at once, i.e. a max-throughput run)
+  ``batch, concurrency``  integers >= 1 (``batch`` needed for static, ``concurrency`` for concurrency)
+  ``arrival_rate``   requests/s > 0 or ``inf`` (needed for rate)
+  ``num_requests``   requests completed in the run (integer >= 1)
+
+Measured (seconds, tokens/s, requests/s; at least one given, every one > 0)
+  ``ttft_s, ttft_p50_s, ttft_p90_s, ttft_p99_s``  time to first token: mean and percentiles.
+                     For a static batch: the prefill of the whole batch.
+  ``tpot_s, tpot_p50_s, tpot_p90_s, tpot_p99_s``  time per output token after the first
+                     (per request; for a static batch: one decode step)
+  ``itl_s``          mean inter-token latency
+  ``e2e_s``          mean end-to-end request latency
+  ``output_tokens_per_s``  generated tokens per second of the whole deployment (all its chips)
+  ``requests_per_s`` completed requests per second of the whole deployment
+
+``notes`` says, in words, what was converted or assumed for the row.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+from roofline.analyses.lengths import LengthDistribution, parse_lengths
+from roofline.core.errors import RooflineError
+from roofline.core.files import write_bytes_atomic
+from roofline.core.units import DTYPE_BYTES
+
+LOADS = ("static", "concurrency", "rate")
+TEXT_COLUMNS = ("id", "source", "reference", "license", "model", "hardware", "weight_dtype", "kv_dtype",
+                "compute_dtype", "engine", "engine_version", "lengths", "load", "notes")
+DEGREE_COLUMNS = ("tp", "pp", "ep", "dp")
+COUNT_COLUMNS = ("batch", "concurrency", "num_requests")
+MEASURED_COLUMNS = ("ttft_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_s", "tpot_p50_s", "tpot_p90_s",
+                    "tpot_p99_s", "itl_s", "e2e_s", "output_tokens_per_s", "requests_per_s")
+COLUMNS = (
+    "id", "source", "reference", "license", "model", "hardware", "tp", "pp", "ep", "dp", "weight_dtype",
+    "kv_dtype", "compute_dtype", "engine", "engine_version", "input_len", "output_len", "lengths", "load",
+    "batch", "concurrency", "arrival_rate", "num_requests", *MEASURED_COLUMNS, "notes",
+)
+REQUIRED = ("id", "source", "model", "hardware", "weight_dtype", "kv_dtype", "compute_dtype", "engine", "load")
+DTYPE_COLUMNS = ("weight_dtype", "kv_dtype", "compute_dtype")
+#: Which count column each load needs.
+LOAD_NEEDS = {"static": "batch", "concurrency": "concurrency", "rate": "arrival_rate"}
+
+
+class E2EError(RooflineError):
+    """A malformed end-to-end measurement file or row."""
+
+
+@dataclass(frozen=True)
+class E2ERow:
+    """One measured serving run in the schema above (numbers SI; None = not given)."""
+
+    id: str
+    source: str
+    model: str
+    hardware: str
+    weight_dtype: str
+    kv_dtype: str
+    compute_dtype: str
+    engine: str
+    load: str
+    input_len: float | None = None
+    output_len: float | None = None
+    lengths: str = ""
+    reference: str = ""
+    license: str = ""
+    engine_version: str = ""
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    dp: int = 1
+    batch: int | None = None
+    concurrency: int | None = None
+    arrival_rate: float | None = None
+    num_requests: int | None = None
+    ttft_s: float | None = None
+    ttft_p50_s: float | None = None
+    ttft_p90_s: float | None = None
+    ttft_p99_s: float | None = None
+    tpot_s: float | None = None
+    tpot_p50_s: float | None = None
+    tpot_p90_s: float | None = None
+    tpot_p99_s: float | None = None
+    itl_s: float | None = None
+    e2e_s: float | None = None
+    output_tokens_per_s: float | None = None
+    requests_per_s: float | None = None
+    notes: str = ""
+
+    @property
+    def chips(self) -> int:
+        """Chips of the whole deployment: tp·pp per replica, dp replicas."""
+        return self.tp * self.pp * self.dp
+
+    def length_distribution(self) -> LengthDistribution | None:
+        """The ``lengths`` column parsed, or None when the row gives fixed lengths only."""
+        return parse_lengths(self.lengths) if self.lengths else None
+
+    @property
+    def mean_input_len(self) -> float:
+        """input_len, else the mean input of ``lengths``."""
+        dist = self.length_distribution()
+        return float(self.input_len) if self.input_len is not None else dist.mean_input  # type: ignore[union-attr]
+
+    @property
+    def mean_output_len(self) -> float:
+        """output_len, else the mean output of ``lengths``."""
+        dist = self.length_distribution()
+        return float(self.output_len) if self.output_len is not None else dist.mean_output  # type: ignore[union-attr]
+
+    def conditions(self) -> str:
+        """One line of the run's conditions, e.g. for a hover label."""
+        load = {"static": f"static batch {self.batch}", "concurrency": f"concurrency {self.concurrency}",
+                "rate": f"rate {_fmt(self.arrival_rate)} req/s"}[self.load]
+        par = f"tp {self.tp}" + "".join(f" {k} {v}" for k, v in (("pp", self.pp), ("ep", self.ep),
+                                                                   ("dp", self.dp)) if v > 1)
+        engine = f"{self.engine} {self.engine_version}".strip()
+        return (f"{self.model} on {self.chips}x {self.hardware} ({par}), weights {self.weight_dtype}, "
+                f"KV {self.kv_dtype}, compute {self.compute_dtype}, {engine}, "
+                f"{_fmt(self.mean_input_len)} in / {_fmt(self.mean_output_len)} out, {load}")
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return ""
+    if math.isinf(value):
+        return "inf"
+    return str(int(value)) if value == int(value) and abs(value) < 1e15 else format(value, ".10g")
+
+
+# --------------------------------------------------------------------------- parsing one row
+
+
+def _bad(origin: str, line: int, column: str, value: str, allowed: str) -> E2EError:
+    return E2EError(f"{origin}: row {line}: column {column!r} is {value!r}; allowed: {allowed}")
+
+
+def _positive_float(text: str, origin: str, line: int, column: str, allow_inf: bool = False) -> float:
+    allowed = "a number > 0" + (" or inf" if allow_inf else "")
+    try:
+        value = float(text)
+    except ValueError:
+        raise _bad(origin, line, column, text, allowed) from None
+    if math.isnan(value) or value <= 0 or (math.isinf(value) and not allow_inf):
+        raise _bad(origin, line, column, text, allowed)
+    return value
+
+
+def _positive_int(text: str, origin: str, line: int, column: str) -> int:
+    try:
+        value = float(text)
+    except ValueError:
+        raise _bad(origin, line, column, text, "a whole number >= 1") from None
+    if not (math.isfinite(value) and value >= 1 and value == int(value)):
+        raise _bad(origin, line, column, text, "a whole number >= 1")
+    return int(value)
+
+
+def parse_row(cells: dict[str, str], origin: str, line: int) -> E2ERow:
+    """One CSV row (strings) -> a checked :class:`E2ERow`; one-line errors name file, row and column."""
+    get = {k: (v or "").strip() for k, v in cells.items() if k is not None}
+    values: dict[str, object] = {}
+    for name in TEXT_COLUMNS:
+        values[name] = get.get(name, "")
+    for name in REQUIRED:
+        if not values[name]:
+            raise E2EError(f"{origin}: row {line}: column {name!r} is empty (required)")
+    for name in DTYPE_COLUMNS:
+        if values[name] not in DTYPE_BYTES:
+            raise _bad(origin, line, name, str(values[name]), ", ".join(DTYPE_BYTES))
+    if values["load"] not in LOADS:
+        raise _bad(origin, line, "load", str(values["load"]), ", ".join(LOADS))
+    for name in DEGREE_COLUMNS:
+        values[name] = _positive_int(get[name], origin, line, name) if get.get(name) else 1
+    for name in COUNT_COLUMNS:
+        values[name] = _positive_int(get[name], origin, line, name) if get.get(name) else None
+    values["arrival_rate"] = (_positive_float(get["arrival_rate"], origin, line, "arrival_rate", allow_inf=True)
+                              if get.get("arrival_rate") else None)
+    for name in ("input_len", "output_len", *MEASURED_COLUMNS):
+        values[name] = _positive_float(get[name], origin, line, name) if get.get(name) else None
+    _check_lengths(values, origin, line)
+    need = LOAD_NEEDS[str(values["load"])]
+    if values[need] is None:
+        raise E2EError(f"{origin}: row {line}: column {need!r} is empty; load {values['load']!r} needs it")
+    if all(values[name] is None for name in MEASURED_COLUMNS):
+        raise E2EError(f"{origin}: row {line}: no measured value; give at least one of "
+                       f"{', '.join(MEASURED_COLUMNS)}")
+    return E2ERow(**values)  # type: ignore[arg-type]
+
+
+def _check_lengths(values: dict[str, object], origin: str, line: int) -> None:
+    if values["lengths"]:
+        try:
+            parse_lengths(str(values["lengths"]))
+        except RooflineError as exc:
+            detail = str(exc).removeprefix("--lengths: ")
+            raise _bad(origin, line, "lengths", str(values["lengths"]),
+                       f"input:output[:weight],... e.g. 512:128:3,4096:512:1 ({detail})") from None
+    elif values["input_len"] is None or values["output_len"] is None:
+        missing = "input_len" if values["input_len"] is None else "output_len"
+        raise E2EError(f"{origin}: row {line}: column {missing!r} is empty; give input_len and output_len "
+                       "(or lengths)")
+
+
+# --------------------------------------------------------------------------- files
+
+
+def open_text(path: Path) -> io.TextIOBase:
+    """Open a text file (``.gz`` transparently, a UTF-8 BOM dropped) with a one-line error."""
+    try:
+        if path.suffix == ".gz":
+            return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", newline="")
+        return open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115
+    except OSError as exc:
+        raise E2EError(f"{path}: cannot read file ({exc.strerror})") from None
+
+
+def read_csv_dicts(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """Header and rows of a CSV file; a one-line error when it is not CSV."""
+    with open_text(path) as handle:
+        try:
+            reader = csv.DictReader(handle)
+            header = [h.strip() for h in (reader.fieldnames or [])]
+            reader.fieldnames = header
+            rows = list(reader)
+        except (csv.Error, UnicodeDecodeError, gzip.BadGzipFile, EOFError, OSError) as exc:
+            raise E2EError(f"{path}: malformed CSV ({exc})") from None
+    if not header:
+        raise E2EError(f"{path}: empty file (expected a CSV header)")
+    return header, rows
+
+
+def is_schema_header(header: Sequence[str]) -> bool:
+    """True when a CSV header is this schema's (all required columns, nothing unknown)."""
+    return set(REQUIRED) <= set(header) and set(header) <= set(COLUMNS)
+
+
+def parse_rows(header: Sequence[str], rows: Iterable[dict[str, str]], origin: str) -> list[E2ERow]:
+    """Rows of a file in this schema -> checked rows (unknown/missing columns, duplicate ids)."""
+    unknown = [c for c in header if c not in COLUMNS]
+    if unknown:
+        raise E2EError(f"{origin}: unknown column {unknown[0]!r} (schema columns: {', '.join(COLUMNS)})")
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise E2EError(f"{origin}: missing column {missing[0]!r} (required: {', '.join(REQUIRED)})")
+    out: list[E2ERow] = []
+    seen: dict[str, int] = {}
+    for line, cells in enumerate(rows, start=2):
+        if None in cells:
+            raise E2EError(f"{origin}: row {line}: more cells than header columns")
+        row = parse_row(cells, origin, line)
+        if row.id in seen:
+            raise E2EError(f"{origin}: row {line}: column 'id' is {row.id!r}, already used in row {seen[row.id]}; "
+                           "allowed: an id unique within the file")
+        seen[row.id] = line
+        out.append(row)
+    return out
+
+
+def read_rows(path: str | Path) -> list[E2ERow]:
+    """Read one file in this schema (``.csv`` or ``.csv.gz``)."""
+    path = Path(path)
+    header, rows = read_csv_dicts(path)
+    return parse_rows(header, rows, str(path))
+
+
+def row_cells(row: E2ERow) -> dict[str, str]:
+    """A row as CSV strings (empty for None; defaults of 1 written out)."""
+    data = row.as_dict()
+    return {c: (v if isinstance(v, str) else _fmt(v)) for c, v in data.items()}  # type: ignore[arg-type]
+
+
+def rows_csv(rows: Iterable[E2ERow]) -> str:
+    """The CSV text of rows, header first, columns in schema order."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(COLUMNS), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(row_cells(r) for r in rows)
+    return buffer.getvalue()
+
+
+def write_rows(rows: Iterable[E2ERow], path: str | Path) -> Path:
+    """Write rows atomically (``.gz`` suffix -> gzip); no partial file on failure."""
+    path = Path(path)
+    data = rows_csv(rows).encode("utf-8")
+    if path.suffix == ".gz":
+        data = gzip.compress(data, mtime=0)
+    return write_bytes_atomic(path, data)
+
+
+assert {f.name for f in fields(E2ERow)} == set(COLUMNS), "E2ERow fields and COLUMNS must agree"

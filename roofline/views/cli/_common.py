@@ -1,0 +1,178 @@
+"""Shared CLI plumbing: consoles, --json emission, and the options every command repeats."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import typer
+
+
+class _LazyConsole:
+    """A rich Console made on first use (importing rich.console costs start-up; --json prints none).
+
+    Attribute reads and writes go to the real Console, so ``console.print(...)`` and
+    ``monkeypatch.setattr(console, "width", 80)`` behave as on a Console.
+    """
+
+    def __init__(self, **options: Any) -> None:
+        object.__setattr__(self, "_options", options)
+        object.__setattr__(self, "_console", None)
+
+    def real(self) -> Any:
+        """The rich Console itself (made now if not yet)."""
+        if self._console is None:
+            from rich.console import Console
+
+            object.__setattr__(self, "_console", Console(**self._options))
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self.real(), name, value)
+
+    #: A property, as on Console, so that monkeypatch.setattr(console, "width", 80) is undone by setting it back.
+    width = property(lambda self: self.real().width, lambda self, value: setattr(self.real(), "width", value))
+
+
+console: Any = _LazyConsole()
+err_console: Any = _LazyConsole(stderr=True)
+
+JSON_OPTION = typer.Option(False, "--json", help="Print a JSON object for scripts instead of a table.")
+
+
+def to_jsonable(value: Any) -> Any:
+    """numpy scalars/arrays and dataclass-like objects to plain JSON types (inf -> null)."""
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return to_jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return to_jsonable(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if hasattr(value, "model_dump"):
+        return to_jsonable(value.model_dump())
+    return value
+
+
+def emit(data: dict[str, Any] | list[Any], as_json: bool, render: Callable[[], None]) -> None:
+    """Print ``data`` as JSON when ``as_json``; otherwise call ``render`` for people."""
+    if as_json:
+        print(json.dumps(to_jsonable(data), indent=2))
+    else:
+        render()
+
+
+def print_explanations(explanations: list[Any], title: str) -> None:
+    """Render roofline.views.explain data: name, formula, values substituted with units, result, section."""
+    from rich.table import Table
+
+    from roofline.core.fmt import format_quantity
+
+    table = Table(title=title, show_lines=True)
+    for col in ("quantity", "formula", "values", "= result", "book section"):
+        table.add_column(col, overflow="fold")
+    for e in explanations:
+        values = ", ".join(f"{t.symbol} = {format_quantity(t.value, t.unit)}" for t in e.terms)
+        result = format_quantity(e.value, e.unit) + (f"\n({e.note})" if e.note else "")
+        name = f"[bold yellow]{e.name} (binds)[/]" if e.binding else e.name
+        table.add_row(name, e.formula, values, result, e.section.split(", ", 1)[-1])
+    console.print(table)
+
+EXPLAIN_OPTION = typer.Option(
+    False, "--explain", help="Show each number's formula, values, binding term and book section."
+)
+
+
+def explanations_into(data: dict[str, Any], explanations: list[Any]) -> list[Any]:
+    """Add ``--explain`` rows to the JSON object (under ``explain``) and return them for rendering."""
+    if explanations:
+        data["explain"] = [e.as_dict() for e in explanations]
+    return explanations
+
+
+def quantity_table(title: str) -> Any:
+    """A two-column rich table (quantity, right-aligned value) used by the single-result commands."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    table.add_column("quantity", overflow="fold")
+    table.add_column("value", justify="right", overflow="fold")  # wrapped, never cut with an ellipsis
+    return table
+
+
+def assumptions(*, memory_utilization: float | None = None, mfu: float | None = None,
+                sources: dict[str, str] | None = None, kinds: tuple[str, ...] = ()) -> str:
+    """The assumptions that flatter the numbers, said under every table: 'assumes: ...'.
+
+    MFU in prefill, the share of HBM usable, kernel overheads (none on a spec sheet) and whether
+    collectives overlap local work (the deployment's, else the default per chip kind).
+    """
+    src = sources or {}
+    parts = []
+    if "calibrated" in src.get("hardware", "") or "calibrated" in src.get("overhead", ""):
+        parts.append("calibrated kernel efficiencies and overheads")
+    else:
+        parts.append("spec-sheet peaks, no kernel overheads (a bound, not a prediction)")
+    if mfu is not None:
+        parts.append(f"MFU {mfu:g} in prefill" + (" (the default, --mfu)" if mfu == 1 else ""))
+    if "memory" in src:
+        parts.append(src["memory"])
+    elif memory_utilization is not None:
+        parts.append(f"usable HBM = physical × {memory_utilization:g}"
+                     + (" − activation reserve" if memory_utilization < 1 else ""))
+    if "overlap" in src:
+        parts.append(src["overlap"])
+    elif kinds:
+        tpu, gpu = "tpu" in kinds, any(k != "tpu" for k in kinds)
+        parts.append("collectives overlapped with local work on TPUs" if tpu and not gpu else
+                     "collectives on the critical path on GPUs" if gpu and not tpu else
+                     "collectives overlapped on TPUs, on the critical path on GPUs")
+    return "assumes: " + "; ".join(parts)
+
+
+def print_assumptions(**kwargs: Any) -> None:
+    """Print :func:`assumptions` dimmed under a table."""
+    from rich.markup import escape
+
+    console.print(f"[dim]{escape(assumptions(**kwargs))}[/]")
+
+
+WIDE_OPTION = typer.Option(False, "--wide", help="Show every column (the default fits 80 columns).")
+
+
+def compact_table(title: str, columns: list[str], left: tuple[str, ...] = ()) -> Any:
+    """A table for many columns that fits a terminal: light rules, one space between columns, and
+    cells that wrap at spaces (never an ellipsis: no value is cut).  ``left``: left-aligned columns."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0),
+                  title_justify="left")
+    for i, col in enumerate(columns):
+        table.add_column(col, justify="left" if (i == 0 or col in left) else "right", overflow="fold")
+    return table
+
+
+def write_records_csv(path: Any, records: list[dict[str, Any]]) -> None:
+    """``records`` (one dict per row, the same keys) as a CSV file, written atomically."""
+    import csv
+
+    from roofline.core.files import write_atomic
+
+    keys = list(records[0]) if records else []
+
+    def rows(handle: Any) -> None:
+        writer = csv.writer(handle)
+        writer.writerow(keys)
+        writer.writerows([to_jsonable(r.get(k)) for k in keys] for r in records)
+
+    write_atomic(path, rows)

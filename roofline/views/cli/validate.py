@@ -1,0 +1,93 @@
+"""`roofline validate`: every shipped (or given) end-to-end row predicted and compared."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import typer
+
+from roofline.core.errors import RooflineError
+from roofline.views.cli._common import JSON_OPTION, compact_table, console, emit
+from roofline.views.cli.options import load_hardware_option
+
+HARDWARE = typer.Option(
+    None, "--hardware", help="Hardware profile (name or YAML, e.g. a calibrated profile), repeatable: only rows "
+    "on that chip, predicted with it.")
+SOURCE = typer.Option(None, "--source", help="Only rows of this source (or sources starting with it).")
+ROWS = typer.Option(None, "--rows", help="Validate these end-to-end files (schema CSV or importable tables) instead.")
+HTML = typer.Option(None, "--html", help="Also write an HTML page (predicted vs measured) here.")
+CASES = typer.Option(False, "--cases", help="Also print one line per case.")
+HOLDOUT = typer.Option(False, "--holdout", help="Engine terms held out: each row predicted by terms fitted "
+                       "without it (5-fold by case); also a by-source hold-out. Slower (~1 min).")
+
+
+def validate_command(
+    hardware: list[str] = HARDWARE,
+    source: str = SOURCE,
+    rows_files: list[Path] = ROWS,
+    html_out: str = HTML,
+    show_cases: bool = CASES,
+    holdout: bool = HOLDOUT,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Predict measured TTFT, TPOT and tokens/s of end-to-end rows and report the errors.
+
+    Example: roofline validate --source splitwise --html validate.html
+    """
+    from roofline.calibrate.engine.data import load_shipped
+    from roofline.calibrate.engine.importers import import_file
+    from roofline.calibrate.engine.schema import E2EError
+    from roofline.calibrate.engine.validate import validate
+    from roofline.views.cli.values import check_outputs
+    from roofline.views.report.validation import summary_rows, write_validation_page
+
+    check_outputs([("--html", html_out)])
+    if rows_files:
+        try:
+            rows = [r for f in rows_files for r in import_file(f)]
+        except RooflineError as exc:
+            raise type(exc)(f"--rows: {exc}") from None
+        if source:
+            rows = [r for r in rows if r.source == source or r.source.startswith(source)]
+            if not rows:
+                raise E2EError(f"--source {source!r} matches no rows of --rows")
+    else:
+        rows = load_shipped(source)
+    profiles = [load_hardware_option(h) for h in hardware or []]
+    result = validate(rows, profiles, holdout=holdout)
+    if html_out is not None:
+        write_validation_page(result, html_out)
+    data = result.as_dict()
+
+    def render() -> None:
+        if show_cases:
+            cases = compact_table("Cases (ratio = predicted / measured)",
+                                  ["id", "quantity", "measured", "predicted", "ratio"], left=("quantity",))
+            for c in result.cases:
+                cases.add_row(c.id, c.quantity, f"{c.measured:.4g}", f"{c.predicted:.4g}", f"{c.ratio:.3f}")
+            console.print(cases)
+        table = compact_table(f"End-to-end validation: {len(result.cases)} cases from {len(rows)} rows",
+                              ["quantity", "group", "n", "MAPE", "median", "gmean", "spec"], left=("group",))
+        table.caption = ("MAPE/median/gmean: the prediction; spec: MAPE of the spec sheet; gmean: geometric-mean "
+                         "ratio predicted / measured")
+        for row in summary_rows(result.summary, result.summary_spec):
+            table.add_row(*row)
+        console.print(table)
+        console.print(f"prediction: {result.tier}", highlight=False)
+        if result.summary_by_source_holdout:
+            held = result.summary_by_source_holdout
+            console.print("held out by source (engine terms from the other sources on the chip): "
+                          + "; ".join(f"{q} {e['mape']:.1%} (n {e['n']})" for q, e in held.items()), highlight=False)
+        reasons = Counter(s.reason for s in result.skipped)
+        for reason, n in reasons.most_common():
+            console.print(f"skipped {n} row(s): {reason}", highlight=False)
+        if html_out is not None:
+            console.print(f"wrote {html_out}")
+
+    emit(data, as_json, render)
+
+
+def register(app: typer.Typer) -> None:
+    """Plug ``validate`` into the root app."""
+    app.command("validate")(validate_command)

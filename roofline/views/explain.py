@@ -1,0 +1,279 @@
+"""Explanations: for each number of a result, its formula, the values substituted, the binding
+term and the section of the book it comes from.
+
+Returns data (:class:`Explanation`), never text: the CLI renders it.  Values are SI with a
+unit string; the numbers are taken from an :class:`~roofline.analyses.step.StepResult` /
+``RequestResult`` / plan deployment, so an explanation can never disagree with the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from roofline.analyses.step import BOOK, RequestResult, StepResult
+from roofline.deploy import Deployment
+from roofline.model import memory
+from roofline.specs import ModelSpec
+from roofline.terms import decode_work, prefill_work, step_terms
+from roofline.terms.comms import allreduces_per_layer
+
+S_MEMORY = f"{BOOK}, 'What about memory?'"
+S_LATENCY = f"{BOOK}, 'Theoretical estimates for LLM latency and throughput'"
+S_LINEAR = f"{BOOK}, 'Linear operations: what bottlenecks us?'"
+S_ATTENTION = f"{BOOK}, 'What about attention?'"
+S_PREFILL = f"{BOOK}, 'Distributing inference over multiple accelerators: Prefill'"
+S_DISAGG = f"{BOOK}, 'Designing an effective inference engine'"
+S_SHARD = f"{BOOK}, 'Distributing inference over multiple accelerators: Generation'"
+
+
+@dataclass(frozen=True)
+class Term:
+    """One value substituted into a formula: its symbol, SI value and unit."""
+
+    symbol: str
+    value: float
+    unit: str
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """One number: name, value, unit, formula, substituted terms, whether it binds, book section."""
+
+    name: str
+    value: float
+    unit: str
+    formula: str
+    terms: tuple[Term, ...]
+    section: str
+    binding: bool = False
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _f(value: object) -> float:
+    return float(np.asarray(value, dtype=float).reshape(-1)[0])
+
+
+def _group_note(dep: Deployment) -> str:
+    replicas = _f(dep.replicas)
+    if replicas == 1:
+        return ""
+    return f" (per replica: {replicas:g} replicas of {_f(dep.group_chips):g} chips)"
+
+
+def explain_step(dep: Deployment, batch: float, context: float, res: StepResult) -> list[Explanation]:
+    """Every number of one decode step (scalar inputs), read from the step model's terms."""
+    model, precision = dep.model, dep.precision
+    t = step_terms(dep, decode_work(batch, context))
+    pp = dep.par.pp
+    stage_bw = _f(dep.stage_chips) * dep.rates.hbm_bandwidth_bytes_per_s
+    stage_flops = _f(dep.stage_chips) * dep.rates.flops_per_s
+    kv_seq = _f(memory.kv_cache_bytes_per_sequence(model, context, precision.kv_bytes))
+    kv_t, w_t, c_t = _f(res.kv_time_s), _f(res.weight_time_s), _f(res.compute_time_s)
+    group = _group_note(dep)
+    src = res.sources
+    local = _f(res.local_step_time_s)
+    comms_up = _f(res.comms_time_upper_s)
+    kv_formula = ("(kv_lora_rank + qk_rope_head_dim)·L·bytes·S" if model.is_mla else "2·K·H·L·bytes·S")
+    per_stage = "" if pp == 1 else f", × pp = {pp} stages"
+    out = [
+        Explanation("weights", _f(res.param_bytes), "B", "P_bytes = params · bytes/param",
+                    (Term("params", res.param_count, "params"), Term("bytes/param", precision.weight_bytes, "B")),
+                    S_MEMORY),
+        Explanation("KV cache per sequence", kv_seq, "B", kv_formula + " (window-capped layers stop at W)",
+                    (Term("L", model.num_layers, "layers"), Term("K", model.num_kv_heads, "heads"),
+                     Term("H", model.head_dim, ""), Term("bytes", precision.kv_bytes, "B"),
+                     Term("S", context, "tokens")),
+                    S_MEMORY),
+        Explanation("KV cache (batch)", _f(res.kv_bytes), "B", "B · KV_seq",
+                    (Term("B", batch, "sequences"), Term("KV_seq", kv_seq, "B")), S_MEMORY),
+        Explanation("usable HBM", _f(res.usable_hbm_bytes), "B",
+                    "chips · HBM · memory utilization − activation reserve (B·(2D + 2F)·bytes + B·V·4)",
+                    (Term("chips · HBM", _f(res.hbm_capacity_bytes), "B"),
+                     Term("utilization", dep.memory_utilization, "")), S_MEMORY, note=src.get("memory", "")),
+        Explanation("total memory", _f(res.total_bytes), "B",
+                    "replicas·P_bytes + B·KV_seq; fits where the busiest replica's P_bytes + ⌈B/replicas⌉·KV_seq "
+                    "≤ its usable HBM",
+                    (Term("replicas", _f(res.replicas), ""), Term("P_bytes", _f(res.param_bytes), "B"),
+                     Term("B·KV_seq", _f(res.kv_bytes), "B"), Term("⌈B/replicas⌉", _f(res.replica_batch), "sequences"),
+                     Term("usable HBM", _f(res.usable_hbm_bytes), "B")),
+                    S_MEMORY, binding=not bool(np.all(res.fits)),
+                    note="fits" if np.all(res.fits) else "does NOT fit"),
+        Explanation("KV read time", kv_t, "s", "T_kv = B·KV_seq / W_hbm (attention: always bandwidth-bound)" + group
+                    + per_stage, (Term("B·KV_seq", _f(t.kv_read_bytes), "B"), Term("W_hbm", stage_bw, "B/s")),
+                    S_LATENCY, note=src.get("attention_decode", "")),
+        Explanation("weight load time", w_t, "s", "T_weights = P_bytes read / W_hbm (MoE: the experts touched)"
+                    + group + per_stage, (Term("P_bytes read", _f(t.weight_read_bytes), "B"),
+                                          Term("W_hbm", stage_bw, "B/s")), S_LATENCY),
+        Explanation("matmul time", c_t, "s", "T_flops = 2·B·P_active / C" + group + per_stage,
+                    (Term("B", _f(t.tokens), "tokens"), Term("P_active", res.active_param_count, "params"),
+                     Term("C", stage_flops, "FLOP/s")), S_LINEAR, binding=c_t > w_t),
+        Explanation("weight matmuls (GEMMs)", _f(res.gemm_time_s), "s",
+                    "spec sheet: max(T_flops, T_weights); calibrated: Σ fitted GEMM kernels per layer",
+                    (Term("T_flops", c_t, "s"), Term("T_weights", w_t, "s")), S_LINEAR, note=src.get("gemm", "")),
+        Explanation("attention", _f(res.attention_time_s), "s",
+                    "spec sheet: T_kv; calibrated: Σ fitted decode-attention kernels per layer",
+                    (Term("T_kv", kv_t, "s"),), S_ATTENTION, note=src.get("attention_decode", "")),
+        Explanation("step time without collectives", local, "s", "attention + GEMMs + overhead" + per_stage,
+                    (Term("attention", _f(res.attention_time_s), "s"), Term("GEMMs", _f(res.gemm_time_s), "s"),
+                     Term("overhead", _f(res.overhead_time_s), "s")), S_LATENCY,
+                    note=f"bound: {np.asarray(res.bound).reshape(-1)[0]}"),
+        Explanation("collectives per step", comms_up, "s",
+                    f"L · ({_allreduces(dep)} AllReduce [B, D] + AllToAlls when tp > K; ep: dispatch + combine)"
+                    " + pp sends",
+                    (Term("L", model.num_layers, "layers"), Term("tp", dep.par.tp, "")), S_SHARD,
+                    note=src.get("comms", "")),
+        Explanation("step time", _f(res.step_time_s), "s",
+                    "local + max(0, T_comms − overlap·local)  (the prediction)",
+                    (Term("local", local, "s"), Term("T_comms", comms_up, "s"),
+                     Term("overlap", dep.comms_overlap, "")), S_SHARD, binding=True, note=src.get("overlap", "")),
+        Explanation("step time lower bound", _f(res.step_time_lower_s), "s",
+                    "max(local, T_comms lower): collectives fully overlapped",
+                    (Term("local", local, "s"), Term("T_comms lower", _f(res.comms_time_s), "s")), S_LATENCY),
+        Explanation("step time upper bound", _f(res.step_time_upper_s), "s", "local + T_comms: serialized",
+                    (Term("local", local, "s"), Term("T_comms", comms_up, "s")), S_LATENCY),
+        Explanation("critical batch", res.critical_batch, "tokens", "B_crit = C·bytes/(2·W_hbm) · E/k",
+                    (Term("C/W_hbm", dep.rates.flops_per_s / dep.rates.hbm_bandwidth_bytes_per_s, "FLOP/B"),
+                     Term("bytes/param", precision.weight_bytes, "B"), Term("E/k", model.num_experts /
+                                                                           model.experts_per_token, "")),
+                    S_LINEAR),
+        Explanation("tokens/s", _f(res.tokens_per_s), "tokens/s", "B / step time",
+                    (Term("B", batch, "tokens"), Term("step", _f(res.step_time_s), "s")), S_LATENCY),
+        Explanation("$ per million tokens", _f(res.cost_per_million_tokens), "$",
+                    "chips · $/chip-hour / (tokens/s · 3600) · 1e6",
+                    (Term("chips", _f(dep.chips), ""), Term("tokens/s", _f(res.tokens_per_s), "tokens/s")),
+                    S_LATENCY, note=src.get("price", "")),
+    ]
+    return out
+
+
+def explain_request(dep: Deployment, batch: float, mfu: float, res: RequestResult) -> list[Explanation]:
+    """TTFT, TPOT and latency of one request (scalar inputs), read from the prefill step's terms."""
+    t = step_terms(dep, prefill_work(batch, _f(res.input_len)), mfu)
+    steps = max(_f(res.output_len) - 1.0, 0.0)
+    compute_t, memory_t = _f(t.compute_time_s), _f(t.weight_time_s)
+    floor = dep.engine.prefill_floor_s  # the engine's least prompt-only step (terms/step.py applies it)
+    bound = str(np.asarray(t.bound).reshape(-1)[0])
+    return [
+        Explanation("prefill FLOPs", _f(res.prefill_flops), "FLOP",
+                    "B·(2·P_active·I + causal attention 2·N·(H_qk+H_v)·I²/2·L)",
+                    (Term("B", batch, ""), Term("I", _f(res.input_len), "tokens")), S_ATTENTION),
+        Explanation("TTFT (prefill)", _f(res.ttft_s), "s",
+                    "spec: max(FLOPs / (C·MFU), (P_bytes + KV_written) / W_hbm); calibrated: Σ fitted GEMM and "
+                    "prefill-attention kernels; + collectives"
+                    + ("; at least the engine's prompt-step floor" if floor else ""),
+                    (Term("T_flops", compute_t, "s"), Term("T_memory", memory_t, "s"),
+                     Term("T_comms", _f(res.prefill_comms_s), "s"))
+                    + ((Term("floor", floor, "s"),) if floor else ()),
+                    S_PREFILL, binding=True,
+                    note="host-bound: the engine's prefill floor (host launches)" if bound == "host"
+                    else f"{bound}-bound"),
+        Explanation("TPOT (mean)", _f(res.tpot_s), "s",
+                    "Σ_t step(I + t) / (O - 1), each step from the step model",
+                    (Term("O - 1", steps, "steps"), Term("first step", _f(res.first_step_time_s), "s"),
+                     Term("last step", _f(res.last_step_time_s), "s")), S_LATENCY),
+        Explanation("latency", _f(res.latency_s), "s", "TTFT + Σ decode steps",
+                    (Term("TTFT", _f(res.ttft_s), "s"), Term("decode", _f(res.decode_time_s), "s")), S_LATENCY,
+                    binding=True, note=("prefill dominates" if _f(res.ttft_s) > _f(res.decode_time_s)
+                                        else "decode dominates")),
+        Explanation("latency without KV cache", _f(res.no_cache_latency_s), "s",
+                    "max(Σ_t prefill FLOPs(I + t) / C, O·P_bytes / W_hbm)",
+                    (Term("O", _f(res.output_len), "tokens"),),
+                    f"{BOOK}, 'Transformer inference basics' (naive sampling)"),
+    ]
+
+
+def explain_deployment(d: Any, qps: float, mean_output: float) -> list[Explanation]:
+    """The plan's numbers for one deployment: Little's law, the M/G/1 prefill wait, replicas, cost."""
+    steps = max(mean_output - 1.0, 0.0)
+    return [
+        Explanation("TTFT", d.ttft_s, "s", "E[S] + λ·E[S²]/(2·(1 - λ·E[S]))  (M/G/1 wait on prefill)",
+                    (Term("E[S] prefill", d.prefill_s, "s"), Term("λ per replica", d.rate_per_replica, "req/s"),
+                     Term("ρ = λ·E[S]", d.prefill_utilisation, "")), S_PREFILL, binding=d.binding == "TTFT SLO"),
+        Explanation("TPOT", d.tpot_s, "s", "decode step / (1 - ρ)  (prefill shares the chips)",
+                    (Term("decode step", d.decode_step_s, "s"), Term("ρ", d.prefill_utilisation, "")), S_LATENCY,
+                    binding=d.binding == "TPOT SLO"),
+        Explanation("sequences per replica", d.sequences_per_replica, "sequences",
+                    "Little's law: λ · (TTFT + (E[O] - 1)·TPOT) ≤ batch",
+                    (Term("λ", d.rate_per_replica, "req/s"), Term("TTFT", d.ttft_s, "s"),
+                     Term("E[O] - 1", steps, "steps"), Term("TPOT", d.tpot_s, "s"), Term("batch", d.batch, "")),
+                    S_DISAGG, binding=d.binding in ("qps", "memory")),
+        Explanation("memory per replica", d.memory_bytes, "B", "P_bytes + B·KV_seq(mean decode context) ≤ chips·HBM",
+                    (Term("chips·HBM", d.hbm_bytes, "B"),), S_MEMORY, binding=d.binding == "memory"),
+        Explanation("replicas", d.replicas, "", "ceil(qps / λ_max)",
+                    (Term("qps", qps, "req/s"), Term("λ_max", qps / d.replicas if d.replicas else 0.0, "req/s")),
+                    S_DISAGG, note=f"binding: {d.binding}"),
+        Explanation("$ per hour", d.dollars_per_hour, "$/h", "replicas · chips · $/chip-hour",
+                    (Term("replicas", d.replicas, ""), Term("chips", d.chips_per_replica, ""),
+                     Term("$/chip-hour", d.price_per_chip_hour, "$")), S_LATENCY),
+        Explanation("$ per million output tokens", d.cost_per_million_output_tokens, "$",
+                    "$/h / (qps · E[O] · 3600) · 1e6",
+                    (Term("$/h", d.dollars_per_hour, "$"), Term("qps", qps, "req/s"),
+                     Term("E[O]", mean_output, "tokens")),
+                    S_LATENCY),
+    ]
+
+
+def _allreduces(dep: Deployment) -> str:
+    """'2', or '1' for a parallel attention/MLP block the engine fuses (the step model's count, as text)."""
+    return f"{allreduces_per_layer(dep):g}"
+
+
+def explain_shard(model: ModelSpec, res: Any) -> list[Explanation]:
+    """The sharding limits of a :class:`~roofline.analyses.shard.ShardResult`, formula by formula."""
+    lower, upper = _f(res.step_time_lower_s), _f(res.step_time_upper_s)
+    comms = _f(res.comms_time_s)
+    local = _f(res.local_step_time_s)
+    return [
+        Explanation("β", res.beta, "", "β = W_hbm / W_ici (per chip of the tp group)",
+                    (Term("W_ici", res.ici_bandwidth_bytes_per_s, "B/s"),), S_SHARD),
+        Explanation("largest tp in decode", res.max_tp_decode, "chips", "Y < F / (B·β): ICI time 2BD/W_ici "
+                    "stays under weight time 2DF/(Y·W_hbm)",
+                    (Term("F", model.d_ff, ""), Term("B", res.batch, "tokens"), Term("β", res.beta, "")), S_SHARD,
+                    binding=res.tp > res.max_tp_decode,
+                    note="tp exceeds it: ICI binds" if res.tp > res.max_tp_decode else "tp within it"),
+        Explanation("largest tp in prefill", res.max_tp_prefill, "chips", "Y < F / α_ici, α_ici = C / W_ici",
+                    (Term("F", model.d_ff, ""), Term("α_ici", res.alpha_ici, "FLOP/B")), S_PREFILL),
+        Explanation("collectives per step", comms, "s",
+                    "L · (2 AllReduce [B, D] + AllToAlls when tp > K)",
+                    (Term("L", model.num_layers, "layers"), Term("AllToAlls/layer", res.attention_alltoalls_per_layer,
+                                                             "")), S_SHARD),
+        Explanation("decode step without collectives", local, "s", "attention + GEMMs + overhead",
+                    (Term("local", local, "s"),), S_SHARD),
+        Explanation("step lower bound", lower, "s", "max(local, T_comms): collectives overlapped",
+                    (Term("T_comms", comms, "s"),), S_SHARD,
+                    binding=comms >= lower, note=f"bound: {np.asarray(res.bound).reshape(-1)[0]}"),
+        Explanation("step time (prediction)", _f(res.step_time_s), "s",
+                    "local + max(0, T_comms − overlap·local)", (Term("local", local, "s"),), S_SHARD),
+        Explanation("step upper bound", upper, "s", "T_kv + max(T_flops, T_weights) + T_comms(upper): nothing "
+                    "overlapped", (Term("T_comms lower", comms, "s"),), S_SHARD),
+    ]
+
+
+def explain_serve(res: Any, batch: int, output_len: int) -> list[Explanation]:
+    """TTFT, TPOT and throughput of a :class:`~roofline.analyses.shard.ServeResult`, by engine mode."""
+    ttft_formula = {"static": "prefill of the whole batch", "interleaved": "batch-1 prefill + step/2 wait",
+                    "disaggregated": "batch-1 prefill + KV transfer",
+                    "mixed": "step/2 wait + a step of the decodes and whole prompts"}[res.mode]
+    tpot_formula = {"static": "decode step", "interleaved": "step + (B/O)·batch-1 prefill stall",
+                    "disaggregated": "decode step (prefill on its own servers)",
+                    "mixed": "step of B decodes + B/O prompts"}[res.mode]
+    return [
+        Explanation("TTFT", res.ttft_s, "s", ttft_formula,
+                    (Term("batch-1 prefill", res.prefill_s, "s"), Term("batch prefill", res.batch_prefill_s, "s"),
+                     Term("decode step", res.step_time_s, "s"), Term("KV transfer", res.kv_transfer_s, "s")),
+                    S_DISAGG, binding=res.ttft_s > res.tpot_s * output_len),
+        Explanation("TPOT", res.tpot_s, "s", tpot_formula,
+                    (Term("decode step", res.step_time_s, "s"), Term("B", batch, ""), Term("O", output_len, ""),
+                     Term("stall per prefill", res.decode_stall_s, "s")), S_DISAGG),
+        Explanation("prefill : decode servers", res.prefill_to_decode_ratio, "", "B·t_prefill / (O·t_step)",
+                    (Term("B", batch, ""), Term("t_prefill", res.prefill_s, "s"), Term("O", output_len, ""),
+                     Term("t_step", res.step_time_s, "s")), S_DISAGG),
+        Explanation("tokens/s per chip", res.tokens_per_s_per_chip, "tokens/s",
+                    "B / TPOT over the chips the design occupies", (Term("chips", res.chips, ""),), S_DISAGG),
+    ]
