@@ -43,23 +43,54 @@ from roofline.deploy import DEFAULT_MEMORY_UTILIZATION
 from roofline.model import memory
 from roofline.specs import load_hardware, load_model
 
-STEP_ARGS = ["step", "--model", "llama-2-13b", "--hardware", "tpu-v5e", "--chips", "8", "--batch", "16",
-             "--context", "8192", "--json"]
+STEP_ARGS = [
+    "step",
+    "--model",
+    "llama-2-13b",
+    "--hardware",
+    "tpu-v5e",
+    "--chips",
+    "8",
+    "--batch",
+    "16",
+    "--context",
+    "8192",
+    "--json",
+]
 BARE_IMPORT = "import numpy, yaml, pydantic, typer, rich"
-REPORT_MODELS = ("llama-2-13b", "llama-2-13b-gqa", "llama-3-70b", "llama-3-8b", "mixtral-8x7b", "llama-2-7b",
-                 "mistral-7b-v0.1", "gemma-2-9b")
+REPORT_MODELS = (
+    "llama-2-13b",
+    "llama-2-13b-gqa",
+    "llama-3-70b",
+    "llama-3-8b",
+    "mixtral-8x7b",
+    "llama-2-7b",
+    "mistral-7b-v0.1",
+    "gemma-2-9b",
+)
 DTYPES = dict(weights=("bf16", "int8"), kv_dtypes=("bf16", "int8"))
 FIGURES: list[dict[str, Any]] = []
 
 
 def figure(name: str, value: float, unit: str, target: str, met: bool | None, note: str = "") -> None:
     """Record and print one figure with its target."""
-    FIGURES.append({"figure": name, "value": float(value), "unit": unit, "target": target,
-                    "met": None if met is None else bool(met), "note": note})
+    FIGURES.append(
+        {
+            "figure": name,
+            "value": float(value),
+            "unit": unit,
+            "target": target,
+            "met": None if met is None else bool(met),
+            "note": note,
+        }
+    )
     verdict = "" if met is None else ("  ok" if met else "  MISSED")
     shown = f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
-    print(f"{name}: {shown} {unit}  [target {target}]{verdict}{'  (' + note + ')' if note else ''}",
-          file=sys.stderr if ARGS.json else sys.stdout, flush=True)
+    print(
+        f"{name}: {shown} {unit}  [target {target}]{verdict}{'  (' + note + ')' if note else ''}",
+        file=sys.stderr if ARGS.json else sys.stdout,
+        flush=True,
+    )
 
 
 #: CPU seconds (this process, user + system) of the last :func:`paired` call, by name.
@@ -104,8 +135,9 @@ def peak_rss_bytes() -> int:
 
 def child(kind: str, *extra: str) -> dict[str, Any]:
     """Run one measurement in a fresh interpreter (its own peak RSS); returns its JSON line."""
-    out = subprocess.run([sys.executable, __file__, "--child", kind, *extra], check=True, capture_output=True,
-                         text=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", kind, *extra], check=True, capture_output=True, text=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -115,8 +147,14 @@ def child(kind: str, *extra: str) -> dict[str, Any]:
 def all_fit_case(hardware: list[Any] | None = None, batch: int = 1220) -> dict[str, Any]:
     """LLaMA-3-8B, batch 1..1220 × 256 contexts 8..518 × chips 1, 2, 4, 8 × 2 chips × 4 dtype pairs:
     9,994,240 configurations, every one fits in HBM (so each gets a full step evaluation)."""
-    return dict(model=load_model("llama-3-8b"), hardware=hardware or [load_hardware("h200"), load_hardware("b200")],
-                batch=np.arange(1, batch + 1), context=np.arange(8, 520, 2), chips=[1, 2, 4, 8], **DTYPES)
+    return dict(
+        model=load_model("llama-3-8b"),
+        hardware=hardware or [load_hardware("h200"), load_hardware("b200")],
+        batch=np.arange(1, batch + 1),
+        context=np.arange(8, 520, 2),
+        chips=[1, 2, 4, 8],
+        **DTYPES,
+    )
 
 
 def full_sweep(kw: dict[str, Any]) -> Any:
@@ -138,8 +176,10 @@ def naive_formula(kw: dict[str, Any]) -> int:
                 kv_seq = memory.kv_cache_bytes_per_token(m, dtype_bytes(kv)) * context
                 for chips in kw["chips"]:
                     kv_bytes = batch * kv_seq
-                    step = np.maximum(2.0 * counts.active * batch / (chips * hw.flops_per_s["bf16"]),
-                                      (weights + kv_bytes) / (chips * hw.hbm_bandwidth_bytes_per_s))
+                    step = np.maximum(
+                        2.0 * counts.active * batch / (chips * hw.flops_per_s["bf16"]),
+                        (weights + kv_bytes) / (chips * hw.hbm_bandwidth_bytes_per_s),
+                    )
                     fits = weights + kv_bytes <= chips * hw.hbm_bytes * DEFAULT_MEMORY_UTILIZATION
                     total += int(np.count_nonzero(fits)) + int(step.size)
     return total
@@ -154,8 +194,11 @@ def calibrated_h100() -> Any:
         from roofline.calibrate.kernels import fit
         from roofline.calibrate.kernels.data import load_measurements
 
-        profile, _ = fit.calibrate(load_measurements("builtin:h100-sxm"), load_hardware("h100-sxm"),
-                                   ops=["gemm", "attention_decode", "allreduce"])
+        profile, _ = fit.calibrate(
+            load_measurements("builtin:h100-sxm"),
+            load_hardware("h100-sxm"),
+            ops=["gemm", "attention_decode", "allreduce"],
+        )
         cache.parent.mkdir(parents=True, exist_ok=True)
         cache.write_text(dump_yaml(profile.model_dump(exclude_none=True)), encoding="utf-8")
     return load_hardware(cache)
@@ -170,30 +213,51 @@ def bench_sweep(repeats: int) -> None:
     t = paired({"sweep": lambda: full_sweep(kw), "naive": lambda: naive_formula(kw)}, repeats)
     rate = n / np.median(t["sweep"])
     ratio = float(np.median(t["naive"] / t["sweep"]))
-    figure(f"full-evaluation sweep, spec sheet ({n:,} points, every one fits)", rate / 1e6, "M configurations/s",
-           ">= 25", rate >= 25e6, f"{n / np.median(CPU['sweep']) / 1e6:.1f} M/s of this process's CPU time")
-    figure("  ... as a fraction of a naive numpy evaluation of the formula", ratio, "x", ">= 0.12", ratio >= 0.12,
-           f"naive {n / np.median(t['naive']) / 1e6:.0f} M/s; CPU-time ratio "
-           f"{np.median(CPU['naive'] / CPU['sweep']):.3f}")
+    figure(
+        f"full-evaluation sweep, spec sheet ({n:,} points, every one fits)",
+        rate / 1e6,
+        "M configurations/s",
+        ">= 25",
+        rate >= 25e6,
+        f"{n / np.median(CPU['sweep']) / 1e6:.1f} M/s of this process's CPU time",
+    )
+    figure(
+        "  ... as a fraction of a naive numpy evaluation of the formula",
+        ratio,
+        "x",
+        ">= 0.12",
+        ratio >= 0.12,
+        f"naive {n / np.median(t['naive']) / 1e6:.0f} M/s; CPU-time ratio {np.median(CPU['naive'] / CPU['sweep']):.3f}",
+    )
     peak = child("peak-sweep")
     per_point = peak["peak_bytes"] / peak["points"]
     above = (peak["peak_bytes"] - peak["baseline_bytes"]) / peak["points"]
-    figure("  ... peak memory per point (whole process)", per_point, "bytes", "<= 60", per_point <= 60,
-           f"{peak['peak_bytes'] / 1e9:.2f} GB peak, {above:.0f} bytes/point above the loaded interpreter")
+    figure(
+        "  ... peak memory per point (whole process)",
+        per_point,
+        "bytes",
+        "<= 60",
+        per_point <= 60,
+        f"{peak['peak_bytes'] / 1e9:.2f} GB peak, {above:.0f} bytes/point above the loaded interpreter",
+    )
     cal = calibrated_h100()
     kw_cal = all_fit_case([cal], batch=610)
     n_cal = full_sweep(kw_cal).evaluated
     t = paired({"calibrated": lambda: full_sweep(kw_cal)}, max(2, repeats // 2))
-    figure(f"full-evaluation sweep, calibrated H100 profile ({n_cal:,} points)",
-           n_cal / np.median(t["calibrated"]) / 1e6, "M configurations/s", "none (fitted kernels cost more)", None)
+    figure(
+        f"full-evaluation sweep, calibrated H100 profile ({n_cal:,} points)",
+        n_cal / np.median(t["calibrated"]) / 1e6,
+        "M configurations/s",
+        "none (fitted kernels cost more)",
+        None,
+    )
 
 
 def peak_sweep() -> dict[str, Any]:
     kw = all_fit_case()
     baseline = peak_rss_bytes()
     result = full_sweep(kw)
-    return {"points": result.evaluated, "baseline_bytes": baseline,
-            "peak_bytes": peak_rss_bytes()}
+    return {"points": result.evaluated, "baseline_bytes": baseline, "peak_bytes": peak_rss_bytes()}
 
 
 # --------------------------------------------------------------------------- 2. streaming frontier
@@ -204,8 +268,14 @@ def streaming_case(quick: bool) -> dict[str, Any]:
     100,663,296 configurations (64.6 M fit in HBM); --quick: 2 GPUs, 128 contexts (16.8 M)."""
     names = ("h100-sxm", "h200") if quick else ("h100-sxm", "h200", "b200", "mi300x", "mi325x", "mi355x")
     context = np.arange(16, 2049, 16) if quick else np.arange(16, 4097, 16)
-    return dict(model=load_model("llama-3-8b"), hardware=[load_hardware(h) for h in names],
-                batch=np.arange(1, 4097), context=context, chips=[1, 2, 4, 8], **DTYPES)
+    return dict(
+        model=load_model("llama-3-8b"),
+        hardware=[load_hardware(h) for h in names],
+        batch=np.arange(1, 4097),
+        context=context,
+        chips=[1, 2, 4, 8],
+        **DTYPES,
+    )
 
 
 def stream_frontier(quick: bool) -> dict[str, Any]:
@@ -215,14 +285,25 @@ def stream_frontier(quick: bool) -> dict[str, Any]:
     start = time.perf_counter()
     result = decode_frontier(**kw, objectives=("latency-throughput",), group="hardware")
     seconds = time.perf_counter() - start
-    return {"seconds": seconds, "evaluated": result.evaluated, "fit": result.evaluated - result.dropped_out_of_memory,
-            "kept": len(result), "peak_bytes": peak_rss_bytes()}
+    return {
+        "seconds": seconds,
+        "evaluated": result.evaluated,
+        "fit": result.evaluated - result.dropped_out_of_memory,
+        "kept": len(result),
+        "peak_bytes": peak_rss_bytes(),
+    }
 
 
 def bench_streaming(quick: bool) -> None:
     r = child("stream", *(["--quick"] if quick else []))
-    figure(f"sweep of {r['evaluated']:,} configurations streamed to its frontier", r["seconds"], "s", "< 10",
-           r["seconds"] < 10, f"{r['fit']:,} fit in HBM and are evaluated; {r['kept']:,} frontier points kept")
+    figure(
+        f"sweep of {r['evaluated']:,} configurations streamed to its frontier",
+        r["seconds"],
+        "s",
+        "< 10",
+        r["seconds"] < 10,
+        f"{r['fit']:,} fit in HBM and are evaluated; {r['kept']:,} frontier points kept",
+    )
     figure("  ... peak memory", r["peak_bytes"] / 1e9, "GB", "< 1.5", r["peak_bytes"] < 1.5e9)
 
 
@@ -242,14 +323,30 @@ def bench_pareto(repeats: int) -> None:
     n = 1_000_000
     latency, throughput = rng.lognormal(size=n), rng.lognormal(size=n)
     line = rng.permutation(np.sort(latency))  # every point on the frontier, shuffled
-    t = paired({"random": lambda: pareto_order(latency, throughput, "min", "max"),
-                "worst": lambda: pareto_order(line, line, "min", "max"),
-                "plain": lambda: plain_frontier(line, line)}, repeats)
-    figure(f"Pareto frontier of {n:,} random points", float(np.median(t["random"])) * 1e3, "ms", "< 500",
-           np.median(t["random"]) < 0.5)
+    t = paired(
+        {
+            "random": lambda: pareto_order(latency, throughput, "min", "max"),
+            "worst": lambda: pareto_order(line, line, "min", "max"),
+            "plain": lambda: plain_frontier(line, line),
+        },
+        repeats,
+    )
+    figure(
+        f"Pareto frontier of {n:,} random points",
+        float(np.median(t["random"])) * 1e3,
+        "ms",
+        "< 500",
+        np.median(t["random"]) < 0.5,
+    )
     ratio = float(np.median(t["worst"] / t["plain"]))
-    figure("  ... worst case (every point on it, shuffled) / plain sort-and-cummax", ratio, "x", "near 1",
-           ratio <= 1.5, f"{np.median(t['worst']) * 1e3:.0f} ms vs {np.median(t['plain']) * 1e3:.0f} ms")
+    figure(
+        "  ... worst case (every point on it, shuffled) / plain sort-and-cummax",
+        ratio,
+        "x",
+        "near 1",
+        ratio <= 1.5,
+        f"{np.median(t['worst']) * 1e3:.0f} ms vs {np.median(t['plain']) * 1e3:.0f} ms",
+    )
 
 
 # --------------------------------------------------------------------------- 4, 5. commands
@@ -267,24 +364,50 @@ def bench_cold_start(repeats: int) -> None:
             subprocess.run(cmd, check=True, capture_output=True, env=env)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu.setdefault(name, []).append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+
         return go
 
-    t = paired({"bare": run("bare", [sys.executable, "-c", BARE_IMPORT]),
-                "step": run("step", [*roofline_command(), *STEP_ARGS]),
-                "api": run("api", [sys.executable, "-c", "import roofline as rl; rl.decode_step(rl.load_model("
-                                   "'llama-2-13b'), rl.load_hardware('tpu-v5e'), 8, 16, 8192)"])}, repeats)
+    t = paired(
+        {
+            "bare": run("bare", [sys.executable, "-c", BARE_IMPORT]),
+            "step": run("step", [*roofline_command(), *STEP_ARGS]),
+            "api": run(
+                "api",
+                [
+                    sys.executable,
+                    "-c",
+                    "import roofline as rl; rl.decode_step(rl.load_model("
+                    "'llama-2-13b'), rl.load_hardware('tpu-v5e'), 8, 16, 8192)",
+                ],
+            ),
+        },
+        repeats,
+    )
     ratio = float(np.median(t["step"] / t["bare"]))
     cpu_ratio = float(np.median(np.divide(cpu["step"][1:], cpu["bare"][1:])))  # the warm-up round left out
-    figure("cold start: `roofline step ... --json` / bare imports", ratio, "x", "<= 1.25", ratio <= 1.25,
-           f"{np.median(t['step']) * 1e3:.0f} ms vs {np.median(t['bare']) * 1e3:.0f} ms for the bare imports; "
-           f"CPU time ratio {cpu_ratio:.2f}")
+    figure(
+        "cold start: `roofline step ... --json` / bare imports",
+        ratio,
+        "x",
+        "<= 1.25",
+        ratio <= 1.25,
+        f"{np.median(t['step']) * 1e3:.0f} ms vs {np.median(t['bare']) * 1e3:.0f} ms for the bare imports; "
+        f"CPU time ratio {cpu_ratio:.2f}",
+    )
     api = float(np.median(t["api"] / t["bare"]))
-    figure("  ... the same step through the Python API / bare imports", api, "x", "none (the CLI's share)", None,
-           f"{np.median(t['api']) * 1e3:.0f} ms")
+    figure(
+        "  ... the same step through the Python API / bare imports",
+        api,
+        "x",
+        "none (the CLI's share)",
+        None,
+        f"{np.median(t['api']) * 1e3:.0f} ms",
+    )
 
 
 def bench_report(repeats: int) -> None:
     with tempfile.TemporaryDirectory() as folder:
+
         def run(models: tuple[str, ...]) -> Callable[[], object]:
             cmd = [*roofline_command(), "report", "--models", ",".join(models), "--out", f"{folder}/r.html"]
             return lambda: subprocess.run(cmd, cwd=folder, check=True, capture_output=True)
@@ -292,8 +415,14 @@ def bench_report(repeats: int) -> None:
         t = paired({"one": run(REPORT_MODELS[:1]), "eight": run(REPORT_MODELS)}, repeats)
         size = (Path(folder) / "r.html").stat().st_size
     ratio = float(np.median(t["eight"] / t["one"]))
-    figure("`roofline report`: 8 models / 1 model", ratio, "x", "<= 3", ratio <= 3,
-           f"{np.median(t['eight']):.2f} s vs {np.median(t['one']):.2f} s; {size / 1e6:.1f} MB page")
+    figure(
+        "`roofline report`: 8 models / 1 model",
+        ratio,
+        "x",
+        "<= 3",
+        ratio <= 3,
+        f"{np.median(t['eight']):.2f} s vs {np.median(t['one']):.2f} s; {size / 1e6:.1f} MB page",
+    )
 
 
 #: The parts of the benchmark, in the order they run (``--only`` picks some).
@@ -309,9 +438,13 @@ def main() -> None:
     out = sys.stderr if ARGS.json else sys.stdout
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, {os.cpu_count()} CPUs", file=out)
     wanted = set(ARGS.only or PARTS)
-    for part, run in (("sweep", lambda: bench_sweep(repeats)), ("streaming", lambda: bench_streaming(ARGS.quick)),
-                      ("pareto", lambda: bench_pareto(repeats)), ("cold-start", lambda: bench_cold_start(repeats + 2)),
-                      ("report", lambda: bench_report(max(2, repeats // 2)))):
+    for part, run in (
+        ("sweep", lambda: bench_sweep(repeats)),
+        ("streaming", lambda: bench_streaming(ARGS.quick)),
+        ("pareto", lambda: bench_pareto(repeats)),
+        ("cold-start", lambda: bench_cold_start(repeats + 2)),
+        ("report", lambda: bench_report(max(2, repeats // 2))),
+    ):
         if part in wanted:
             run()
     if "simulate" in wanted:
@@ -321,22 +454,26 @@ def main() -> None:
         with contextlib.redirect_stdout(out):
             bench_simulate(20_000 if ARGS.quick else 100_000)
     if ARGS.json:
-        print(json.dumps({"python": sys.version.split()[0], "numpy": np.__version__, "cpus": os.cpu_count(),
-                          "figures": FIGURES}, indent=1))
+        print(
+            json.dumps(
+                {"python": sys.version.split()[0], "numpy": np.__version__, "cpus": os.cpu_count(), "figures": FIGURES},
+                indent=1,
+            )
+        )
 
 
 def _args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats, a smaller streaming case")
     parser.add_argument("--json", action="store_true", help="every figure as JSON on stdout")
-    parser.add_argument("--only", action="append", choices=PARTS,
-                        help="run only this part (repeatable); default: every part")
+    parser.add_argument(
+        "--only", action="append", choices=PARTS, help="run only this part (repeatable); default: every part"
+    )
     parser.add_argument("--child", choices=("peak-sweep", "stream"), help=argparse.SUPPRESS)
     return parser.parse_args()
 
 
-ARGS = _args() if __name__ == "__main__" else argparse.Namespace(quick=False, json=False, child=None,
-                                                                       only=None)
+ARGS = _args() if __name__ == "__main__" else argparse.Namespace(quick=False, json=False, child=None, only=None)
 
 if __name__ == "__main__":
     main()

@@ -24,10 +24,12 @@ def bench_simulate(requests: int = 100_000) -> None:
         start = time.perf_counter()
         res = simulate(cost, load, fixed_lengths(1024, 256), requests=requests, seed=0)
         seconds = time.perf_counter() - start
-        print(f"simulate [{load.describe()}]: {requests:,} requests (1024 in / 256 out, {res.steps:,} steps) in "
-              f"{seconds:.1f} s = {requests / seconds:,.0f} simulated requests/s, "
-              f"{res.steps / seconds / 1e3:.0f} k steps/s; p99 TTFT {res.ttft_s.p99 * 1e3:.1f} ms  "
-              f"[target: seconds]")
+        print(
+            f"simulate [{load.describe()}]: {requests:,} requests (1024 in / 256 out, {res.steps:,} steps) in "
+            f"{seconds:.1f} s = {requests / seconds:,.0f} simulated requests/s, "
+            f"{res.steps / seconds / 1e3:.0f} k steps/s; p99 TTFT {res.ttft_s.p99 * 1e3:.1f} ms  "
+            f"[target: seconds]"
+        )
 
 
 if __name__ == "__main__":

@@ -29,17 +29,18 @@ def main() -> None:
     args = parser.parse_args()
     _, fits = calibrate(load_all(args.measurements), load_hardware(args.hardware))
     print("Held-out error of predicted kernel time, MAPE / median / p90 absolute relative error.\n")
-    head = ("entry", "rows", "split", "spec roofline", "constant η + overhead", "calibrated model",
-            "at a bound")
+    head = ("entry", "rows", "split", "spec roofline", "constant η + overhead", "calibrated model", "at a bound")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for key, fit in fits.items():
         for split, stats in (("random 80/20", fit.random), ("shape range", fit.shape_range)):
             if not stats:
                 continue
-            print(f"| {key} | {int(fit.stats['after_n'])} | {split} | {triple(stats, 'before')} | "
-                  f"{triple(stats, 'constant')} | {triple(stats, 'after')} | "
-                  f"{', '.join(fit.at_bound) or '-'} |")
+            print(
+                f"| {key} | {int(fit.stats['after_n'])} | {split} | {triple(stats, 'before')} | "
+                f"{triple(stats, 'constant')} | {triple(stats, 'after')} | "
+                f"{', '.join(fit.at_bound) or '-'} |"
+            )
 
 
 if __name__ == "__main__":

@@ -22,10 +22,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 TIME_TARGET_S, MEMORY_TARGET_MB = 2.0, 500.0
-V5E = ("name: chip\nflops_per_s: {bf16: 1.97e14}\nhbm_bytes: 16 GiB\nhbm_bandwidth_bytes_per_s: 819 GB/s\n"
-       "ici_bandwidth_bytes_per_s: 4.5e+10\nici_links: 4\nici_hop_latency_s: 1 us\nprice_per_chip_hour: 1.2\n")
+V5E = (
+    "name: chip\nflops_per_s: {bf16: 1.97e14}\nhbm_bytes: 16 GiB\nhbm_bandwidth_bytes_per_s: 819 GB/s\n"
+    "ici_bandwidth_bytes_per_s: 4.5e+10\nici_links: 4\nici_hop_latency_s: 1 us\nprice_per_chip_hour: 1.2\n"
+)
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
-    f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True))
+    f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+)
 CHILD = """
 import sys, time
 from roofline.core.errors import RooflineError
@@ -60,20 +63,34 @@ def cases(folder: Path) -> list[tuple[str, str, Path, bool]]:
         out.append((label, kind, path, target))
 
     add("YAML alias bomb in source (470 B)", "hardware", "bomb.yaml", (BOMB + "source: *i\n").encode())
-    add("YAML alias bomb in hbm_bytes", "hardware", "bomb2.yaml",
-        (V5E.replace("hbm_bytes: 16 GiB\n", "") + BOMB + "hbm_bytes: *i\n").encode())
+    add(
+        "YAML alias bomb in hbm_bytes",
+        "hardware",
+        "bomb2.yaml",
+        (V5E.replace("hbm_bytes: 16 GiB\n", "") + BOMB + "hbm_bytes: *i\n").encode(),
+    )
     add("50 MB YAML", "hardware", "big.yaml", (V5E + "#" * 50_000_000 + "\n").encode())
     body = "".join(f"k{i}: {i}.5  # padding\n" for i in range(45_000))
-    add("1 MiB YAML, 45,000 unknown keys, bad unit", "hardware", "near.yaml",
-        (V5E.replace("16 GiB", "80 ms") + body)[: 2**20 - 30].rsplit("\n", 1)[0].encode() + b"\n")
+    add(
+        "1 MiB YAML, 45,000 unknown keys, bad unit",
+        "hardware",
+        "near.yaml",
+        (V5E.replace("16 GiB", "80 ms") + body)[: 2**20 - 30].rsplit("\n", 1)[0].encode() + b"\n",
+    )
     add("config.json, 100,000 nested [", "model", "deep/config.json", b"[" * 100_000 + b"]" * 100_000)
     add("config.json, 500,000 nested [ (1 MiB)", "model", "deep2/config.json", b"[" * 2**19 + b"]" * (2**19 - 8))
-    add("config.json, 5000-digit integer", "model", "long/config.json",
-        json.dumps({"hidden_size": 1}).replace("1", "9" * 5000).encode())
+    add(
+        "config.json, 5000-digit integer",
+        "model",
+        "long/config.json",
+        json.dumps({"hidden_size": 1}).replace("1", "9" * 5000).encode(),
+    )
     add("binary file as YAML (1 MB)", "model", "bin.yaml", bytes(range(256)) * 4000)
     row = b"h100-sxm,gemm,bf16,1024,8192,8192,,,,,,,,,0.000190693,fixture,\n"
-    header = b"hardware,op,dtype,m,n,k,batch,q_len,kv_len,num_heads,num_kv_heads,head_dim,message_bytes," \
-             b"num_devices,time_s,source,impl\n"
+    header = (
+        b"hardware,op,dtype,m,n,k,batch,q_len,kv_len,num_heads,num_kv_heads,head_dim,message_bytes,"
+        b"num_devices,time_s,source,impl\n"
+    )
     bomb = folder / "bomb.csv.gz"
     with gzip.open(bomb, "wb", compresslevel=1) as handle:  # 1 GB of valid rows, written in pieces
         handle.write(header)
@@ -83,14 +100,20 @@ def cases(folder: Path) -> list[tuple[str, str, Path, bool]]:
     add("truncated .csv.gz", "csv", "cut.csv.gz", gzip.compress(header + row * 20_000)[:-100])
     add("100 MB CSV (over the limit)", "csv", "huge.csv", header + b"x" * 100_000_000)
     rows = (64 * 2**20 - 200) // len(row)
-    add(f"CSV at the limit, {rows:,} rows, bad last cell", "csv", "last.csv",
-        header + row * rows + row.replace(b"1024", b"1e300"), target=False)
+    add(
+        f"CSV at the limit, {rows:,} rows, bad last cell",
+        "csv",
+        "last.csv",
+        header + row * rows + row.replace(b"1024", b"1e300"),
+        target=False,
+    )
     return out
 
 
 def run(kind: str, path: Path) -> tuple[float, float, str]:
-    proc = subprocess.run([sys.executable, "-c", CHILD, kind, str(path)], capture_output=True, text=True,
-                          cwd=REPO, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, kind, str(path)], capture_output=True, text=True, cwd=REPO, timeout=600
+    )
     if proc.returncode != 0:
         return float("nan"), float("nan"), "CRASHED: " + proc.stderr.strip().splitlines()[-1][:60]
     seconds, megabytes, outcome = proc.stdout.strip().split("\t", 2)
@@ -103,8 +126,11 @@ def main() -> int:
         print(f"{'input':45} {'time s':>8} {'peak MB':>8}  message")
         for label, kind, path, target in cases(Path(folder)):
             seconds, megabytes, outcome = run(kind, path)
-            bad = target and not (seconds < TIME_TARGET_S and megabytes < MEMORY_TARGET_MB
-                                  and not outcome.startswith(("ACCEPTED", "CRASHED")))
+            bad = target and not (
+                seconds < TIME_TARGET_S
+                and megabytes < MEMORY_TARGET_MB
+                and not outcome.startswith(("ACCEPTED", "CRASHED"))
+            )
             missed += bad
             note = "  <- MISSED" if bad else ("" if target else "  (information)")
             print(f"{label:45} {seconds:8.3f} {megabytes:8.0f}  {outcome}{note}")

@@ -22,8 +22,10 @@ for dtype in ("bf16", "int8"):
     front = rl.frontier_of(part.columns, "latency-throughput")
     step_ms = part.columns["step_time_s"][front] * 1e3
     per_chip = part.columns["tokens_per_s_per_chip"][front]
-    print(f"{dtype} KV: largest batch that fits {part.columns['batch'].max()}, "
-          f"best {per_chip.max():.0f} tok/s/chip; frontier (step ms -> tok/s/chip):")
+    print(
+        f"{dtype} KV: largest batch that fits {part.columns['batch'].max()}, "
+        f"best {per_chip.max():.0f} tok/s/chip; frontier (step ms -> tok/s/chip):"
+    )
     print("   " + ", ".join(f"{s:.1f}->{t:.0f}" for s, t in zip(step_ms, per_chip, strict=True)))
 # At the same batch the int8 cache is faster: compare batch 8 (bf16 KV fits up to 14 in 0.9 of HBM).
 same = sweep.columns["batch"] == 8

@@ -39,6 +39,7 @@ def _version() -> str:
     except PackageNotFoundError:
         return "0.0.0+unknown"
 
+
 #: Public name -> (module, attribute); attribute None means the module itself.
 _EXPORTS: dict[str, tuple[str, str | None]] = {
     # specs: loading and validating chips and models

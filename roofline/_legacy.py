@@ -119,7 +119,9 @@ class _AliasLoader(importlib.abc.Loader):
 
 
 class _AliasFinder(importlib.abc.MetaPathFinder):
-    def find_spec(self, fullname: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if not fullname.startswith("roofline."):
             return None
         new = new_name(fullname)
@@ -128,8 +130,9 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
         real = importlib.util.find_spec(new)
         if real is None:
             return None
-        spec = importlib.util.spec_from_loader(fullname, _AliasLoader(new), origin=real.origin,
-                                               is_package=real.submodule_search_locations is not None)
+        spec = importlib.util.spec_from_loader(
+            fullname, _AliasLoader(new), origin=real.origin, is_package=real.submodule_search_locations is not None
+        )
         return spec
 
 

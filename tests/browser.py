@@ -18,8 +18,14 @@ from typing import Any
 import pytest
 
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
     "--disable-dev-shm-usage",
 ]
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -123,8 +129,9 @@ def render_page(html_path: str | Path, screenshot_path: str | Path | None = None
     return {"errors": errors, "figures": figures, "non_blank_fraction": non_blank}
 
 
-def assert_page_renders(html_path: str | Path, min_figures: int = 1,
-                        screenshot_path: str | Path | None = None) -> dict[str, Any]:
+def assert_page_renders(
+    html_path: str | Path, min_figures: int = 1, screenshot_path: str | Path | None = None
+) -> dict[str, Any]:
     """Fail unless the page loads with no JS errors, ≥ min_figures figures all with traces, not blank."""
     found = render_page(html_path, screenshot_path)
     assert not found["errors"], f"{html_path}: JavaScript errors: {found['errors'][:5]}"
@@ -133,5 +140,6 @@ def assert_page_renders(html_path: str | Path, min_figures: int = 1,
     empty = [f["id"] for f in figures if f["traces"] < 1 or f["drawn"] < 1]
     assert not empty, f"{html_path}: figures without traces or not drawn: {empty}"
     assert found["non_blank_fraction"] > 0.001, (
-        f"{html_path}: screenshot looks blank ({found['non_blank_fraction']:.4f} of pixels differ)")
+        f"{html_path}: screenshot looks blank ({found['non_blank_fraction']:.4f} of pixels differ)"
+    )
     return found

@@ -16,7 +16,10 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
     """Run ``python -m roofline ARGS`` and capture its output."""
     return subprocess.run(
         [sys.executable, "-m", "roofline", *args],
-        capture_output=True, text=True, cwd=cwd or REPO, timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=cwd or REPO,
+        timeout=120,
     )
 
 

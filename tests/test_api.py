@@ -14,9 +14,11 @@ from tests.test_hf_config import MIXTRAL_8X7B
 
 
 def test_import_is_light():
-    code = ("import sys, roofline as rl; "
-            "print([m for m in ('plotly', 'typer', 'rich', 'roofline.views.cli', 'roofline.specs', 'pydantic') "
-            "if m in sys.modules]); print(rl.__version__)")
+    code = (
+        "import sys, roofline as rl; "
+        "print([m for m in ('plotly', 'typer', 'rich', 'roofline.views.cli', 'roofline.specs', 'pydantic') "
+        "if m in sys.modules]); print(rl.__version__)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded, version = proc.stdout.splitlines()
     assert loaded == "[]"

@@ -39,8 +39,9 @@ def test_report_from_a_calibrated_profile_renders(browser: str, tmp_path: Path) 
 
     cal = write_profile(tmp_path / "h100-cal.yaml")
     page = tmp_path / "cal-report.html"
-    proc = run_cli("report", "--models", "llama-3-8b", "--hardware", f"h100-sxm,{cal}", "--chips", "1,2,8",
-                   "--out", str(page))
+    proc = run_cli(
+        "report", "--models", "llama-3-8b", "--hardware", f"h100-sxm,{cal}", "--chips", "1,2,8", "--out", str(page)
+    )
     assert proc.returncode == 0, proc.stderr
     found = assert_page_renders(page, min_figures=5)
     # 3 frontiers x 4 traces, the roofline with spec-sheet and fitted ops (roof + 4), scenario memory.
@@ -49,8 +50,19 @@ def test_report_from_a_calibrated_profile_renders(browser: str, tmp_path: Path) 
 
 def test_pareto_page_renders(browser: str, tmp_path: Path) -> None:
     page = tmp_path / "f.html"
-    proc = run_cli("pareto", "--model", "llama-3-8b", "--hardware", "tpu-v5e,h100-sxm", "--chips", "1,2,4",
-                   "--objective", "all", "--html", str(page))
+    proc = run_cli(
+        "pareto",
+        "--model",
+        "llama-3-8b",
+        "--hardware",
+        "tpu-v5e,h100-sxm",
+        "--chips",
+        "1,2,4",
+        "--objective",
+        "all",
+        "--html",
+        str(page),
+    )
     assert proc.returncode == 0, proc.stderr
     assert_page_renders(page, min_figures=3)
 
@@ -74,14 +86,26 @@ def test_checker_catches_broken_pages(browser: str, tmp_path: Path) -> None:
         assert_page_renders(blank, min_figures=0)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("roofline.views.report.calibration") is None,
-                    reason="no calibration report in this tree")
+@pytest.mark.skipif(
+    importlib.util.find_spec("roofline.views.report.calibration") is None, reason="no calibration report in this tree"
+)
 def test_calibration_report_renders(browser: str, tmp_path: Path) -> None:
     from roofline.views.report.calibration import write_calibration_report  # noqa: F401  (the API under test)
 
     page = tmp_path / "cal.html"
-    proc = run_cli("calibrate", "fit", "builtin:h100-sxm", "--hardware", "h100-sxm", "--out",
-                   str(tmp_path / "h100-cal.yaml"), "--report", str(page), "--max-rows", "300")
+    proc = run_cli(
+        "calibrate",
+        "fit",
+        "builtin:h100-sxm",
+        "--hardware",
+        "h100-sxm",
+        "--out",
+        str(tmp_path / "h100-cal.yaml"),
+        "--report",
+        str(page),
+        "--max-rows",
+        "300",
+    )
     assert proc.returncode == 0, proc.stderr
     assert_page_renders(page, min_figures=1)
 
@@ -95,7 +119,22 @@ def test_validate_page_renders(browser: str, tmp_path: Path) -> None:
 
 def test_simulate_page_renders(browser: str, tmp_path: Path) -> None:
     page = tmp_path / "sim.html"
-    proc = run_cli("simulate", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--arrival-rate", "10",
-                   "-i", "512", "-o", "64", "--requests", "300", "--html", str(page))
+    proc = run_cli(
+        "simulate",
+        "--model",
+        "llama-3-8b",
+        "--hardware",
+        "h100-sxm",
+        "--arrival-rate",
+        "10",
+        "-i",
+        "512",
+        "-o",
+        "64",
+        "--requests",
+        "300",
+        "--html",
+        str(page),
+    )
     assert proc.returncode == 0, proc.stderr
     assert_page_renders(page, min_figures=4)

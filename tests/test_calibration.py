@@ -43,9 +43,13 @@ def test_gemm_import_converts_ms_to_seconds():
 
 def test_decode_attention_import_kv_len_is_step_plus_one():
     table = import_file(AIC / "generation_attention_perf.csv")
-    first = dict(zip((AIC / "generation_attention_perf.csv").read_text().splitlines()[0].split(","),
-                     (AIC / "generation_attention_perf.csv").read_text().splitlines()[1].split(","),
-                     strict=True))
+    first = dict(
+        zip(
+            (AIC / "generation_attention_perf.csv").read_text().splitlines()[0].split(","),
+            (AIC / "generation_attention_perf.csv").read_text().splitlines()[1].split(","),
+            strict=True,
+        )
+    )
     assert table.unique("op") == ["attention_decode"]
     assert table["kv_len"][0] == float(first["step"]) + 1 and table["q_len"][0] == 1
     assert table["num_kv_heads"][0] == float(first["num_key_value_heads"])
@@ -92,11 +96,14 @@ def test_schema_round_trip_gzip(tmp_path):
     assert list(back["op"]) == list(table["op"])
 
 
-@pytest.mark.parametrize(("name", "needle"), [
-    ("missing_time.csv", "missing column 'time_s'"),
-    ("bad_op.csv", "column 'op' is 'matmul'; allowed: gemm"),
-    ("bad_number.csv", "column 'n' is not a number"),
-])
+@pytest.mark.parametrize(
+    ("name", "needle"),
+    [
+        ("missing_time.csv", "missing column 'time_s'"),
+        ("bad_op.csv", "column 'op' is 'matmul'; allowed: gemm"),
+        ("bad_number.csv", "column 'n' is not a number"),
+    ],
+)
 def test_malformed_measurements_one_line(name, needle):
     with pytest.raises(CalibrationError) as info:
         import_file(FIXTURES / name)
@@ -125,8 +132,12 @@ def test_constant_fit_recovers_known_efficiencies():
     flops, nbytes = models.gemm_flops(m, n, k), models.gemm_bytes(m, n, k, 2.0)
     truth = flops / (hw.flops_for("bf16") * 0.7)
     truth = np.maximum(truth, nbytes / (hw.hbm_bandwidth_bytes_per_s * 0.9)) + 4e-6
-    table = from_records([{"hardware": "h100-sxm", "op": "gemm", "dtype": "bf16", "m": a, "n": b,
-                           "k": c, "time_s": t} for a, b, c, t in zip(m, n, k, truth, strict=True)])
+    table = from_records(
+        [
+            {"hardware": "h100-sxm", "op": "gemm", "dtype": "bf16", "m": a, "n": b, "k": c, "time_s": t}
+            for a, b, c, t in zip(m, n, k, truth, strict=True)
+        ]
+    )
     got = fit.fit_constant("gemm", table, hw)
     assert got["compute_efficiency"] == pytest.approx(0.7, rel=0.02)
     assert got["memory_efficiency"] == pytest.approx(0.9, rel=0.02)
@@ -140,8 +151,11 @@ def test_fixture_calibration_improves_on_the_spec_roofline(tmp_path):
     profile, fits = fit.calibrate(table, load_hardware("h100-sxm"), dtype="bf16", max_rows=500)
     assert {"gemm/bf16", "attention_decode/bf16", "allreduce/fp16"} <= set(fits)
     stats = fit.evaluate(profile, table)
-    for op, key in (("gemm", "gemm/bf16"), ("attention_decode", "attention_decode/bf16"),
-                    ("allreduce", "allreduce/fp16")):
+    for op, key in (
+        ("gemm", "gemm/bf16"),
+        ("attention_decode", "attention_decode/bf16"),
+        ("allreduce", "allreduce/fp16"),
+    ):
         assert stats[op]["mape"] < fits[key].stats["before_mape"]
     params = profile.calibration.ops["allreduce/fp16"].params
     assert {"latency_s", "bandwidth_bytes_per_s"} <= set(params)
@@ -155,10 +169,22 @@ def test_fixture_calibration_improves_on_the_spec_roofline(tmp_path):
 
 
 def test_cli_fit_evaluate_and_step_use_the_profile(tmp_path):
-    meas = [str(AIC / f) for f in ("gemm_perf.csv", "generation_attention_perf.csv",
-                                   "nccl_perf.csv", "custom_allreduce_perf.csv")]
-    out = run_json("calibrate", "fit", *meas, "--hardware", "h100-sxm", "--out",
-                   str(tmp_path / "p.yaml"), "--max-rows", "400", cwd=tmp_path)
+    meas = [
+        str(AIC / f)
+        for f in ("gemm_perf.csv", "generation_attention_perf.csv", "nccl_perf.csv", "custom_allreduce_perf.csv")
+    ]
+    out = run_json(
+        "calibrate",
+        "fit",
+        *meas,
+        "--hardware",
+        "h100-sxm",
+        "--out",
+        str(tmp_path / "p.yaml"),
+        "--max-rows",
+        "400",
+        cwd=tmp_path,
+    )
     assert set(out["ops"]) >= {"gemm", "attention_decode", "allreduce", "allreduce_custom"}
     profile = load_hardware(tmp_path / "p.yaml")
     assert profile.name == "h100-sxm" and profile.calibration is not None
@@ -173,18 +199,15 @@ def test_cli_fit_evaluate_and_step_use_the_profile(tmp_path):
 
 def test_cli_bad_input_exit_2_and_no_output(tmp_path):
     out = tmp_path / "p.yaml"
-    proc = run_cli("calibrate", "fit", str(FIXTURES / "bad_op.csv"), "--hardware", "h100-sxm",
-                   "--out", str(out))
+    proc = run_cli("calibrate", "fit", str(FIXTURES / "bad_op.csv"), "--hardware", "h100-sxm", "--out", str(out))
     assert proc.returncode == 2 and "bad_op.csv" in proc.stderr and not out.exists()
-    proc = run_cli("calibrate", "fit", str(FIXTURES / "schema_small.csv"), "--hardware", "h10",
-                   "--out", str(out))
+    proc = run_cli("calibrate", "fit", str(FIXTURES / "schema_small.csv"), "--hardware", "h10", "--out", str(out))
     assert proc.returncode == 2 and "h10" in proc.stderr and not out.exists()
     assert list(tmp_path.iterdir()) == []
 
 
 def test_cli_import_writes_schema(tmp_path):
-    out = run_json("calibrate", "import", str(AIC / "nccl_perf.csv"), "--out",
-                   str(tmp_path / "n.csv.gz"))
+    out = run_json("calibrate", "import", str(AIC / "nccl_perf.csv"), "--out", str(tmp_path / "n.csv.gz"))
     assert out["rows"] == 24
     assert len(read_measurements(tmp_path / "n.csv.gz")) == 24
 
@@ -196,8 +219,7 @@ def test_help_shows_examples():
 
 
 def test_json_is_parseable_even_with_nan(tmp_path):
-    out = run_cli("calibrate", "evaluate", "--profile", "h100-sxm",
-                  str(FIXTURES / "schema_small.csv"), "--json")
+    out = run_cli("calibrate", "evaluate", "--profile", "h100-sxm", str(FIXTURES / "schema_small.csv"), "--json")
     assert out.returncode == 0
     assert json.loads(out.stdout)["ops"]["gemm"]["n"] == 3
     assert Path(tmp_path).exists()
@@ -240,11 +262,15 @@ class _FakeTorch:
             return q
 
         sdpa = sdpa_gqa if gqa else sdpa_plain
-        self.cuda = SimpleNamespace(get_device_name=lambda: "NVIDIA H100 80GB HBM3",
-                                    Event=Event, synchronize=lambda: None,
-                                    set_device=lambda i: None, is_available=lambda: True,
-                                    current_device=lambda: 0,
-                                    get_device_properties=lambda i: SimpleNamespace(L2_cache_size=2**20))
+        self.cuda = SimpleNamespace(
+            get_device_name=lambda: "NVIDIA H100 80GB HBM3",
+            Event=Event,
+            synchronize=lambda: None,
+            set_device=lambda i: None,
+            is_available=lambda: True,
+            current_device=lambda: 0,
+            get_device_properties=lambda i: SimpleNamespace(L2_cache_size=2**20),
+        )
         self.nn = SimpleNamespace(functional=SimpleNamespace(scaled_dot_product_attention=sdpa))
         self.distributed = SimpleNamespace(is_available=lambda: False)
 

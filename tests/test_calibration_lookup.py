@@ -29,8 +29,12 @@ def profile(ops: dict[str, dict]) -> object:
     return hardware_from_dict(data, "<test profile>")
 
 
-CONSTANT = {"compute_efficiency": 0.5, "memory_efficiency": 0.8, "overhead_s": 1e-5,
-            "params": {"compute_efficiency": 0.5, "memory_efficiency": 0.8, "overhead_s": 1e-5}}
+CONSTANT = {
+    "compute_efficiency": 0.5,
+    "memory_efficiency": 0.8,
+    "overhead_s": 1e-5,
+    "params": {"compute_efficiency": 0.5, "memory_efficiency": 0.8, "overhead_s": 1e-5},
+}
 
 
 # --------------------------------------------------------------------------- keys
@@ -64,8 +68,7 @@ def test_calibrated_entry_label_and_value():
     # constant efficiencies: max(2mnk / (peak 0.5), bytes / (BW 0.8)) + 10 us
     np.testing.assert_allclose(seconds, 2 * 8192**3 / (BF16_PEAK * 0.5) + 1e-5)
     assert seconds.shape == (2,)
-    assert label == ("calibrated profile (gemm/bf16, 1,234 rows, "
-                     "constant efficiencies + overhead)")
+    assert label == ("calibrated profile (gemm/bf16, 1,234 rows, constant efficiencies + overhead)")
     assert lookup.entry_for(hw, "gemm", "bf16").rows == 1234
 
 
@@ -87,23 +90,26 @@ def test_uncovered_dtype_raises_or_falls_back_by_name():
 def test_legacy_key_reads_as_bf16_only():
     hw = profile({"gemm": CONSTANT})
     assert lookup.op_time(hw, "gemm", m=1, n=8, k=8)[1] == (
-        "calibrated profile (gemm, a key without dtype, read as bf16, "
-        "constant efficiencies + overhead)")
+        "calibrated profile (gemm, a key without dtype, read as bf16, constant efficiencies + overhead)"
+    )
     assert lookup.op_time(hw, "gemm", "fp8", m=1, n=8, k=8)[1].startswith("spec sheet")
     assert lookup.covered(hw) == {"gemm": ["bf16"]}
 
 
 def test_collective_of_the_same_width_is_named_in_the_label():
     params = {"latency_s": 1e-5, "bandwidth_bytes_per_s": 1e11, "small_message_bytes": 1.0}
-    hw = profile({"allreduce/fp16": {"params": params, "rows": 63},
-                  "allreduce_custom/bf16": {"params": params, "rows": 69}})
+    hw = profile(
+        {"allreduce/fp16": {"params": params, "rows": 63}, "allreduce_custom/bf16": {"params": params, "rows": 69}}
+    )
     seconds, label = lookup.op_time(hw, "allreduce", message_bytes=2**20, num_devices=8)
     assert label == "calibrated profile (allreduce/fp16 for bf16, 63 rows)"
     # latency + 2 (n-1)/n S / bandwidth (1 + small / (bus + small))
     bus = 2 * 7 / 8 * 2**20
     assert float(seconds) == pytest.approx(1e-5 + bus / 1e11 * (1 + 1 / (bus + 1)))
-    assert lookup.op_time(hw, "allreduce", impl="custom", message_bytes=2**20,
-                          num_devices=8)[1] == "calibrated profile (allreduce_custom/bf16, 69 rows)"
+    assert (
+        lookup.op_time(hw, "allreduce", impl="custom", message_bytes=2**20, num_devices=8)[1]
+        == "calibrated profile (allreduce_custom/bf16, 69 rows)"
+    )
     assert lookup.covered(hw) == {"allreduce": ["fp16"], "allreduce_custom": ["bf16"]}
 
 
@@ -187,8 +193,17 @@ def test_uncovered_rows_are_counted_not_scored(small_table):
 
 def test_cli_fit_every_dtype_and_evaluate_by_dtype(small_table, tmp_path):
     rows = write_measurements(small_table, tmp_path / "gemm.csv.gz")
-    out = run_json("calibrate", "fit", str(rows), "--hardware", "h100-sxm", "--out",
-                   str(tmp_path / "all.yaml"), "--max-rows", "200")
+    out = run_json(
+        "calibrate",
+        "fit",
+        str(rows),
+        "--hardware",
+        "h100-sxm",
+        "--out",
+        str(tmp_path / "all.yaml"),
+        "--max-rows",
+        "200",
+    )
     assert set(out["ops"]["gemm"]["by_dtype"]) == {"bf16", "fp8"}
     assert set(out["ops"]["gemm_fp8_block"]["by_dtype"]) == {"fp8"}
     assert out["ops"]["gemm"]["dtype"] == "bf16" and "random_split" in out["ops"]["gemm"]
@@ -206,22 +221,36 @@ def test_cli_fit_every_dtype_and_evaluate_by_dtype(small_table, tmp_path):
         assert stats["n"] == 300 and {"mape", "median_ape", "p90_ape"} <= set(stats)
         assert stats["mape"] < stats["spec_mape"]
 
-    run_json("calibrate", "fit", str(rows), "--hardware", "h100-sxm", "--out",
-             str(tmp_path / "bf16.yaml"), "--max-rows", "200", "--dtype", "bf16")
+    run_json(
+        "calibrate",
+        "fit",
+        str(rows),
+        "--hardware",
+        "h100-sxm",
+        "--out",
+        str(tmp_path / "bf16.yaml"),
+        "--max-rows",
+        "200",
+        "--dtype",
+        "bf16",
+    )
     ev = run_json("calibrate", "evaluate", "--profile", str(tmp_path / "bf16.yaml"), str(rows))
     assert ev["uncovered"] == {"gemm/fp8": 300, "gemm_fp8_block/fp8": 300}
     assert set(ev["ops"]) == {"gemm"} and set(ev["ops"]["gemm"]["by_dtype"]) == {"bf16"}
 
 
 def test_profile_without_new_fields_still_loads():
-    old = {"gemm": {"compute_efficiency": 0.7, "memory_efficiency": 0.8, "overhead_s": 2e-6,
-                    "params": {}, "fit": {}}}
+    old = {"gemm": {"compute_efficiency": 0.7, "memory_efficiency": 0.8, "overhead_s": 2e-6, "params": {}, "fit": {}}}
     entry = profile(old).calibration.ops["gemm"]
     assert entry.rows == 0 and entry.dtypes == [] and entry.at_bound == []
 
 
 def test_from_records_rows_are_covered_by_their_own_dtype_only():
-    table = from_records([{"hardware": "h100-sxm", "op": "gemm", "dtype": d, "m": 64, "n": 64,
-                           "k": 64, "time_s": 1e-5} for d in ("bf16", "fp16", "int8")])
+    table = from_records(
+        [
+            {"hardware": "h100-sxm", "op": "gemm", "dtype": d, "m": 64, "n": 64, "k": 64, "time_s": 1e-5}
+            for d in ("bf16", "fp16", "int8")
+        ]
+    )
     hw = profile({"gemm/bf16": CONSTANT})
     assert uncovered(hw, table) == {"gemm/fp16": 1, "gemm/int8": 1}

@@ -35,8 +35,11 @@ TARGETS = {
 
 def shared_measurements() -> Path | None:
     """The shared public tables: $ROOFLINE_SHARED_MEASUREMENTS, ../shared or ./shared."""
-    candidates = [os.environ.get("ROOFLINE_SHARED_MEASUREMENTS", ""),
-                  REPO.parent / "shared" / "measurements", REPO / "shared" / "measurements"]
+    candidates = [
+        os.environ.get("ROOFLINE_SHARED_MEASUREMENTS", ""),
+        REPO.parent / "shared" / "measurements",
+        REPO / "shared" / "measurements",
+    ]
     for c in candidates:
         if c and (Path(c) / "aiconfigurator").is_dir():
             return Path(c)
@@ -45,16 +48,21 @@ def shared_measurements() -> Path | None:
 
 SHARED = shared_measurements()
 needs_shared = pytest.mark.skipif(
-    SHARED is None, reason="public measurement tables not found at ../shared/measurements "
-    "(set ROOFLINE_SHARED_MEASUREMENTS); the shipped subsample is tested instead")
+    SHARED is None,
+    reason="public measurement tables not found at ../shared/measurements "
+    "(set ROOFLINE_SHARED_MEASUREMENTS); the shipped subsample is tested instead",
+)
 H100 = "aiconfigurator/systems/data/h100_sxm"
 
 
 @pytest.fixture(scope="module")
 def h100_calibrated():
     table = load_measurements("builtin:h100-sxm")  # bf16 and fp8 rows: every dtype is fitted
-    return fit.calibrate(table, load_hardware("h100-sxm"),  # the README's settings
-                         ops=["gemm", "gemm_fp8_block", "attention_decode", "allreduce"])
+    return fit.calibrate(
+        table,
+        load_hardware("h100-sxm"),  # the README's settings
+        ops=["gemm", "gemm_fp8_block", "attention_decode", "allreduce"],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -62,14 +70,21 @@ def h100_fits(h100_calibrated):
     return h100_calibrated[1]
 
 
-@pytest.mark.parametrize(("op", "shape", "measured_ms", "tolerance"), [
-    ("gemm", {"m": 1, "n": 8192, "k": 8192}, 0.049184, 0.1),  # the README's example rows
-    ("gemm", {"m": 1024, "n": 8192, "k": 8192}, 0.190693, 0.1),
-    ("gemm", {"m": 8192, "n": 8192, "k": 8192}, 1.40478, 0.1),
-    ("attention_decode", {"batch": 64, "kv_len": 4096, "num_heads": 32, "num_kv_heads": 8,
-                          "head_dim": 128}, 0.3653, 0.1),
-    ("allreduce", {"message_bytes": 2**26, "num_devices": 8}, 0.325, 0.15),
-])
+@pytest.mark.parametrize(
+    ("op", "shape", "measured_ms", "tolerance"),
+    [
+        ("gemm", {"m": 1, "n": 8192, "k": 8192}, 0.049184, 0.1),  # the README's example rows
+        ("gemm", {"m": 1024, "n": 8192, "k": 8192}, 0.190693, 0.1),
+        ("gemm", {"m": 8192, "n": 8192, "k": 8192}, 1.40478, 0.1),
+        (
+            "attention_decode",
+            {"batch": 64, "kv_len": 4096, "num_heads": 32, "num_kv_heads": 8, "head_dim": 128},
+            0.3653,
+            0.1,
+        ),
+        ("allreduce", {"message_bytes": 2**26, "num_devices": 8}, 0.325, 0.15),
+    ],
+)
 def test_profile_predicts_readme_rows(h100_calibrated, op, shape, measured_ms, tolerance):
     """Rows quoted in ../shared/measurements/README.md (aiconfigurator H100 tables)."""
     profile = h100_calibrated[0]
@@ -97,8 +112,7 @@ def test_shipped_h100_meets_held_out_targets(h100_fits, key, split):
 
 def test_every_dtype_present_is_its_own_entry(h100_calibrated):
     profile, fits = h100_calibrated
-    assert {"gemm/bf16", "gemm/fp8", "gemm_fp8_block/fp8", "allreduce/fp16",
-            "allreduce/int8"} <= set(fits)
+    assert {"gemm/bf16", "gemm/fp8", "gemm_fp8_block/fp8", "allreduce/fp16", "allreduce/int8"} <= set(fits)
     for key, entry in profile.calibration.ops.items():
         assert entry.dtypes == [key.split("/")[1]] and entry.rows == fits[key].rows > 0
     assert profile.calibration.ops["gemm_fp8_block/fp8"].kernels == ["fp8_block"]
@@ -169,10 +183,16 @@ def test_shipped_subsample_matches_a_rebuild():
 @needs_shared
 def test_h100_profile_transfers_to_vidur_all_reduce(tmp_path):
     profile = tmp_path / "h100.yaml"
-    run_json("calibrate", "fit", "builtin:h100-sxm", "--hardware", "h100-sxm", "--out",
-             str(profile), "--op", "allreduce")
-    out = run_json("calibrate", "evaluate", "--profile", str(profile),
-                   str(SHARED / "vidur/data/profiling/network/h100_dgx/all_reduce.csv"))
+    run_json(
+        "calibrate", "fit", "builtin:h100-sxm", "--hardware", "h100-sxm", "--out", str(profile), "--op", "allreduce"
+    )
+    out = run_json(
+        "calibrate",
+        "evaluate",
+        "--profile",
+        str(profile),
+        str(SHARED / "vidur/data/profiling/network/h100_dgx/all_reduce.csv"),
+    )
     assert out["ops"]["allreduce"]["median_ape"] < 0.15
     assert out["ops"]["allreduce"]["mape"] < out["ops"]["allreduce"]["spec_mape"]
 
@@ -182,8 +202,7 @@ def test_cpu_end_to_end_from_real_local_measurements(tmp_path):
     out = run_json("measure", "--out", str(measured), "--device", "cpu")
     assert out["rows"] >= 20 and read_measurements(measured).unique("hardware") == ["local-cpu"]
     profile = tmp_path / "local-cpu.yaml"
-    fitted = run_json("calibrate", "fit", str(measured), "--out", str(profile), "--report",
-                      str(tmp_path / "cpu.html"))
+    fitted = run_json("calibrate", "fit", str(measured), "--out", str(profile), "--report", str(tmp_path / "cpu.html"))
     spec = load_hardware(profile)
     assert spec.kind == "cpu" and spec.calibration is not None and "gemm" in fitted["ops"]
     ev = run_json("calibrate", "evaluate", "--profile", str(profile), str(measured))

@@ -17,12 +17,29 @@ MODEL_FILES = sorted((REPO / "models").glob("*.yaml"))
 ALL_FILES = HARDWARE_FILES + MODEL_FILES
 
 REQUIRED_HARDWARE = {
-    "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "a100-80gb", "h100-sxm", "h200", "b200",
+    "tpu-v4",
+    "tpu-v5e",
+    "tpu-v5p",
+    "tpu-v6e",
+    "a100-80gb",
+    "h100-sxm",
+    "h200",
+    "b200",
 }
 REQUIRED_MODELS = {
-    "llama-2-13b", "llama-2-13b-gqa", "book-exercise", "book-exercise-moe", "llama-3-8b",
-    "llama-3-70b", "llama-3.1-405b", "mixtral-8x7b", "qwen2.5-0.5b", "opt-125m",
-    "mistral-7b-v0.1", "gemma-2-9b", "deepseek-v3",
+    "llama-2-13b",
+    "llama-2-13b-gqa",
+    "book-exercise",
+    "book-exercise-moe",
+    "llama-3-8b",
+    "llama-3-70b",
+    "llama-3.1-405b",
+    "mixtral-8x7b",
+    "qwen2.5-0.5b",
+    "opt-125m",
+    "mistral-7b-v0.1",
+    "gemma-2-9b",
+    "deepseek-v3",
 }
 DENSE_DTYPES = {"fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4", "int4"}
 
@@ -147,15 +164,31 @@ def test_gpu_headline_figures():
 
 def test_book_models():
     m = load_model("llama-2-13b")
-    assert (m.num_layers, m.d_model, m.d_ff, m.num_heads, m.num_kv_heads, m.head_dim,
-            m.vocab_size) == (40, 5120, 13824, 40, 40, 128, 32000)
+    assert (m.num_layers, m.d_model, m.d_ff, m.num_heads, m.num_kv_heads, m.head_dim, m.vocab_size) == (
+        40,
+        5120,
+        13824,
+        40,
+        40,
+        128,
+        32000,
+    )
     assert load_model("llama-2-13b-gqa").num_kv_heads == 8
     ex = load_model("book-exercise")
-    assert (ex.num_layers, ex.d_model, ex.d_ff, ex.num_heads, ex.num_kv_heads, ex.head_dim,
-            ex.vocab_size) == (64, 4096, 16384, 32, 8, 256, 32128)
+    assert (ex.num_layers, ex.d_model, ex.d_ff, ex.num_heads, ex.num_kv_heads, ex.head_dim, ex.vocab_size) == (
+        64,
+        4096,
+        16384,
+        32,
+        8,
+        256,
+        32128,
+    )
     # The book: L*D*(3F + 2H(N+K)) + D*V = 18.4e9 parameters.
-    params = ex.num_layers * ex.d_model * (3 * ex.d_ff + 2 * ex.head_dim * (
-        ex.num_heads + ex.num_kv_heads)) + ex.d_model * ex.vocab_size
+    params = (
+        ex.num_layers * ex.d_model * (3 * ex.d_ff + 2 * ex.head_dim * (ex.num_heads + ex.num_kv_heads))
+        + ex.d_model * ex.vocab_size
+    )
     assert params == pytest.approx(18.4e9, rel=0.01)
     moe = load_model("book-exercise-moe")
     assert (moe.num_experts, moe.experts_per_token) == (16, 2)

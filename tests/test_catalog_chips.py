@@ -31,17 +31,16 @@ def test_new_chip_runs_step_memory_bound_at_batch_one(name):
     # Batch 1 decode is memory bound: the step reads every weight and the KV cache once,
     # so step_time = total bytes / HBM bandwidth (the book's T_mem).
     hw = load_hardware(name)
-    out = invoke_json("step", "--model", "llama-3-8b", "--hardware", name, "--batch", "1",
-                      "--context", "1024")
+    out = invoke_json("step", "--model", "llama-3-8b", "--hardware", name, "--batch", "1", "--context", "1024")
     assert out["bound"] == "memory" and out["fits"] is True
     assert out["step_time_s"] == pytest.approx(
-        (out["param_bytes"] + out["kv_bytes"]) / hw.hbm_bandwidth_bytes_per_s, rel=1e-6)
+        (out["param_bytes"] + out["kv_bytes"]) / hw.hbm_bandwidth_bytes_per_s, rel=1e-6
+    )
 
 
 @pytest.mark.parametrize("name", NEW_CHIPS)
 def test_new_chip_runs_collective(name):
-    out = invoke_json("collective", "--op", "allreduce", "--bytes", "1e8", "--hardware", name,
-                      "--devices", "8")
+    out = invoke_json("collective", "--op", "allreduce", "--bytes", "1e8", "--hardware", name, "--devices", "8")
     assert out["devices"] == 8 and out["time_s"] > 0
 
 
@@ -49,26 +48,26 @@ def test_infinity_fabric_mapping_matches_seven_direct_links():
     # MI300X: 8 GPUs fully connected, 7 links of 64 GB/s each way (datasheet: 128 GB/s bidirectional
     # per link).  An AllGather of V = 1e8 B sends each GPU's 1.25e7 B shard to its 7 peers at once,
     # one link each: 1.25e7 / 64e9 = 195.3 us, which the switch model gives as V·7/8 / (7 × 64e9).
-    out = invoke_json("collective", "--op", "allgather", "--bytes", "1e8", "--hardware", "mi300x",
-                      "--devices", "8")
+    out = invoke_json("collective", "--op", "allgather", "--bytes", "1e8", "--hardware", "mi300x", "--devices", "8")
     assert out["bandwidth_time_s"] == pytest.approx(1.25e7 / 64e9)
     # MI355X: 7 links of 153.6 GB/s bidirectional = 76.8 GB/s each way.
-    out = invoke_json("collective", "--op", "allgather", "--bytes", "1e8", "--hardware", "mi355x",
-                      "--devices", "8")
+    out = invoke_json("collective", "--op", "allgather", "--bytes", "1e8", "--hardware", "mi355x", "--devices", "8")
     assert out["bandwidth_time_s"] == pytest.approx(1.25e7 / 76.8e9)
 
 
 def test_nvl72_domain_keeps_72_gpus_on_nvlink():
     # GB200 NVL72: 72 GPUs on NVLink at 1.8 TB/s bidirectional (900 GB/s each way); an AllGather of
     # 7.2e9 B over 72 GPUs is 7.2e9·71/72 / 9e11 = 7.89 ms with no scale-out phase.
-    inside = invoke_json("collective", "--op", "allgather", "--bytes", "7.2e9", "--hardware", "gb200",
-                         "--devices", "72")
+    inside = invoke_json(
+        "collective", "--op", "allgather", "--bytes", "7.2e9", "--hardware", "gb200", "--devices", "72"
+    )
     assert inside["bandwidth_time_s"] == pytest.approx(7.2e9 * 71 / 72 / 9e11)
     assert "dcn_bandwidth_bytes_per_s" not in inside.get("sources", {})
     # 144 GPUs = 2 racks: the outer phase crosses the 400 Gb/s (5e10 B/s) ConnectX-7 per GPU:
     # + (7.2e9/72)·1/2 / 5e10 = 1 ms.
-    across = invoke_json("collective", "--op", "allgather", "--bytes", "7.2e9", "--hardware", "gb200",
-                         "--devices", "144")
+    across = invoke_json(
+        "collective", "--op", "allgather", "--bytes", "7.2e9", "--hardware", "gb200", "--devices", "144"
+    )
     assert across["bandwidth_time_s"] == pytest.approx(7.2e9 * 71 / 72 / 9e11 + 1e8 / 2 / 5e10)
     # An 8-GPU HGX B300 leaves the NVLink domain at 16 GPUs.
     assert load_hardware("b300").max_ici_domain_chips == 8
@@ -79,8 +78,7 @@ def test_l40s_collectives_run_over_pcie():
     # L40S datasheet: PCIe Gen4 x16 64 GB/s bidirectional, no NVLink -> 32 GB/s each way.
     l40s = load_hardware("l40s")
     assert l40s.ici_bandwidth_bytes_per_s == 32e9 == l40s.host_bandwidth_bytes_per_s
-    out = invoke_json("collective", "--op", "allgather", "--bytes", "8e8", "--hardware", "l40s",
-                      "--devices", "8")
+    out = invoke_json("collective", "--op", "allgather", "--bytes", "8e8", "--hardware", "l40s", "--devices", "8")
     assert out["bandwidth_time_s"] == pytest.approx(8e8 * 7 / 8 / 32e9)
 
 

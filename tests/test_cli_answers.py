@@ -27,8 +27,21 @@ def run_json(*args: str) -> dict:
 def test_serve_refuses_throughput_when_the_batch_does_not_fit():
     # Batch 1024 at the final context 1024 + 256 = 1280 tokens: 1024 x 1280 x 131,072 B = 171.8 GB of KV
     # on one 80 GB H100.  With all of HBM usable, max batch = floor((80e9 - 16.06e9) / (1280 x 131,072)) = 381.
-    args = ("serve", "--model", "llama-3-8b", "--hardware", "h100-sxm", "-i", "1024", "-o", "256", "-b", "1024",
-            "--memory-utilization", "1")
+    args = (
+        "serve",
+        "--model",
+        "llama-3-8b",
+        "--hardware",
+        "h100-sxm",
+        "-i",
+        "1024",
+        "-o",
+        "256",
+        "-b",
+        "1024",
+        "--memory-utilization",
+        "1",
+    )
     data = run_json(*args)
     assert data["fits"] is False and data["tokens_per_s_per_chip"] is None
     assert data["max_batch"] == (80e9 - LLAMA3_8B_BYTES) // (1280 * KV_PER_TOKEN) == 381
@@ -42,25 +55,78 @@ def test_speculative_decoding_stops_paying_above_the_critical_batch():
     # speculation pays there; above the critical batch 295 the plain step is compute-bound and the verify
     # costs at least 5x its FLOPs, so the speedup is below 2.7731 / 5 x (plain / compute) < 1.  The batch
     # where it stops paying is therefore in (59, 295], and at 1024 it no longer pays.
-    data = run_json("serve", "--model", "llama-3-8b", "--hardware", "h100-sxm", "-i", "64", "-o", "1", "-b", "1024",
-                    "--memory-utilization", "1", "--draft-model", "qwen2.5-0.5b", "--draft-len", "4",
-                    "--acceptance", "0.7")
+    data = run_json(
+        "serve",
+        "--model",
+        "llama-3-8b",
+        "--hardware",
+        "h100-sxm",
+        "-i",
+        "64",
+        "-o",
+        "1",
+        "-b",
+        "1024",
+        "--memory-utilization",
+        "1",
+        "--draft-model",
+        "qwen2.5-0.5b",
+        "--draft-len",
+        "4",
+        "--acceptance",
+        "0.7",
+    )
     spec = data["speculative"]
     assert spec["tokens_per_target_step"] == pytest.approx((1 - 0.7**5) / 0.3)
     assert spec["speedup"] < 1.0
     assert 989e12 / 3.35e12 / 5 < spec["break_even_batch"] <= 989e12 / 3.35e12
     assert "inf" not in spec["break_even_note"]
-    small = run_json("serve", "--model", "llama-3-8b", "--hardware", "h100-sxm", "-i", "64", "-o", "1", "-b", "1",
-                     "--draft-model", "qwen2.5-0.5b", "--draft-len", "4", "--acceptance", "0.7")
+    small = run_json(
+        "serve",
+        "--model",
+        "llama-3-8b",
+        "--hardware",
+        "h100-sxm",
+        "-i",
+        "64",
+        "-o",
+        "1",
+        "-b",
+        "1",
+        "--draft-model",
+        "qwen2.5-0.5b",
+        "--draft-len",
+        "4",
+        "--acceptance",
+        "0.7",
+    )
     assert small["speculative"]["speedup"] > 1.0
 
 
 def test_shard_local_step_is_the_books_step_without_comms():
     # The book's problem 4 (book exercise model, int8, v5e 4x4, batch 32, 8192 context): the step without
     # communication is 6.64 ms and the activation collectives 2.304 ms; the local row must be the former.
-    data = run_json("shard", "--model", "book-exercise", "--hardware", "tpu-v5e", "--chips", "16", "--topology", "4x4",
-                    "--batch", "32", "--context", "8192", "--weights", "int8", "--kv-dtype", "int8",
-                    "--compute-dtype", "int8")
+    data = run_json(
+        "shard",
+        "--model",
+        "book-exercise",
+        "--hardware",
+        "tpu-v5e",
+        "--chips",
+        "16",
+        "--topology",
+        "4x4",
+        "--batch",
+        "32",
+        "--context",
+        "8192",
+        "--weights",
+        "int8",
+        "--kv-dtype",
+        "int8",
+        "--compute-dtype",
+        "int8",
+    )
     assert data["local_step_time_s"] == pytest.approx(6.64e-3, rel=0.01)
     assert data["comms_time_s"] == pytest.approx(2.304e-3, rel=0.01)
     assert data["step_time_s"] == pytest.approx(max(data["local_step_time_s"], data["comms_time_s"]))
@@ -73,8 +139,10 @@ def test_network_bound_line_quotes_the_numbers_of_the_json():
     local = (LLAMA3_8B_BYTES + 8192 * KV_PER_TOKEN) / 16 / 3.35e12
     assert data["local_step_time_s"] == pytest.approx(local, rel=1e-3)
     assert data["bound"] == "network" and data["comms_time_upper_s"] > data["local_step_time_s"]
-    assert data["why"] == (f"network-bound: {format_seconds(data['comms_time_upper_s'])} of tp-16 activation "
-                           f"collectives exceed the {format_seconds(local)} of HBM and FLOPs work")
+    assert data["why"] == (
+        f"network-bound: {format_seconds(data['comms_time_upper_s'])} of tp-16 activation "
+        f"collectives exceed the {format_seconds(local)} of HBM and FLOPs work"
+    )
 
 
 def test_step_gives_no_throughput_when_it_does_not_fit():
@@ -101,11 +169,13 @@ def test_defaults_are_the_same_everywhere_and_said():
     assert "MFU 1 in prefill (the default, --mfu)" in " ".join(out.split())
     out = run_roofline("serve", "--model", "llama-3-8b", "--hardware", "h100-sxm", "-i", "128", "-o", "8").stdout
     assert "disaggregated (the default --mode)" in " ".join(out.split())
-    for command in (("step", "--model", "llama-3-8b", "--hardware", "h100-sxm"),
-                    ("sweep", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--batch", "1"),
-                    ("pareto", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--batch", "1"),
-                    ("plan", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--qps", "1", "-i", "64", "-o", "8"),
-                    ("diff", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--with", "chips=2")):
+    for command in (
+        ("step", "--model", "llama-3-8b", "--hardware", "h100-sxm"),
+        ("sweep", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--batch", "1"),
+        ("pareto", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--batch", "1"),
+        ("plan", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--qps", "1", "-i", "64", "-o", "8"),
+        ("diff", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--with", "chips=2"),
+    ):
         assert "assumes:" in run_roofline(*command).stdout, command
 
 

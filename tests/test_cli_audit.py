@@ -47,11 +47,17 @@ def test_diff_both_fit_keeps_the_costs():
 SERVE = ("serve", *M8, *H100, "-i", "10", "-o", "10")
 
 
-@pytest.mark.parametrize("partial", [
-    ("--draft-model", "qwen2.5-0.5b"), ("--acceptance", "0.5"), ("--draft-len", "4"),
-    ("--draft-model", "qwen2.5-0.5b", "--draft-len", "4"), ("--draft-len", "4", "--acceptance", "0.5"),
-    ("--draft-model", "qwen2.5-0.5b", "--acceptance", "0.5"),
-])
+@pytest.mark.parametrize(
+    "partial",
+    [
+        ("--draft-model", "qwen2.5-0.5b"),
+        ("--acceptance", "0.5"),
+        ("--draft-len", "4"),
+        ("--draft-model", "qwen2.5-0.5b", "--draft-len", "4"),
+        ("--draft-len", "4", "--acceptance", "0.5"),
+        ("--draft-model", "qwen2.5-0.5b", "--acceptance", "0.5"),
+    ],
+)
 def test_serve_refuses_any_partial_set_of_speculative_flags(partial):
     assert_refused(run_roofline(*SERVE, *partial), "--draft-model", "--draft-len", "--acceptance", "together")
 
@@ -65,17 +71,23 @@ def test_serve_all_three_speculative_flags_work():
 SIMULATE = ("simulate", *M8, *H100, "-i", "64", "-o", "8", "--requests", "20")
 
 
-@pytest.mark.parametrize("args, flag, needed", [
-    ((*SERVE, "--prefix-hit-rate", "0.3"), "--prefix-hit-rate", "--prefix-len"),
-    ((*SERVE, "--num-prefixes", "5"), "--num-prefixes", "--prefix-len"),
-    ((*SERVE, "--prefix-store", "host"), "--prefix-store", "--prefix-len"),
-    ((*SERVE, "--prefix-hit-rate", "1"), "--prefix-hit-rate", "--prefix-len"),  # the default value, but given
-    ((*SIMULATE, "--qps", "1", "--think-time", "1"), "--think-time", "--concurrency"),
-    ((*SIMULATE, "--qps", "1", "--think-time", "0"), "--think-time", "--concurrency"),
-    ((*SIMULATE, "--concurrency", "2", "--cv", "3"), "--cv", "--arrival-rate"),
-    (("shard", "--model", "book-exercise", "--hardware", "tpu-v5e", "--chips", "16", "--expert-ways", "4"),
-     "--expert-ways", "MoE"),
-])
+@pytest.mark.parametrize(
+    "args, flag, needed",
+    [
+        ((*SERVE, "--prefix-hit-rate", "0.3"), "--prefix-hit-rate", "--prefix-len"),
+        ((*SERVE, "--num-prefixes", "5"), "--num-prefixes", "--prefix-len"),
+        ((*SERVE, "--prefix-store", "host"), "--prefix-store", "--prefix-len"),
+        ((*SERVE, "--prefix-hit-rate", "1"), "--prefix-hit-rate", "--prefix-len"),  # the default value, but given
+        ((*SIMULATE, "--qps", "1", "--think-time", "1"), "--think-time", "--concurrency"),
+        ((*SIMULATE, "--qps", "1", "--think-time", "0"), "--think-time", "--concurrency"),
+        ((*SIMULATE, "--concurrency", "2", "--cv", "3"), "--cv", "--arrival-rate"),
+        (
+            ("shard", "--model", "book-exercise", "--hardware", "tpu-v5e", "--chips", "16", "--expert-ways", "4"),
+            "--expert-ways",
+            "MoE",
+        ),
+    ],
+)
 def test_a_flag_that_would_be_ignored_is_refused(args, flag, needed):
     assert_refused(run_roofline(*args), flag, needed)
 
@@ -100,8 +112,9 @@ def test_sweep_refuses_chips_that_disagree_with_the_topology(command):
     args = ("--model", "llama-3-8b", "--hardware", "tpu-v5e", "--batch", "1")
     step = run_roofline("step", *args, "--chips", "8", "--topology", "2x2")
     assert_refused(step, "--topology 2x2 has 4 chips, not --chips 8")
-    assert_refused(run_roofline(command, *args, "--chips", "8", "--topology", "2x2"),
-                   "--topology 2x2 has 4 chips, not --chips 8")
+    assert_refused(
+        run_roofline(command, *args, "--chips", "8", "--topology", "2x2"), "--topology 2x2 has 4 chips, not --chips 8"
+    )
     assert_refused(run_roofline(command, *args, "--chips", "4,8", "--topology", "2x2"), "--topology", "--chips 4,8")
     agreeing = run_json(command, *args, "--chips", "4", "--topology", "2x2")
     alone = run_json(command, *args, "--topology", "2x2")
@@ -171,16 +184,25 @@ def test_collective_still_asks_for_devices():
     assert_refused(run, "--topology", "switched", "--devices")
 
 
-@pytest.mark.parametrize("command, extra", [
-    ("step", ()), ("request", ("-i", "8", "-o", "8")), ("serve", ("-i", "8", "-o", "8")), ("shard", ()),
-    ("simulate", ("--qps", "1", "-i", "8", "-o", "8", "--requests", "5")), ("sweep", ("--batch", "1")),
-    ("pareto", ("--batch", "1")), ("diff", ("--b", "chips=2")),
-])
+@pytest.mark.parametrize(
+    "command, extra",
+    [
+        ("step", ()),
+        ("request", ("-i", "8", "-o", "8")),
+        ("serve", ("-i", "8", "-o", "8")),
+        ("shard", ()),
+        ("simulate", ("--qps", "1", "-i", "8", "-o", "8", "--requests", "5")),
+        ("sweep", ("--batch", "1")),
+        ("pareto", ("--batch", "1")),
+        ("diff", ("--b", "chips=2")),
+    ],
+)
 def test_a_compute_dtype_the_chip_lacks_names_the_flag_and_lists_its_dtypes(command, extra):
     # The H100 datasheet lists FP32, TF32, BF16, FP16, FP8 and INT8 tensor rates: no INT4.
     run = run_roofline(command, *M8, *H100, "--compute-dtype", "int4", *extra)
-    assert_refused(run, "--compute-dtype int4", "--hardware h100-sxm", "no int4 FLOP/s",
-                   "fp32, tf32, bf16, fp16, fp8, int8")
+    assert_refused(
+        run, "--compute-dtype int4", "--hardware h100-sxm", "no int4 FLOP/s", "fp32, tf32, bf16, fp16, fp8, int8"
+    )
 
 
 def test_a_hardware_file_without_the_default_compute_dtype_is_named(tmp_path):
@@ -215,8 +237,20 @@ def test_sweep_and_pareto_take_a_profiles_engine_as_step_does(tmp_path):
     common = ("--model", "llama-3-8b", "--hardware", "h100-sxm-cal")
     step = run_json("step", *common, "--batch", "8", "--context", "1024", "--engine", "trtllm/1.0")
     csv_path = tmp_path / "points.csv"
-    proc = run_roofline("sweep", *common, "--chips", "1", "--batch", "8", "--context", "1024",
-                        "--engine", "trtllm/1.0", "--csv", str(csv_path))
+    proc = run_roofline(
+        "sweep",
+        *common,
+        "--chips",
+        "1",
+        "--batch",
+        "8",
+        "--context",
+        "1024",
+        "--engine",
+        "trtllm/1.0",
+        "--csv",
+        str(csv_path),
+    )
     assert proc.code == 0, proc.stderr
     import csv
 
@@ -224,11 +258,26 @@ def test_sweep_and_pareto_take_a_profiles_engine_as_step_does(tmp_path):
     assert float(row["step_time_s"]) == pytest.approx(step["step_time_s"], rel=1e-9)
     bare = run_json("step", *common, "--batch", "8", "--context", "1024")
     assert step["step_time_s"] > bare["step_time_s"]
-    front = run_roofline("pareto", *common, "--chips", "1", "--batch", "8", "--context", "1024",
-                         "--engine", "trtllm/1.0", "--json")
+    front = run_roofline(
+        "pareto", *common, "--chips", "1", "--batch", "8", "--context", "1024", "--engine", "trtllm/1.0", "--json"
+    )
     assert front.code == 0, front.stderr
-    assert_refused(run_roofline("sweep", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--chips", "1",
-                                "--batch", "8", "--engine", "trtllm/1.0"), "no such engine entry")
+    assert_refused(
+        run_roofline(
+            "sweep",
+            "--model",
+            "llama-3-8b",
+            "--hardware",
+            "h100-sxm",
+            "--chips",
+            "1",
+            "--batch",
+            "8",
+            "--engine",
+            "trtllm/1.0",
+        ),
+        "no such engine entry",
+    )
 
 
 def test_diff_takes_an_engine_on_either_side():
@@ -241,8 +290,24 @@ def test_diff_takes_an_engine_on_either_side():
     assert_refused(run_roofline("diff", *common, "--with", "engine=vllm/9"), "configuration B", "vllm/9")
 
 
-REPORT_SMALL = ("--models", "llama-2-70b", "--chips", "4", "--tp", "4", "--batch", "1,8,64", "--weights", "fp8",
-                "--kv-dtype", "fp8", "--context", "2048", "--traces", "prediction")
+REPORT_SMALL = (
+    "--models",
+    "llama-2-70b",
+    "--chips",
+    "4",
+    "--tp",
+    "4",
+    "--batch",
+    "1,8,64",
+    "--weights",
+    "fp8",
+    "--kv-dtype",
+    "fp8",
+    "--context",
+    "2048",
+    "--traces",
+    "prediction",
+)
 
 
 def test_report_takes_an_engine_and_a_compute_dtype_as_sweep_does(tmp_path):
@@ -251,8 +316,9 @@ def test_report_takes_an_engine_and_a_compute_dtype_as_sweep_does(tmp_path):
     # of the per-op section takes longer), with fp8 matmuls from --compute-dtype.
     runs = {}
     for name, extra in (("plain", ()), ("engine", ("--engine", "trtllm/1.0", "--compute-dtype", "fp8"))):
-        run = run_roofline("report", *REPORT_SMALL, "--hardware", "h100-sxm-cal", "--out", str(tmp_path / name),
-                           *extra, "--json")
+        run = run_roofline(
+            "report", *REPORT_SMALL, "--hardware", "h100-sxm-cal", "--out", str(tmp_path / name), *extra, "--json"
+        )
         assert run.code == 0, run.stderr
         runs[name] = json.loads(run.stdout)
     assert "calibrated engine trtllm/1.0" in runs["engine"]["sources"]["engine:h100-sxm-cal"]
@@ -262,7 +328,8 @@ def test_report_takes_an_engine_and_a_compute_dtype_as_sweep_does(tmp_path):
     assert "fp8" in (tmp_path / "engine").read_text()
     # A chip without the entry (a spec sheet has no engine: section) is refused, and nothing is written.
     out = tmp_path / "refused.html"
-    run = run_roofline("report", *REPORT_SMALL, "--hardware", "h100-sxm-cal,h100-sxm", "--out", str(out),
-                       "--engine", "trtllm/1.0")
+    run = run_roofline(
+        "report", *REPORT_SMALL, "--hardware", "h100-sxm-cal,h100-sxm", "--out", str(out), "--engine", "trtllm/1.0"
+    )
     assert_refused(run, "--engine", "'trtllm/1.0'", "h100-sxm has no such engine entry")
     assert not out.exists()

@@ -7,18 +7,50 @@ import pytest
 from tests.conftest import run_cli, run_json
 
 STEP_KEYS = {
-    "param_count", "active_param_count", "param_bytes", "kv_bytes_per_token", "kv_bytes", "total_bytes",
-    "hbm_capacity_bytes", "fits", "max_batch", "min_chips", "critical_batch", "step_time_s",
-    "min_step_time_s", "tokens_per_s", "tokens_per_s_per_chip", "bound",
+    "param_count",
+    "active_param_count",
+    "param_bytes",
+    "kv_bytes_per_token",
+    "kv_bytes",
+    "total_bytes",
+    "hbm_capacity_bytes",
+    "fits",
+    "max_batch",
+    "min_chips",
+    "critical_batch",
+    "step_time_s",
+    "min_step_time_s",
+    "tokens_per_s",
+    "tokens_per_s_per_chip",
+    "bound",
     # added by the step model: usable memory and the parallelism, both bounds always present
-    "usable_hbm_bytes", "pp", "ep", "step_time_lower_s", "step_time_upper_s", "sources",
+    "usable_hbm_bytes",
+    "pp",
+    "ep",
+    "step_time_lower_s",
+    "step_time_upper_s",
+    "sources",
 }
 TERM_SOURCES = {"gemm", "attention_decode", "attention_prefill", "collective", "overhead"}
 
 
 def test_step_json_contract_and_book_numbers(tmp_path):
-    out = run_json("step", "--model", "llama-2-13b", "--hardware", "tpu-v5e", "--chips", "8",
-                   "--batch", "16", "--context", "8192", "--memory-utilization", "1", cwd=tmp_path)
+    out = run_json(
+        "step",
+        "--model",
+        "llama-2-13b",
+        "--hardware",
+        "tpu-v5e",
+        "--chips",
+        "8",
+        "--batch",
+        "16",
+        "--context",
+        "8192",
+        "--memory-utilization",
+        "1",
+        cwd=tmp_path,
+    )
     assert STEP_KEYS <= set(out) and TERM_SOURCES <= set(out["sources"])
     assert all(out["sources"][k].startswith(("spec sheet", "none")) for k in TERM_SOURCES)
     assert out["usable_hbm_bytes"] == out["hbm_capacity_bytes"]  # the book's accounting: all of HBM
@@ -29,8 +61,21 @@ def test_step_json_contract_and_book_numbers(tmp_path):
 
 
 def test_step_not_fitting_is_reported_not_an_error():
-    out = run_json("step", "--model", "llama-2-13b", "--hardware", "tpu-v5e", "--chips", "8",
-                   "--batch", "64", "--context", "8192", "--memory-utilization", "1")
+    out = run_json(
+        "step",
+        "--model",
+        "llama-2-13b",
+        "--hardware",
+        "tpu-v5e",
+        "--chips",
+        "8",
+        "--batch",
+        "64",
+        "--context",
+        "8192",
+        "--memory-utilization",
+        "1",
+    )
     assert out["fits"] is False
     assert out["overflow_bytes"] == pytest.approx(out["total_bytes"] - out["hbm_capacity_bytes"])
 
@@ -39,10 +84,12 @@ def test_default_memory_utilization_is_what_an_engine_can_use():
     # Hand derivation: 8 x 16 GiB = 137.44 GB physical; x 0.9 = 123.69 GB, minus activations of 16 tokens
     # 16·((2·5120 + 2·13824)·2 B + 32000·4 B) = 3.26 MB.  Weights 26.03 GB + KV 16 x 6.71 GB = 133.4 GB
     # fit the whole HBM (the book's table) but not the 0.9 an engine may use.
-    out = run_json("step", "--model", "llama-2-13b", "--hardware", "tpu-v5e", "--chips", "8",
-                   "--batch", "16", "--context", "8192")
-    assert out["usable_hbm_bytes"] == pytest.approx(8 * 16 * 2**30 * 0.9 - 16 * (2 * 5120 + 2 * 13824) * 2
-                                                    - 16 * 32000 * 4)
+    out = run_json(
+        "step", "--model", "llama-2-13b", "--hardware", "tpu-v5e", "--chips", "8", "--batch", "16", "--context", "8192"
+    )
+    assert out["usable_hbm_bytes"] == pytest.approx(
+        8 * 16 * 2**30 * 0.9 - 16 * (2 * 5120 + 2 * 13824) * 2 - 16 * 32000 * 4
+    )
     assert out["fits"] is False and out["tokens_per_s"] is None  # no throughput for what does not fit
     assert out["max_batch"] == 14  # floor((123.69 GB - 26.03 GB) / (6.71 GB + 0.2 MB)) = 14
 
@@ -59,8 +106,9 @@ def test_textbook_json_all_pass():
 
 
 def test_request_json():
-    out = run_json("request", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--input-len", "2048",
-                   "--output-len", "256")
+    out = run_json(
+        "request", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--input-len", "2048", "--output-len", "256"
+    )
     assert out["latency_s"] == pytest.approx(out["ttft_s"] + out["decode_time_s"])
     assert out["no_cache_latency_s"] > out["latency_s"]
 

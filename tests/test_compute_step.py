@@ -98,9 +98,14 @@ def test_moe_reads_only_touched_experts_at_batch_one():
 
 
 @settings(max_examples=50, deadline=None)
-@given(b1=st.integers(1, 4096), b2=st.integers(1, 4096), s1=st.integers(1, 65536), s2=st.integers(1, 65536),
-       name=st.sampled_from(["llama-2-13b", "mixtral-8x7b", "gemma-2-9b", "deepseek-v3"]),
-       hw=st.sampled_from(["tpu-v5e", "h100-sxm", "b200"]))
+@given(
+    b1=st.integers(1, 4096),
+    b2=st.integers(1, 4096),
+    s1=st.integers(1, 65536),
+    s2=st.integers(1, 65536),
+    name=st.sampled_from(["llama-2-13b", "mixtral-8x7b", "gemma-2-9b", "deepseek-v3"]),
+    hw=st.sampled_from(["tpu-v5e", "h100-sxm", "b200"]),
+)
 def test_step_time_monotone_and_throughput_below_compute_roofline(b1, b2, s1, s2, name, hw):
     m, h = load_model(name), load_hardware(hw)
     lo_b, hi_b = sorted((b1, b2))

@@ -20,8 +20,11 @@ H100 = ImportOptions(hardware="h100-sxm")
 
 def shared_measurements() -> Path | None:
     """The shared public tables: $ROOFLINE_SHARED_MEASUREMENTS, ../shared or ./shared."""
-    candidates = [os.environ.get("ROOFLINE_SHARED_MEASUREMENTS", ""),
-                  REPO.parent / "shared" / "measurements", REPO / "shared" / "measurements"]
+    candidates = [
+        os.environ.get("ROOFLINE_SHARED_MEASUREMENTS", ""),
+        REPO.parent / "shared" / "measurements",
+        REPO / "shared" / "measurements",
+    ]
     for c in candidates:
         if c and (Path(c) / "published_tables").is_dir() and (Path(c) / "splitwise-sim").is_dir():
             return Path(c)
@@ -29,8 +32,11 @@ def shared_measurements() -> Path | None:
 
 
 SHARED = shared_measurements()
-needs_shared = pytest.mark.skipif(SHARED is None, reason="public tables not found at ../shared/measurements "
-                                  "(set ROOFLINE_SHARED_MEASUREMENTS); the shipped rows are tested instead")
+needs_shared = pytest.mark.skipif(
+    SHARED is None,
+    reason="public tables not found at ../shared/measurements "
+    "(set ROOFLINE_SHARED_MEASUREMENTS); the shipped rows are tested instead",
+)
 
 
 def slice_of(rel: str, tmp_path: Path, keep) -> Path:
@@ -56,7 +62,12 @@ def test_vllm_concurrency_result():
     # The fixture's fields, ms -> s; lengths = totals / completed = 204800 / 200, 25600 / 200.
     assert row.model == "llama-3.1-8b"  # from model_id meta-llama/Llama-3.1-8B-Instruct
     assert (row.hardware, row.tp, row.weight_dtype, row.kv_dtype, row.compute_dtype) == (
-        "h100-sxm", 1, "bf16", "bf16", "bf16")
+        "h100-sxm",
+        1,
+        "bf16",
+        "bf16",
+        "bf16",
+    )
     assert (row.load, row.concurrency, row.num_requests) == ("concurrency", 16, 200)
     assert (row.input_len, row.output_len) == (1024, 128)
     assert row.ttft_s == pytest.approx(0.0452) and row.ttft_p50_s == pytest.approx(0.0418)
@@ -96,11 +107,14 @@ def test_vllm_options_override_the_file():
     assert (row.model, row.input_len, row.output_len, row.source) == ("llama-3-8b", 1000, 100, "lab")
 
 
-@pytest.mark.parametrize(("name", "opt", "expected"), [
-    ("vllm_concurrency16.json", ImportOptions(), "does not say which hardware ran it; pass --hardware"),
-    ("not_vllm.json", H100, "key 'completed' is None"),
-    ("vllm_concurrency16.json", ImportOptions(hardware="h100-sxm", weights="fp9"), "--weights is 'fp9'"),
-])
+@pytest.mark.parametrize(
+    ("name", "opt", "expected"),
+    [
+        ("vllm_concurrency16.json", ImportOptions(), "does not say which hardware ran it; pass --hardware"),
+        ("not_vllm.json", H100, "key 'completed' is None"),
+        ("vllm_concurrency16.json", ImportOptions(hardware="h100-sxm", weights="fp9"), "--weights is 'fp9'"),
+    ],
+)
 def test_vllm_errors_are_one_line(name: str, opt: ImportOptions, expected: str):
     with pytest.raises(E2EError) as exc:
         import_file(FIXTURES / name, options=opt)
@@ -109,8 +123,12 @@ def test_vllm_errors_are_one_line(name: str, opt: ImportOptions, expected: str):
 
 def test_vllm_unknown_model_id_asks_for_model(tmp_path: Path):
     path = tmp_path / "r.json"
-    path.write_text((FIXTURES / "vllm_concurrency16.json").read_text().replace(
-        "meta-llama/Llama-3.1-8B-Instruct", "acme/Widget-9B"), encoding="utf-8")
+    path.write_text(
+        (FIXTURES / "vllm_concurrency16.json")
+        .read_text()
+        .replace("meta-llama/Llama-3.1-8B-Instruct", "acme/Widget-9B"),
+        encoding="utf-8",
+    )
     with pytest.raises(E2EError, match=r"model_id 'acme/Widget-9B' is not a built-in model.*pass --model"):
         import_file(path, options=H100)
 
@@ -152,8 +170,9 @@ def test_trtllm_static_units(tmp_path: Path):
 
 @needs_shared
 def test_trtllm_first_token(tmp_path: Path):
-    path = slice_of("published_tables/trtllm_first_token_latency_bs1_v0.5.csv", tmp_path,
-                    lambda r: r["model"] == "LLaMA-70B")
+    path = slice_of(
+        "published_tables/trtllm_first_token_latency_bs1_v0.5.csv", tmp_path, lambda r: r["model"] == "LLaMA-70B"
+    )
     rows = {r.id: r for r in import_file(path)}
     assert len(rows) == 4
     # Published: LLaMA-70B H100 FP8 TP4, ISL 2048, batch 1: 109 ms to the first token.
@@ -163,8 +182,11 @@ def test_trtllm_first_token(tmp_path: Path):
 
 @needs_shared
 def test_trtllm_perf_overview(tmp_path: Path):
-    path = slice_of("published_tables/trtllm_perf_overview_v1.0_total_output_tps.csv", tmp_path,
-                    lambda r: r["model"] == "Llama-3.3-70B" and r["isl"] == "128" and r["osl"] == "128")
+    path = slice_of(
+        "published_tables/trtllm_perf_overview_v1.0_total_output_tps.csv",
+        tmp_path,
+        lambda r: r["model"] == "Llama-3.3-70B" and r["isl"] == "128" and r["osl"] == "128",
+    )
     rows = {r.hardware: r for r in import_file(path)}
     assert set(rows) == {"b200", "gb200", "h200", "h100-sxm"}  # gb200 imported; not shipped (no profile)
     # Published: H100 TP2 FP8 128/128: 6378 total output tok/s on 2 GPUs.
@@ -176,9 +198,16 @@ def test_trtllm_perf_overview(tmp_path: Path):
 
 @needs_shared
 def test_splitwise_means_of_repeats(tmp_path: Path):
-    path = slice_of("splitwise-sim/data/perf_model.csv", tmp_path,
-                    lambda r: r["model"] == "llama2-70b" and r["prompt_size"] == "512" and r["token_size"] == "128"
-                    and r["batch_size"] in ("1", "64"))
+    path = slice_of(
+        "splitwise-sim/data/perf_model.csv",
+        tmp_path,
+        lambda r: (
+            r["model"] == "llama2-70b"
+            and r["prompt_size"] == "512"
+            and r["token_size"] == "128"
+            and r["batch_size"] in ("1", "64")
+        ),
+    )
     rows = {r.id: r for r in import_file(path)}
     # Five repeats of llama2-70b h100-80gb TP4, prompt 512, batch 1, 128 tokens (prompt_time, token_time ms);
     # the file lists them three times (three sweeps share the point): each counted once.
@@ -196,8 +225,7 @@ def test_splitwise_means_of_repeats(tmp_path: Path):
 @needs_shared
 def test_shipped_rows_are_the_converted_tables():
     built = build(SHARED)
-    shipped = {p: read_rows(Path(__file__).resolve().parent.parent / "roofline" / "data" / "e2e" / p)
-               for p in built}
+    shipped = {p: read_rows(Path(__file__).resolve().parent.parent / "roofline" / "data" / "e2e" / p) for p in built}
     assert built == shipped, "rebuild with: python -m roofline.calibrate.engine.data ../shared/measurements"
 
 

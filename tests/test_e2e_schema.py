@@ -49,28 +49,39 @@ def test_lengths_distribution_gives_the_means(tmp_path: Path):
 
 
 def test_rate_inf_is_allowed(tmp_path: Path):
-    header = "id,source,model,hardware,weight_dtype,kv_dtype,compute_dtype,engine,load,arrival_rate,input_len," \
-             "output_len,output_tokens_per_s"
+    header = (
+        "id,source,model,hardware,weight_dtype,kv_dtype,compute_dtype,engine,load,arrival_rate,input_len,"
+        "output_len,output_tokens_per_s"
+    )
     row = read_rows(write(tmp_path, header, "r1,mine,llama-3-8b,h100-sxm,fp8,fp8,fp8,trtllm,rate,inf,128,128,2e4"))[0]
     assert math.isinf(row.arrival_rate) and "rate inf req/s" in row.conditions()
     assert "inf" in rows_csv([row]).splitlines()[1]
 
 
-@pytest.mark.parametrize(("header", "line", "expected"), [
-    (HEADER, GOOD.replace(",bf16,bf16,bf16,", ",bf15,bf16,bf16,"),
-     "row 2: column 'weight_dtype' is 'bf15'; allowed: fp32, tf32, bf16"),
-    (HEADER, GOOD.replace(",static,", ",burst,"),
-     "row 2: column 'load' is 'burst'; allowed: static, concurrency, rate"),
-    (HEADER, GOOD.replace(",static,8,", ",static,,"), "row 2: column 'batch' is empty; load 'static' needs it"),
-    (HEADER, GOOD.replace(",static,8,", ",static,8.5,"), "row 2: column 'batch' is '8.5'; allowed: a whole number"),
-    (HEADER, GOOD.replace(",0.09", ",fast"), "row 2: column 'ttft_s' is 'fast'; allowed: a number > 0"),
-    (HEADER, GOOD.replace(",0.09", ",-1"), "row 2: column 'ttft_s' is '-1'; allowed: a number > 0"),
-    (HEADER, GOOD.replace(",0.09", ","), "row 2: no measured value"),
-    (HEADER, GOOD.replace(",1024,", ",,"), "row 2: column 'input_len' is empty"),
-    (HEADER, GOOD.replace("r1,", ","), "row 2: column 'id' is empty (required)"),
-    (HEADER + ",speed", GOOD + ",3", "unknown column 'speed'"),
-    (HEADER.replace("engine,", ""), GOOD.replace("vllm,", ""), "missing column 'engine'"),
-])
+@pytest.mark.parametrize(
+    ("header", "line", "expected"),
+    [
+        (
+            HEADER,
+            GOOD.replace(",bf16,bf16,bf16,", ",bf15,bf16,bf16,"),
+            "row 2: column 'weight_dtype' is 'bf15'; allowed: fp32, tf32, bf16",
+        ),
+        (
+            HEADER,
+            GOOD.replace(",static,", ",burst,"),
+            "row 2: column 'load' is 'burst'; allowed: static, concurrency, rate",
+        ),
+        (HEADER, GOOD.replace(",static,8,", ",static,,"), "row 2: column 'batch' is empty; load 'static' needs it"),
+        (HEADER, GOOD.replace(",static,8,", ",static,8.5,"), "row 2: column 'batch' is '8.5'; allowed: a whole number"),
+        (HEADER, GOOD.replace(",0.09", ",fast"), "row 2: column 'ttft_s' is 'fast'; allowed: a number > 0"),
+        (HEADER, GOOD.replace(",0.09", ",-1"), "row 2: column 'ttft_s' is '-1'; allowed: a number > 0"),
+        (HEADER, GOOD.replace(",0.09", ","), "row 2: no measured value"),
+        (HEADER, GOOD.replace(",1024,", ",,"), "row 2: column 'input_len' is empty"),
+        (HEADER, GOOD.replace("r1,", ","), "row 2: column 'id' is empty (required)"),
+        (HEADER + ",speed", GOOD + ",3", "unknown column 'speed'"),
+        (HEADER.replace("engine,", ""), GOOD.replace("vllm,", ""), "missing column 'engine'"),
+    ],
+)
 def test_bad_rows_give_one_line(tmp_path: Path, header: str, line: str, expected: str):
     path = write(tmp_path, header, line)
     with pytest.raises(E2EError) as exc:

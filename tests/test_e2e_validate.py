@@ -23,9 +23,23 @@ from .conftest import run_cli
 FIXTURES = Path(__file__).parent / "fixtures" / "e2e"
 #: Models another helper adds to the catalog; shipped rows may name them before that merge.
 PENDING_MODELS = {"gpt-j-6b", "falcon-180b", "bloom-176b"}
-ROW = E2ERow(id="r", source="mine", model="llama-3-8b", hardware="h100-sxm", weight_dtype="bf16", kv_dtype="bf16",
-             compute_dtype="bf16", engine="vllm", load="static", batch=8, input_len=1024, output_len=128,
-             ttft_s=0.1, tpot_s=0.01, output_tokens_per_s=1000.0)
+ROW = E2ERow(
+    id="r",
+    source="mine",
+    model="llama-3-8b",
+    hardware="h100-sxm",
+    weight_dtype="bf16",
+    kv_dtype="bf16",
+    compute_dtype="bf16",
+    engine="vllm",
+    load="static",
+    batch=8,
+    input_len=1024,
+    output_len=128,
+    ttft_s=0.1,
+    tpot_s=0.01,
+    output_tokens_per_s=1000.0,
+)
 
 
 def test_error_stats_by_hand():
@@ -40,8 +54,9 @@ def test_error_stats_by_hand():
 
 
 def test_cases_need_a_measured_and_a_predicted_value():
-    cases = row_cases(replace(ROW, tpot_s=None, tpot_p50_s=0.02), {"ttft_s": 0.1, "tpot_s": 0.01,
-                                                                   "output_tokens_per_s": float("nan")})
+    cases = row_cases(
+        replace(ROW, tpot_s=None, tpot_p50_s=0.02), {"ttft_s": 0.1, "tpot_s": 0.01, "output_tokens_per_s": float("nan")}
+    )
     assert [(c.quantity, c.statistic) for c in cases] == [("ttft_s", "ttft_s"), ("tpot_s", "tpot_p50_s")]
     assert cases[1].ratio == pytest.approx(0.5)
 
@@ -162,8 +177,17 @@ def test_cli_e2e_list_json():
 
 def test_cli_import_then_validate(tmp_path: Path):
     out = tmp_path / "runs.csv"
-    proc = run_cli("e2e", "import", str(FIXTURES / "vllm_concurrency16.json"), str(FIXTURES / "vllm_rates.jsonl"),
-                   "--hardware", "h100-sxm", "--out", str(out), "--json")
+    proc = run_cli(
+        "e2e",
+        "import",
+        str(FIXTURES / "vllm_concurrency16.json"),
+        str(FIXTURES / "vllm_rates.jsonl"),
+        "--hardware",
+        "h100-sxm",
+        "--out",
+        str(out),
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"out": str(out), "rows": 3, "by_source": {"vllm-bench-serve": 3}}
     page = tmp_path / "v.html"
@@ -206,11 +230,14 @@ def test_cli_validate_table_fits_80_columns():
     assert "ttft_s" in proc.stdout and "MAPE" in proc.stdout
 
 
-@pytest.mark.parametrize(("args", "expected"), [
-    (("validate", "--source", "nope"), "--source 'nope' matches no shipped rows"),
-    (("e2e", "import", str(FIXTURES / "vllm_concurrency16.json"), "--out", "x.csv"), "pass --hardware"),
-    (("validate", "--hardware", "h1000"), "unknown hardware 'h1000'"),
-])
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("validate", "--source", "nope"), "--source 'nope' matches no shipped rows"),
+        (("e2e", "import", str(FIXTURES / "vllm_concurrency16.json"), "--out", "x.csv"), "pass --hardware"),
+        (("validate", "--hardware", "h1000"), "unknown hardware 'h1000'"),
+    ],
+)
 def test_cli_bad_input_is_one_line_exit_2(args: tuple[str, ...], expected: str):
     proc = run_cli(*args)
     assert proc.returncode == 2

@@ -23,8 +23,15 @@ def test_engine_terms_add_to_a_step_as_derived_by_hand():
     base = float(step_from(deployment(LLAMA, H100, 1), 8, 1024).step_time_s)
     # One step of 8 decodes on one H100: + step overhead + 8 sampled sequences' sampling
     # + 32 layers x (layer overhead + 8 tokens x bytes / 3.35 TB/s).
-    eng = replace(NO_ENGINE, step_overhead_s=1e-3, sample_s_per_seq=1e-5, layer_overhead_s=2e-6,
-                  layer_bytes_per_token=1e5, key="test", source="test")
+    eng = replace(
+        NO_ENGINE,
+        step_overhead_s=1e-3,
+        sample_s_per_seq=1e-5,
+        layer_overhead_s=2e-6,
+        layer_bytes_per_token=1e5,
+        key="test",
+        source="test",
+    )
     with_engine = float(step_from(deployment(LLAMA, H100, 1, engine=eng), 8, 1024).step_time_s)
     expected = 1e-3 + 8 * 1e-5 + 32 * (2e-6 + 8 * 1e5 / 3.35e12)
     assert with_engine - base == pytest.approx(expected, rel=1e-9)
@@ -40,8 +47,10 @@ def test_replicated_bytes_repeat_on_every_tp_chip_by_hand():
     work = Work(prefill_seqs=1.0, prefill_len=2048.0)
     for tp, replicated_s, split_s in ((8, 4.891e-3, 0.6114e-3), (1, 4.891e-3, 4.891e-3)):
         base = float(step_terms(deployment(model, H100, tp, tp=tp), work).time_s)
-        for eng, added in ((replace(NO_ENGINE, replicated_bytes_per_token=1e5, key="t"), replicated_s),
-                           (replace(NO_ENGINE, layer_bytes_per_token=1e5, key="t"), split_s)):
+        for eng, added in (
+            (replace(NO_ENGINE, replicated_bytes_per_token=1e5, key="t"), replicated_s),
+            (replace(NO_ENGINE, layer_bytes_per_token=1e5, key="t"), split_s),
+        ):
             slow = float(step_terms(deployment(model, H100, tp, tp=tp, engine=eng), work).time_s)
             assert slow - base == pytest.approx(added, rel=1e-3)
 
@@ -142,8 +151,10 @@ def test_gqa_kv_reread_by_hand():
     slow = float(step_from(deployment(LLAMA, H100, 1, engine=hop), 8, 1024).step_time_s)
     assert slow - base == pytest.approx(0.5 * 3 * 8 * 1024 * 131_072 / 3.35e12, rel=1e-9)
     gptj = load_model("gpt-j-6b")
-    assert step_from(deployment(gptj, H100, 1, engine=hop), 8, 1024).step_time_s == \
-        step_from(deployment(gptj, H100, 1), 8, 1024).step_time_s
+    assert (
+        step_from(deployment(gptj, H100, 1, engine=hop), 8, 1024).step_time_s
+        == step_from(deployment(gptj, H100, 1), 8, 1024).step_time_s
+    )
 
 
 def test_asking_for_an_engine_the_profile_lacks_names_what_it_has():
@@ -161,13 +172,29 @@ def designs():
 def test_design_is_the_prediction_path(designs):
     # The fit's affine design y0 + J·θ reproduces predict_row with those engine terms exactly.
     ds, hw = designs
-    theta = ef.theta_of({"step_overhead_s": 2e-3, "layer_overhead_s": 3e-5, "layer_bytes_per_token": 2e5,
-                         "replicated_bytes_per_token": 1e5, "sample_s_per_seq": 1e-4, "prefill_seq_overhead_s": 5e-3,
-                         "gemm_slowdown": 0.3, "collective_hop_s": 4e-6, "gqa_kv_reread": 0.2,
-                         "large_collective_s_per_byte": 5e-12, "prefill_floor_s": 0.03})
+    theta = ef.theta_of(
+        {
+            "step_overhead_s": 2e-3,
+            "layer_overhead_s": 3e-5,
+            "layer_bytes_per_token": 2e5,
+            "replicated_bytes_per_token": 1e5,
+            "sample_s_per_seq": 1e-4,
+            "prefill_seq_overhead_s": 5e-3,
+            "gemm_slowdown": 0.3,
+            "collective_hop_s": 4e-6,
+            "gqa_kv_reread": 0.2,
+            "large_collective_s_per_byte": 5e-12,
+            "prefill_floor_s": 0.03,
+        }
+    )
     # the large all-reduce term at its first threshold (16 MiB: the TP4 2048-token prefills' 32 MiB pass it)
-    eng = replace(NO_ENGINE, **dict(zip(ef.FITTED_ENGINE_TERMS, theta, strict=True)), key="t", source="t",
-                  large_collective_bytes=ef.LARGE_THRESHOLDS_BYTES[0])
+    eng = replace(
+        NO_ENGINE,
+        **dict(zip(ef.FITTED_ENGINE_TERMS, theta, strict=True)),
+        key="t",
+        source="t",
+        large_collective_bytes=ef.LARGE_THRESHOLDS_BYTES[0],
+    )
     floored = large = 0
     for d in ds:
         direct = predict_row(d.row, hw, eng)["ttft_s"]
@@ -182,17 +209,29 @@ def test_design_columns_of_the_tp_and_gqa_terms_are_the_prediction_path():
     # A TP4 Llama-2-70B decode (splitwise-sim, H100): ring steps and GQA groups exist, so both columns
     # of the affine design are non-zero, and y0 + J·θ still equals predict_row with those terms.
     hw = load_hardware("h100-sxm-cal")
-    row = next(r for r in load_shipped("splitwise-sim") if r.hardware == "h100-sxm" and r.tp == 4
-               and r.model == "llama-2-70b")
+    row = next(
+        r for r in load_shipped("splitwise-sim") if r.hardware == "h100-sxm" and r.tp == 4 and r.model == "llama-2-70b"
+    )
     ds = [d for d in ef.designs_for(row, hw) if d.quantity == "tpot_s"]
     assert ds
     names = list(ef.ENGINE_TERMS)
     for name in ("collective_hop_s", "gqa_kv_reread", "replicated_bytes_per_token"):
         assert ds[0].jacobian[names.index(name)] > 0
-    theta = ef.theta_of({"step_overhead_s": 1e-3, "layer_overhead_s": 2e-5, "layer_bytes_per_token": 1e5,
-                         "replicated_bytes_per_token": 5e4, "sample_s_per_seq": 1e-4, "prefill_seq_overhead_s": 2e-3,
-                         "gemm_slowdown": 0.2, "collective_hop_s": 5e-6, "gqa_kv_reread": 0.5,
-                         "large_collective_s_per_byte": 0.0, "prefill_floor_s": 0.0})
+    theta = ef.theta_of(
+        {
+            "step_overhead_s": 1e-3,
+            "layer_overhead_s": 2e-5,
+            "layer_bytes_per_token": 1e5,
+            "replicated_bytes_per_token": 5e4,
+            "sample_s_per_seq": 1e-4,
+            "prefill_seq_overhead_s": 2e-3,
+            "gemm_slowdown": 0.2,
+            "collective_hop_s": 5e-6,
+            "gqa_kv_reread": 0.5,
+            "large_collective_s_per_byte": 0.0,
+            "prefill_floor_s": 0.0,
+        }
+    )
     eng = replace(NO_ENGINE, **dict(zip(ef.FITTED_ENGINE_TERMS, theta, strict=True)), key="t", source="t")
     assert ds[0].predict(theta) == pytest.approx(predict_row(row, hw, eng)["tpot_s"], rel=1e-9)
 
@@ -204,8 +243,11 @@ def test_design_columns_of_the_large_allreduce_term_follow_the_message_size():
     # messages are far smaller, so TPOT's column is zero at all of them.  At 64 MiB and 3e-12 s/B the
     # design still equals predict_row.
     hw = load_hardware("h100-sxm-cal")
-    row = next(r for r in load_shipped("splitwise-sim") if r.hardware == "h100-sxm" and r.tp == 4
-               and r.model == "llama-2-70b" and r.input_len == 4096 and r.batch == 1)
+    row = next(
+        r
+        for r in load_shipped("splitwise-sim")
+        if r.hardware == "h100-sxm" and r.tp == 4 and r.model == "llama-2-70b" and r.input_len == 4096 and r.batch == 1
+    )
     by_q = {d.quantity: d for d in ef.designs_for(row, hw)}
     ttft, tpot = by_q["ttft_s"], by_q["tpot_s"]
     assert ef.LARGE_THRESHOLDS_BYTES[:3] == (2.0**24, 2.0**25, 2.0**26)
@@ -214,14 +256,22 @@ def test_design_columns_of_the_large_allreduce_term_follow_the_message_size():
     values = {**dict.fromkeys(ef.FITTED_ENGINE_TERMS, 0.0), "large_collective_s_per_byte": 3e-12}
     eng = replace(NO_ENGINE, **values, large_collective_bytes=2.0**26, key="t", source="t")
     assert ttft.at_threshold(2).predict(ef.theta_of(values)) == pytest.approx(
-        predict_row(row, hw, eng)["ttft_s"], rel=1e-9)
+        predict_row(row, hw, eng)["ttft_s"], rel=1e-9
+    )
 
 
 def test_fit_recovers_known_terms(designs):
     # Measurements synthesised from known terms are fitted back (the rows identify them).
     ds, _ = designs
-    truth = ef.theta_of({**dict.fromkeys(ef.FITTED_ENGINE_TERMS, 0.0), "layer_overhead_s": 4e-5,
-                         "prefill_seq_overhead_s": 3e-3, "gemm_slowdown": 0.4, "collective_hop_s": 6e-6})
+    truth = ef.theta_of(
+        {
+            **dict.fromkeys(ef.FITTED_ENGINE_TERMS, 0.0),
+            "layer_overhead_s": 4e-5,
+            "prefill_seq_overhead_s": 3e-3,
+            "gemm_slowdown": 0.4,
+            "collective_hop_s": 6e-6,
+        }
+    )
     fake = [replace(d, measured=d.predict(truth)) for d in ds]
     fitted = ef.theta_of(ef.fit_terms(fake * 2))
     assert float(np.max(ef.ape(fake, fitted))) < 0.01
@@ -242,8 +292,9 @@ def test_calibrate_fit_adds_an_engine_from_end_to_end_rows(tmp_path):
     assert proc.returncode == 0, proc.stderr
     profile = load_hardware(str(out))
     assert "unknown/any" in (profile.engine or {}) and profile.engine["unknown/any"].rows == 20
-    step = run_json("step", "--model", "llama-2-70b", "--hardware", str(out), "--chips", "4", "--tp", "4",
-                    "--engine", "unknown/any")
+    step = run_json(
+        "step", "--model", "llama-2-70b", "--hardware", str(out), "--chips", "4", "--tp", "4", "--engine", "unknown/any"
+    )
     plain = run_json("step", "--model", "llama-2-70b", "--hardware", "h100-sxm", "--chips", "4", "--tp", "4")
     assert "calibrated engine unknown/any" in step["sources"]["engine"]
     assert step["step_time_s"] > plain["step_time_s"]  # the engine's work outside the kernels
@@ -260,8 +311,9 @@ def test_refit_keeps_and_prices_with_the_hand_set_fused_parallel_block():
     data = base.model_dump(exclude_none=True)
     data["engine"]["trtllm/0.6.1"]["fused_parallel_block"] = True
     profile = hardware_from_dict(data, "<test profile>")
-    rows = [r for r in load_shipped("trtllm-static-batch") if r.hardware == "h100-sxm"
-            and engine_key(r) == "trtllm/0.6.1"]
+    rows = [
+        r for r in load_shipped("trtllm-static-batch") if r.hardware == "h100-sxm" and engine_key(r) == "trtllm/0.6.1"
+    ]
     falcon = next(r for r in rows if r.model == "falcon-180b")
     d = next(d for d in ef.designs_for(falcon, profile) if d.quantity == "throughput")
     fused = ef.handset_engine(falcon, profile)
@@ -310,8 +362,11 @@ def test_refit_prices_base_and_units_with_the_entry_comms_overlap():
     data = load_hardware("h100-sxm-cal").model_dump(exclude_none=True)
     data["engine"]["trtllm/0.6.1"]["comms_overlap"] = 0.5
     profile = hardware_from_dict(data, "<test profile>")
-    row = next(r for r in load_shipped("trtllm-static-batch") if r.hardware == "h100-sxm" and r.tp == 2
-               and engine_key(r) == "trtllm/0.6.1")
+    row = next(
+        r
+        for r in load_shipped("trtllm-static-batch")
+        if r.hardware == "h100-sxm" and r.tp == 2 and engine_key(r) == "trtllm/0.6.1"
+    )
     handset = ef.handset_engine(row, profile)
     assert row_deployment(row, profile, handset).comms_overlap == 0.5
     assert row_deployment(row, profile, ef.unit_engine("collective_hop_s", handset)).comms_overlap == 0.5
@@ -338,8 +393,10 @@ def test_prompt_step_floor_by_hand():
     assert float(step_terms(plain_dep, long).time_s) > 0.265
     assert float(step_terms(floor_dep, long).time_s) == float(step_terms(plain_dep, long).time_s)
     assert str(step_terms(floor_dep, long).bound) == "compute"
-    for work in (Work(decode_seqs=8.0, decode_context=1024.0),
-                 Work(decode_seqs=8.0, decode_context=1024.0, prefill_seqs=1.0, prefill_len=128.0)):
+    for work in (
+        Work(decode_seqs=8.0, decode_context=1024.0),
+        Work(decode_seqs=8.0, decode_context=1024.0, prefill_seqs=1.0, prefill_len=128.0),
+    ):
         assert float(step_terms(floor_dep, work).time_s) == float(step_terms(plain_dep, work).time_s)
         assert str(step_terms(floor_dep, work).bound) == str(step_terms(plain_dep, work).bound)
     # on an array of prompt lengths the floor binds point by point: 128 → host, 16,384 → compute
@@ -353,8 +410,10 @@ def test_floor_that_a_row_cannot_express_exactly_is_kept_absent():
     rng = np.random.default_rng(2)
     rows = load_shipped("trtllm-perf-overview")[:30]
     n = len(ef.ENGINE_TERMS)
-    ds = [ef.Design(r, "ttft_s", 0.02, 0.01, rng.uniform(0.1, 1.0, n) * 1e-3, 1.0, 0.01, np.zeros(n), i > 0)
-          for i, r in enumerate(rows)]
+    ds = [
+        ef.Design(r, "ttft_s", 0.02, 0.01, rng.uniform(0.1, 1.0, n) * 1e-3, 1.0, 0.01, np.zeros(n), i > 0)
+        for i, r in enumerate(rows)
+    ]
     fit = ef.fit_engine("synthetic/2", ds)
     assert fit.profile_entry()["prefill_floor_s"] == 0.0 and "prefill_floor_s" in fit.at_lower
 

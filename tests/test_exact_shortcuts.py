@@ -23,8 +23,10 @@ def bits(x) -> np.ndarray:
 
 
 @settings(max_examples=60, deadline=None)
-@given(SHAPES.flatmap(lambda s: hnp.arrays(float, s, elements=VALUES)),
-       SHAPES.flatmap(lambda s: hnp.arrays(float, s, elements=st.sampled_from([0.0, 1.0, 2.5]))))
+@given(
+    SHAPES.flatmap(lambda s: hnp.arrays(float, s, elements=VALUES)),
+    SHAPES.flatmap(lambda s: hnp.arrays(float, s, elements=st.sampled_from([0.0, 1.0, 2.5]))),
+)
 def test_plus_and_times_equal_the_operations_they_skip(a, b) -> None:
     if not fits_into(b.shape, a.shape) and np.broadcast_shapes(a.shape, b.shape) != a.shape:
         return
@@ -53,8 +55,11 @@ def test_nonnegative_finite_and_zeros() -> None:
     assert type(zeros_shaped(1.0, 2.0)) is np.float64
 
 
-@given(hnp.arrays(float, (2, 3), elements=VALUES), hnp.arrays(float, (2, 3), elements=VALUES),
-       hnp.arrays(float, (1, 3), elements=VALUES))
+@given(
+    hnp.arrays(float, (2, 3), elements=VALUES),
+    hnp.arrays(float, (2, 3), elements=VALUES),
+    hnp.arrays(float, (1, 3), elements=VALUES),
+)
 def test_bound_code_without_collectives_is_the_code_with_zero_exposed(compute, nbytes, local) -> None:
     # exposed = 0 ≤ local: never network; the shortcut (None) must give the same codes and shape
     assert np.array_equal(bound_code(compute, nbytes, None, local), bound_code(compute, nbytes, 0.0, local))

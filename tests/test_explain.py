@@ -33,7 +33,8 @@ def test_step_explanation_reproduces_the_book_table():
     # attention + GEMMs + overhead, and on the spec sheet T_kv + max(T_flops, T_weights).
     assert terms["attention"] + terms["GEMMs"] + terms["overhead"] == pytest.approx(local.value)
     assert ex["KV read time"].value + max(ex["matmul time"].value, ex["weight load time"].value) == pytest.approx(
-        local.value)
+        local.value
+    )
     # B = 16 is far below the critical batch (240): the weight load binds, not the FLOPs.
     assert not ex["matmul time"].binding
     assert ex["critical batch"].value == pytest.approx(1.97e14 / 8.2e11)  # 240.2, the book's 240
@@ -44,8 +45,12 @@ def test_step_explanation_reproduces_the_book_table():
 
 
 @settings(max_examples=40, deadline=None)
-@given(batch=st.integers(1, 2048), context=st.integers(1, 32768), chips=st.sampled_from([1, 4, 8, 16]),
-       tp=st.sampled_from([None, 1, 2, 4]))
+@given(
+    batch=st.integers(1, 2048),
+    context=st.integers(1, 32768),
+    chips=st.sampled_from([1, 4, 8, 16]),
+    tp=st.sampled_from([None, 1, 2, 4]),
+)
 def test_step_time_lies_between_overlapped_and_serialized(batch, context, chips, tp):
     res = decode_step(M13, V5E, chips, batch, context, tp=min(tp, chips) if tp else None)
     lower, step, upper = float(res.step_time_lower_s), float(res.step_time_s), float(res.step_time_upper_s)
@@ -59,9 +64,16 @@ CHIPS = ("h100-sxm", "tpu-v5e", "b200")
 
 
 @settings(max_examples=30, deadline=None)
-@given(model=st.sampled_from(MODELS), chip=st.sampled_from(CHIPS), chips=st.sampled_from([1, 2, 4, 8]),
-       tp_index=st.integers(0, 3), batch=st.integers(1, 512), context=st.integers(16, 16384),
-       weights=st.sampled_from(["bf16", "int8"]), kv=st.sampled_from(["bf16", "int8"]))
+@given(
+    model=st.sampled_from(MODELS),
+    chip=st.sampled_from(CHIPS),
+    chips=st.sampled_from([1, 2, 4, 8]),
+    tp_index=st.integers(0, 3),
+    batch=st.integers(1, 512),
+    context=st.integers(16, 16384),
+    weights=st.sampled_from(["bf16", "int8"]),
+    kv=st.sampled_from(["bf16", "int8"]),
+)
 def test_step_diff_explain_and_sweep_agree_exactly(model, chip, chips, tp_index, batch, context, weights, kv):
     # One step model: the same configuration through step, diff's A side, --explain and the sweep.
     m, hw = load_model(model), load_hardware(chip)
@@ -74,12 +86,17 @@ def test_step_diff_explain_and_sweep_agree_exactly(model, chip, chips, tp_index,
     d = diff_steps(res, res)
     assert d.step_a_s == pytest.approx(float(res.step_time_s), rel=1e-12)
     ex = by_name(explain_step(dep, batch, context, res))
-    for name, key in (("step time", "step_time_s"), ("step time lower bound", "step_time_lower_s"),
-                      ("step time upper bound", "step_time_upper_s"), ("usable HBM", "usable_hbm_bytes"),
-                      ("tokens/s", "tokens_per_s")):
+    for name, key in (
+        ("step time", "step_time_s"),
+        ("step time lower bound", "step_time_lower_s"),
+        ("step time upper bound", "step_time_upper_s"),
+        ("usable HBM", "usable_hbm_bytes"),
+        ("tokens/s", "tokens_per_s"),
+    ):
         assert ex[name].value == float(getattr(res, key))
-    sw = decode_sweep(m, [hw], batch=[batch], chips=[chips], context=[context], weights=[weights],
-                      kv_dtypes=[kv], tp=[tp])
+    sw = decode_sweep(
+        m, [hw], batch=[batch], chips=[chips], context=[context], weights=[weights], kv_dtypes=[kv], tp=[tp]
+    )
     if bool(res.fits):
         assert len(sw) == 1 and sw.columns["step_time_s"][0] == pytest.approx(float(res.step_time_s), rel=1e-12)
     else:
@@ -124,7 +141,8 @@ def test_diff_terms_add_up_exactly():
     assert [t.term for t in d.terms] == list(TERMS)
     assert sum(t.delta_s for t in d.terms) == pytest.approx(d.step_b_s - d.step_a_s)
     assert sum(t.cost_delta for t in d.terms) + d.cost_delta_from_price_chips_batch == pytest.approx(
-        d.cost_b - d.cost_a)
+        d.cost_b - d.cost_a
+    )
     # An int8 cache halves the KV term and changes nothing else: 16·6.71e9/2 / 6.56e12 = 8.18 ms saved.
     assert by["KV reads"].delta_s == pytest.approx(-16 * 6.71e9 / 2 / (8 * 8.2e11), rel=0.01)
     assert by["KV reads"].share == pytest.approx(1.0)
@@ -136,21 +154,46 @@ def test_diff_across_chips_splits_price_and_time():
     b = decode_step(M13, load_hardware("h100-sxm"), 2, 64, 4096)
     d = diff_steps(a, b)
     assert sum(t.cost_delta for t in d.terms) + d.cost_delta_from_price_chips_batch == pytest.approx(
-        d.cost_b - d.cost_a)
+        d.cost_b - d.cost_a
+    )
     assert d.cost_a == pytest.approx(float(a.cost_per_million_tokens))
 
 
 def test_cli_explain_diff_and_units():
-    out = run_json("step", "--model", "llama-2-13b", "--hardware", "tpu-v5e", "--chips", "8", "--batch", "16",
-                   "--context", "8192", "--explain")
+    out = run_json(
+        "step",
+        "--model",
+        "llama-2-13b",
+        "--hardware",
+        "tpu-v5e",
+        "--chips",
+        "8",
+        "--batch",
+        "16",
+        "--context",
+        "8192",
+        "--explain",
+    )
     names = {e["name"] for e in out["explain"]}
     assert {"step time", "step time lower bound", "step time upper bound", "KV read time"} <= names
     assert all(e["section"].startswith("How to Scale Your Model") for e in out["explain"])
-    out = run_json("request", "--model", "llama-3-8b", "--hardware", "h100-sxm", "-i", "512", "-o", "64",
-                   "--explain")
+    out = run_json("request", "--model", "llama-3-8b", "--hardware", "h100-sxm", "-i", "512", "-o", "64", "--explain")
     assert out["explain"][1]["name"] == "TTFT (prefill)"
-    out = run_json("diff", "--model", "llama-2-13b", "--hardware", "tpu-v5e", "--chips", "8", "--batch", "16",
-                   "--context", "8192", "--b", "kv_dtype=int8")
+    out = run_json(
+        "diff",
+        "--model",
+        "llama-2-13b",
+        "--hardware",
+        "tpu-v5e",
+        "--chips",
+        "8",
+        "--batch",
+        "16",
+        "--context",
+        "8192",
+        "--b",
+        "kv_dtype=int8",
+    )
     assert out["terms"][0]["term"] == "KV reads" and out["terms"][0]["share"] == pytest.approx(1.0)
     proc = run_cli("diff", "--model", "llama-2-13b", "--hardware", "tpu-v5e", "--b", "colour=red")
     assert proc.returncode == 2 and "colour" in proc.stderr and proc.stdout == ""
@@ -200,8 +243,7 @@ def test_gpu_collectives_sit_on_the_critical_path():
     res = decode_step(m, hw, 8, 64, 4096, tp=8)
     assert float(res.step_time_s) == pytest.approx(float(res.local_step_time_s) + float(res.comms_time_upper_s))
     assert float(res.step_time_s) == pytest.approx(float(res.step_time_upper_s))
-    assert float(res.step_time_lower_s) == pytest.approx(max(float(res.local_step_time_s),
-                                                             float(res.comms_time_s)))
+    assert float(res.step_time_lower_s) == pytest.approx(max(float(res.local_step_time_s), float(res.comms_time_s)))
 
 
 @pytest.mark.parametrize("tp", [None, 4])
@@ -230,28 +272,77 @@ def test_diff_a_side_equals_step_on_the_cli():
 
 
 def test_shard_and_serve_cli_explain():
-    out = run_json("shard", "--model", "book-exercise", "--hardware", "tpu-v5e", "--chips", "16", "--topology", "4x4",
-                   "--batch", "32", "--explain")
+    out = run_json(
+        "shard",
+        "--model",
+        "book-exercise",
+        "--hardware",
+        "tpu-v5e",
+        "--chips",
+        "16",
+        "--topology",
+        "4x4",
+        "--batch",
+        "32",
+        "--explain",
+    )
     ex = {e["name"]: e for e in out["explain"]}
     assert ex["step lower bound"]["value"] == pytest.approx(out["step_time_lower_s"])
     assert ex["step upper bound"]["value"] == pytest.approx(out["step_time_upper_s"])
-    out = run_json("serve", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--mode", "interleaved", "-i", "2048",
-                   "-o", "512", "-b", "32", "--explain")
+    out = run_json(
+        "serve",
+        "--model",
+        "llama-3-8b",
+        "--hardware",
+        "h100-sxm",
+        "--mode",
+        "interleaved",
+        "-i",
+        "2048",
+        "-o",
+        "512",
+        "-b",
+        "32",
+        "--explain",
+    )
     assert {e["name"] for e in out["explain"]} == {"TTFT", "TPOT", "prefill : decode servers", "tokens/s per chip"}
 
 
 @pytest.mark.parametrize("extra", [(), ("--chips", "8", "--tp", "4"), ("--hardware", "h100-sxm-cal")])
 def test_every_explain_value_equals_the_json_value(extra):
-    args = ["step", "--model", "llama-3-70b", "--hardware", "h100-sxm", "--batch", "32", "--context", "4096",
-            "--chips", "4", *extra, "--explain"]
+    args = [
+        "step",
+        "--model",
+        "llama-3-70b",
+        "--hardware",
+        "h100-sxm",
+        "--batch",
+        "32",
+        "--context",
+        "4096",
+        "--chips",
+        "4",
+        *extra,
+        "--explain",
+    ]
     out = run_json(*args)
     ex = {e["name"]: e["value"] for e in out["explain"]}
-    pairs = {"weights": "param_bytes", "KV cache (batch)": "kv_bytes", "usable HBM": "usable_hbm_bytes",
-             "total memory": "total_bytes", "KV read time": "kv_time_s", "weight load time": "weight_time_s",
-             "matmul time": "compute_time_s", "weight matmuls (GEMMs)": "gemm_time_s",
-             "attention": "attention_time_s", "step time without collectives": "local_step_time_s",
-             "collectives per step": "comms_time_upper_s", "step time": "step_time_s",
-             "step time lower bound": "step_time_lower_s", "step time upper bound": "step_time_upper_s",
-             "critical batch": "critical_batch"}
+    pairs = {
+        "weights": "param_bytes",
+        "KV cache (batch)": "kv_bytes",
+        "usable HBM": "usable_hbm_bytes",
+        "total memory": "total_bytes",
+        "KV read time": "kv_time_s",
+        "weight load time": "weight_time_s",
+        "matmul time": "compute_time_s",
+        "weight matmuls (GEMMs)": "gemm_time_s",
+        "attention": "attention_time_s",
+        "step time without collectives": "local_step_time_s",
+        "collectives per step": "comms_time_upper_s",
+        "step time": "step_time_s",
+        "step time lower bound": "step_time_lower_s",
+        "step time upper bound": "step_time_upper_s",
+        "critical batch": "critical_batch",
+    }
     for name, key in pairs.items():
         assert ex[name] == out[key], name

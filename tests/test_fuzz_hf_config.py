@@ -25,37 +25,64 @@ from tests import test_hf_config as released
 from tests.inprocess import assert_one_line, assert_refused, run_roofline
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-CONFIGS = {name: getattr(released, name) for name in (
-    "LLAMA_31_8B", "MIXTRAL_8X7B", "DEEPSEEK_V3", "QWEN3_8B", "QWEN3_30B_A3B", "QWEN15_MOE_A27B",
-    "GEMMA2_9B", "GEMMA3_1B", "GEMMA3_4B_IT", "MISTRAL_7B_V01", "QWEN25_05B", "GPT2", "OPT_125M")}
+CONFIGS = {
+    name: getattr(released, name)
+    for name in (
+        "LLAMA_31_8B",
+        "MIXTRAL_8X7B",
+        "DEEPSEEK_V3",
+        "QWEN3_8B",
+        "QWEN3_30B_A3B",
+        "QWEN15_MOE_A27B",
+        "GEMMA2_9B",
+        "GEMMA3_1B",
+        "GEMMA3_4B_IT",
+        "MISTRAL_7B_V01",
+        "QWEN25_05B",
+        "GPT2",
+        "OPT_125M",
+    )
+}
 #: (config, key) pairs whose value the import reads and checks.
-CHECKED = sorted((name, key) for name, cfg in CONFIGS.items() for key in cfg
-                 if key in KEY_KINDS and cfg[key] is not None)
+CHECKED = sorted(
+    (name, key) for name, cfg in CONFIGS.items() for key in cfg if key in KEY_KINDS and cfg[key] is not None
+)
 
-CONTAINERS = st.one_of(st.lists(st.integers(1, 9), min_size=1, max_size=3),
-                       st.dictionaries(st.sampled_from("ab"), st.integers(), min_size=1, max_size=2))
+CONTAINERS = st.one_of(
+    st.lists(st.integers(1, 9), min_size=1, max_size=3),
+    st.dictionaries(st.sampled_from("ab"), st.integers(), min_size=1, max_size=2),
+)
 
 
 def bad_for(kind: tuple[object, ...]) -> st.SearchStrategy[object]:
     """JSON values a key of this kind must refuse."""
     if kind[0] == "int":
         return st.one_of(
-            st.booleans(), st.sampled_from([math.nan, math.inf, -math.inf, 10**400, "4096", "abc"]),
-            st.floats(1.01, 1e6).filter(lambda x: not x.is_integer()), CONTAINERS,
-            st.integers(max_value=int(kind[1]) - 1), st.integers(min_value=MAX_COUNT + 1))
+            st.booleans(),
+            st.sampled_from([math.nan, math.inf, -math.inf, 10**400, "4096", "abc"]),
+            st.floats(1.01, 1e6).filter(lambda x: not x.is_integer()),
+            CONTAINERS,
+            st.integers(max_value=int(kind[1]) - 1),
+            st.integers(min_value=MAX_COUNT + 1),
+        )
     if kind[0] == "flag":
-        return st.one_of(st.sampled_from(["no", "yes", "false", "true", ""]), st.integers(), st.floats(),
-                         CONTAINERS)
+        return st.one_of(st.sampled_from(["no", "yes", "false", "true", ""]), st.integers(), st.floats(), CONTAINERS)
     if kind[0] == "text":
         return st.one_of(st.integers(), st.booleans(), CONTAINERS)
     if kind[0] == "names":
-        return st.one_of(st.integers(), st.text(max_size=5), st.dictionaries(st.just("a"), st.integers()),
-                         st.lists(st.lists(st.text(max_size=3), max_size=2), min_size=1, max_size=2),
-                         st.lists(st.integers(), min_size=1, max_size=2))
+        return st.one_of(
+            st.integers(),
+            st.text(max_size=5),
+            st.dictionaries(st.just("a"), st.integers()),
+            st.lists(st.lists(st.text(max_size=3), max_size=2), min_size=1, max_size=2),
+            st.lists(st.integers(), min_size=1, max_size=2),
+        )
     if kind[0] == "ints":
-        return st.one_of(st.integers(), st.text(max_size=5),
-                         st.lists(st.one_of(st.text(max_size=2), st.floats(), st.integers(max_value=-1)),
-                                  min_size=1, max_size=2))
+        return st.one_of(
+            st.integers(),
+            st.text(max_size=5),
+            st.lists(st.one_of(st.text(max_size=2), st.floats(), st.integers(max_value=-1)), min_size=1, max_size=2),
+        )
     return st.one_of(st.integers(), st.text(max_size=5), st.lists(st.integers(), max_size=2))
 
 
@@ -73,11 +100,20 @@ def test_bad_value_of_every_read_key_names_it(data):
     assert_one_line(str(err.value), "config.json", f"'{key}'", max_chars=400)
 
 
-@pytest.mark.parametrize(("key", "value"), [
-    ("architectures", {"a": 1}), ("architectures", 5), ("architectures", [["LlamaForCausalLM"]]),
-    ("num_attention_heads", 0), ("hidden_size", math.inf), ("hidden_size", [4096]),
-    ("hidden_size", 4096.7), ("tie_word_embeddings", "no"), ("num_hidden_layers", True),
-])
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("architectures", {"a": 1}),
+        ("architectures", 5),
+        ("architectures", [["LlamaForCausalLM"]]),
+        ("num_attention_heads", 0),
+        ("hidden_size", math.inf),
+        ("hidden_size", [4096]),
+        ("hidden_size", 4096.7),
+        ("tie_word_embeddings", "no"),
+        ("num_hidden_layers", True),
+    ],
+)
 def test_issue_cases(key, value):
     with pytest.raises(SpecError) as err:
         _map({**CONFIGS["LLAMA_31_8B"], key: value})
@@ -101,7 +137,8 @@ def test_hidden_size_not_a_multiple_of_heads_refused():
 JSON = st.recursive(
     st.one_of(st.none(), st.booleans(), st.floats(), st.integers(), st.text(max_size=5)),
     lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=4), inner, max_size=3)),
-    max_leaves=8)
+    max_leaves=8,
+)
 
 
 @FUZZ

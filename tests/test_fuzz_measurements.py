@@ -31,16 +31,42 @@ SCHEMA = (FIXTURES / "schema_small.csv").read_text()
 PUBLIC = {
     "aiconfigurator/h100_sxm/gemm_perf.csv": ("m", "n", "k", "latency"),
     "aiconfigurator/h100_sxm/generation_attention_perf.csv": (
-        "batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim", "step", "latency",
-        "window_size", "beam_width"),
+        "batch_size",
+        "isl",
+        "num_heads",
+        "num_key_value_heads",
+        "head_dim",
+        "step",
+        "latency",
+        "window_size",
+        "beam_width",
+    ),
     "aiconfigurator/h100_sxm/context_attention_perf.csv": (
-        "batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim", "latency"),
+        "batch_size",
+        "isl",
+        "num_heads",
+        "num_key_value_heads",
+        "head_dim",
+        "latency",
+    ),
     "aiconfigurator/h100_sxm/nccl_perf.csv": ("num_gpus", "message_size", "latency"),
     "aiconfigurator/h100_sxm/custom_allreduce_perf.csv": ("num_gpus", "message_size", "latency"),
-    "vidur/h100/mlp.csv": ("n_head", "n_kv_head", "n_embd", "n_expanded_embd", "num_tokens",
-                           "num_tensor_parallel_workers", "time_stats.mlp_up_proj.median"),
-    "vidur/h100_dgx/all_reduce.csv": ("num_workers", "rank", "devices_per_node", "size",
-                                      "time_stats.all_reduce.median"),
+    "vidur/h100/mlp.csv": (
+        "n_head",
+        "n_kv_head",
+        "n_embd",
+        "n_expanded_embd",
+        "num_tokens",
+        "num_tensor_parallel_workers",
+        "time_stats.mlp_up_proj.median",
+    ),
+    "vidur/h100_dgx/all_reduce.csv": (
+        "num_workers",
+        "rank",
+        "devices_per_node",
+        "size",
+        "time_stats.all_reduce.median",
+    ),
 }
 #: (an empty window_size / beam_width means none / 1, as in the public tables)
 BAD_CELLS = st.sampled_from(["nan", "inf", "-inf", "-1", "abc", "1e400", "", "0x10", "1,5"])
@@ -84,11 +110,16 @@ def test_bad_schema_cell_names_row_and_column(column, row, value):
             assert value == ""
 
 
-@pytest.mark.parametrize(("column", "value", "needle"), [
-    ("op", "matmul", "column 'op' is 'matmul'"), ("dtype", "bf17", "column 'dtype' is 'bf17'"),
-    ("hardware", "", "column 'hardware' is empty"), ("m", "1e300", "column 'm' must be a finite number"),
-    ("time_s", "0", "column 'time_s' must be a positive number"),
-])
+@pytest.mark.parametrize(
+    ("column", "value", "needle"),
+    [
+        ("op", "matmul", "column 'op' is 'matmul'"),
+        ("dtype", "bf17", "column 'dtype' is 'bf17'"),
+        ("hardware", "", "column 'hardware' is empty"),
+        ("m", "1e300", "column 'm' must be a finite number"),
+        ("time_s", "0", "column 'time_s' must be a positive number"),
+    ],
+)
 def test_bad_schema_text_and_range(tmp_path, column, value, needle):
     _refused(_write(tmp_path, "t.csv", _with_cell(SCHEMA, 2, column, value)), "row 2", needle)
 
@@ -194,11 +225,16 @@ def test_bad_cell_cli_exit_2(tmp_path):
 # --------------------------------------------------------------------------- calibration requests
 
 
-@pytest.mark.parametrize(("kwargs", "needle"), [
-    ({"max_rows": 0}, "max_rows: must be a whole number in [10, "),
-    ({"max_rows": True}, "max_rows"), ({"max_rows": 10**30}, "max_rows"),
-    ({"seed": -1}, "seed"), ({"dtype": "bf17"}, "dtype: unknown dtype 'bf17'"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"max_rows": 0}, "max_rows: must be a whole number in [10, "),
+        ({"max_rows": True}, "max_rows"),
+        ({"max_rows": 10**30}, "max_rows"),
+        ({"seed": -1}, "seed"),
+        ({"dtype": "bf17"}, "dtype: unknown dtype 'bf17'"),
+    ],
+)
 def test_impossible_calibration_requests(kwargs, needle):
     with pytest.raises(OptionError) as err:
         check_fit_request(**{"dtype": None, "max_rows": 4000, "seed": 0, **kwargs})

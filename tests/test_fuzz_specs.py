@@ -43,8 +43,10 @@ MODEL = load_model("llama-3-8b").model_dump(exclude_none=True)
 
 NOT_FINITE = st.sampled_from([math.nan, math.inf, -math.inf])
 HUGE_INTS = st.sampled_from([10**400, -(10**400), 2**64, 10**30])
-CONTAINERS = st.one_of(st.lists(st.integers(1, 9), min_size=1, max_size=3),
-                       st.dictionaries(st.sampled_from("abc"), st.integers(), min_size=1, max_size=2))
+CONTAINERS = st.one_of(
+    st.lists(st.integers(1, 9), min_size=1, max_size=3),
+    st.dictionaries(st.sampled_from("abc"), st.integers(), min_size=1, max_size=2),
+)
 WORDS = st.text(alphabet="abcxyz!?- ", min_size=1, max_size=12).filter(lambda t: t.strip() != "")
 OTHER_DIMENSION = {
     "bytes": ["80 ms", "2 GB/s", "1 TFLOP/s", "16 G", "3 us"],
@@ -76,9 +78,14 @@ def bad_int(minimum: float) -> st.SearchStrategy[object]:
     """Not a whole number in [minimum (>= 1 for gt=0), MAX_COUNT]."""
     low = int(minimum) + 1 if minimum == 0 else int(minimum)
     return st.one_of(
-        st.booleans(), NOT_FINITE, HUGE_INTS, CONTAINERS, WORDS,
+        st.booleans(),
+        NOT_FINITE,
+        HUGE_INTS,
+        CONTAINERS,
+        WORDS,
         st.floats(1.01, 1e6).filter(lambda x: not x.is_integer()),
-        st.integers(max_value=low - 1 if low > 0 else -1), st.integers(min_value=MAX_COUNT + 1),
+        st.integers(max_value=low - 1 if low > 0 else -1),
+        st.integers(min_value=MAX_COUNT + 1),
         st.sampled_from(["1e400", "nan", "4096.7", "32 GB", ""]),
     )
 
@@ -87,7 +94,11 @@ def bad_float(field: str) -> st.SearchStrategy[object]:
     """Not a finite number of the field's dimension in its range."""
     dimension = dimension_of(field)
     return st.one_of(
-        st.booleans(), NOT_FINITE, CONTAINERS, WORDS, st.just(10**400),
+        st.booleans(),
+        NOT_FINITE,
+        CONTAINERS,
+        WORDS,
+        st.just(10**400),
         st.floats(max_value=0.0, allow_nan=False, allow_infinity=False),
         st.floats(min_value=MAX_VALUE[dimension] * 10, allow_infinity=False),
         st.sampled_from(["1e400", "nan", ".inf", "-5", "", *OTHER_DIMENSION[dimension]]),
@@ -98,8 +109,7 @@ def bad_value(field: str, schema: type) -> st.SearchStrategy[object]:
     """Values the checked field must refuse."""
     base, _ = _kind(field, schema)
     if base is bool:
-        return st.one_of(st.sampled_from(["no", "yes", "false", "off", "1"]), st.integers(), st.floats(),
-                         CONTAINERS)
+        return st.one_of(st.sampled_from(["no", "yes", "false", "off", "1"]), st.integers(), st.floats(), CONTAINERS)
     if base is int:
         return bad_int(_minimum(field, schema))
     if base is float:
@@ -112,9 +122,12 @@ def bad_value(field: str, schema: type) -> st.SearchStrategy[object]:
         return st.one_of(WORDS.filter(lambda w: w not in ("tpu", "gpu", "cpu")), st.integers())
     if field == "flops_per_s":
         return st.one_of(
-            st.just({}), st.integers(), WORDS,
+            st.just({}),
+            st.integers(),
+            WORDS,
             st.dictionaries(st.just("bf16"), bad_float("flops_per_s"), min_size=1),
-            st.dictionaries(st.sampled_from(["bf17", "fp64", "int2"]), st.just(1e14), min_size=1))
+            st.dictionaries(st.sampled_from(["bf17", "fp64", "int2"]), st.just(1e14), min_size=1),
+        )
     if field == "ici_topology":
         return st.one_of(WORDS, st.integers())
     return st.one_of(st.integers(), WORDS)
@@ -153,8 +166,7 @@ def test_bad_model_field_refused_naming_it(data):
 @FEW
 @given(st.data())
 def test_bad_field_in_a_yaml_file_names_file_and_field(data):
-    kind, schema, base = data.draw(st.sampled_from([("hardware", HardwareSpec, HARDWARE),
-                                                     ("model", ModelSpec, MODEL)]))
+    kind, schema, base = data.draw(st.sampled_from([("hardware", HardwareSpec, HARDWARE), ("model", ModelSpec, MODEL)]))
     field = data.draw(st.sampled_from(fuzzed_fields(schema)))
     value = data.draw(bad_value(field, schema))
     with tempfile.TemporaryDirectory() as folder:
@@ -195,8 +207,11 @@ def test_calibration_parameters_must_be_finite():
 @FUZZ
 @given(st.data())
 def test_valid_values_accepted_exactly(data):
-    field = data.draw(st.sampled_from(["hbm_bytes", "hbm_bandwidth_bytes_per_s", "ici_hop_latency_s",
-                                       "price_per_chip_hour", "ici_links"]))
+    field = data.draw(
+        st.sampled_from(
+            ["hbm_bytes", "hbm_bandwidth_bytes_per_s", "ici_hop_latency_s", "price_per_chip_hour", "ici_links"]
+        )
+    )
     if field == "ici_links":
         value = expected = data.draw(st.integers(1, MAX_COUNT))
     elif field == "hbm_bytes":
@@ -224,24 +239,42 @@ def test_every_builtin_spec_still_loads():
 # --------------------------------------------------------------------------- quantities
 
 
-@pytest.mark.parametrize(("text", "dimension", "expected"), [
-    ("16 GiB", "bytes", 16 * 2**30), ("80 GB", "bytes", 80e9), ("819 GB/s", "bytes/s", 819e9),
-    ("197 TFLOP/s", "FLOP/s", 197e12), ("2 us", "seconds", 2e-6), ("50 ms", "seconds", 0.05),
-    ("3 ns", "seconds", 3e-9), ("5", "seconds", 5.0), ("4k", "dimensionless", 4000.0),
-    (8.2e11, "FLOP/s", 8.2e11), ("8.2e11", "FLOP/s", 8.2e11),
-])
+@pytest.mark.parametrize(
+    ("text", "dimension", "expected"),
+    [
+        ("16 GiB", "bytes", 16 * 2**30),
+        ("80 GB", "bytes", 80e9),
+        ("819 GB/s", "bytes/s", 819e9),
+        ("197 TFLOP/s", "FLOP/s", 197e12),
+        ("2 us", "seconds", 2e-6),
+        ("50 ms", "seconds", 0.05),
+        ("3 ns", "seconds", 3e-9),
+        ("5", "seconds", 5.0),
+        ("4k", "dimensionless", 4000.0),
+        (8.2e11, "FLOP/s", 8.2e11),
+        ("8.2e11", "FLOP/s", 8.2e11),
+    ],
+)
 def test_parse_quantity_units_of_each_dimension(text, dimension, expected):
     assert parse_quantity(text, dimension) == pytest.approx(expected, rel=1e-15)
 
 
-@pytest.mark.parametrize(("value", "dimension", "needle"), [
-    ("80 ms", "bytes", "is seconds, not bytes"), ("2 GB", "seconds", "is bytes, not seconds"),
-    ("360 ms", "bytes", "allowed units: B"), ("50 GB", "seconds", "allowed units: s, ms"),
-    ("16 G", "bytes", "prefix but no unit"), ("1e400", None, "not a finite number"),
-    (10**400, None, "not a finite number"), (math.nan, "bytes", "not a finite number"),
-    (True, None, "expected a number"), ("3 ks", "seconds", "unknown unit 'ks'"),
-    ("x" * 10_000, "bytes", "cannot read"),
-])
+@pytest.mark.parametrize(
+    ("value", "dimension", "needle"),
+    [
+        ("80 ms", "bytes", "is seconds, not bytes"),
+        ("2 GB", "seconds", "is bytes, not seconds"),
+        ("360 ms", "bytes", "allowed units: B"),
+        ("50 GB", "seconds", "allowed units: s, ms"),
+        ("16 G", "bytes", "prefix but no unit"),
+        ("1e400", None, "not a finite number"),
+        (10**400, None, "not a finite number"),
+        (math.nan, "bytes", "not a finite number"),
+        (True, None, "expected a number"),
+        ("3 ks", "seconds", "unknown unit 'ks'"),
+        ("x" * 10_000, "bytes", "cannot read"),
+    ],
+)
 def test_parse_quantity_refusals_name_the_parameter(value, dimension, needle):
     with pytest.raises(OptionError) as err:
         parse_quantity(value, dimension, name="--bytes")
@@ -250,8 +283,10 @@ def test_parse_quantity_refusals_name_the_parameter(value, dimension, needle):
 
 
 @FUZZ
-@given(st.one_of(st.text(max_size=30), st.floats(), st.integers(), st.booleans()),
-       st.sampled_from(["bytes", "seconds", "bytes/s", "FLOP/s", "dimensionless", None]))
+@given(
+    st.one_of(st.text(max_size=30), st.floats(), st.integers(), st.booleans()),
+    st.sampled_from(["bytes", "seconds", "bytes/s", "FLOP/s", "dimensionless", None]),
+)
 def test_parse_quantity_finite_or_one_line_error(value, dimension):
     try:
         result = parse_quantity(value, dimension)
@@ -263,11 +298,15 @@ def test_parse_quantity_finite_or_one_line_error(value, dimension):
 
 # --------------------------------------------------------------------------- bad files
 
-V5E = "name: chip\nflops_per_s: {bf16: 1.97e14}\nhbm_bytes: 16 GiB\nhbm_bandwidth_bytes_per_s: 819 GB/s\n" \
-      "ici_bandwidth_bytes_per_s: 4.5e+10\nici_links: 4\nici_hop_latency_s: 1 us\nprice_per_chip_hour: 1.2\n"
-ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
-    f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)
-) + "name: *i\n"
+V5E = (
+    "name: chip\nflops_per_s: {bf16: 1.97e14}\nhbm_bytes: 16 GiB\nhbm_bandwidth_bytes_per_s: 819 GB/s\n"
+    "ici_bandwidth_bytes_per_s: 4.5e+10\nici_links: 4\nici_hop_latency_s: 1 us\nprice_per_chip_hour: 1.2\n"
+)
+ALIAS_BOMB = (
+    "a: &a [x, x, x, x, x, x, x, x, x]\n"
+    + "".join(f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True))
+    + "name: *i\n"
+)
 BAD_FILES: dict[str, tuple[bytes, str]] = {
     "alias_bomb.yaml": (ALIAS_BOMB.encode(), "aliases"),
     "alias_in_source.yaml": ((V5E + ALIAS_BOMB.replace("name: *i", "source: *i")).encode(), "aliases"),
@@ -280,8 +319,10 @@ BAD_FILES: dict[str, tuple[bytes, str]] = {
     "empty.yaml": (b"", "expected a mapping"),
     "key.yaml": ((V5E + "[a, b]: 1\n").encode(), "key must be a plain name"),
     "int_key.yaml": ((V5E + "1: x\n").encode(), "must be text"),
-    "long_int.yaml": ((V5E + "ici_links: " + "9" * 5000 + "\n").replace("ici_links: 4\n", "").encode(),
-                      "malformed YAML"),
+    "long_int.yaml": (
+        (V5E + "ici_links: " + "9" * 5000 + "\n").replace("ici_links: 4\n", "").encode(),
+        "malformed YAML",
+    ),
     "tabs.yaml": (b"name:\tchip\n\tx: 1\n", "malformed YAML"),
     "python_tag.yaml": (b"name: !!python/object:os.system [ls]\n", "malformed YAML"),
 }

@@ -44,16 +44,19 @@ def input_table(name: str) -> float:
 # --------------------------------------------------------------------------- exact published counts
 
 
-@pytest.mark.parametrize(("name", "published"), [
-    # BLOOM model card (bigscience/bloom): "176,247,271,424 parameters".
-    ("bloom-176b", 176_247_271_424),
-    # bigscience/bloom-560m model card: 559,214,592 parameters.
-    ("bloom-560m", 559_214_592),
-    # Pythia model card / paper table: Pythia-160M 162,322,944 total parameters.
-    ("pythia-160m", 162_322_944),
-    # GPT-NeoX-20B model card: n_parameters 20,554,567,680.
-    ("gpt-neox-20b", 20_554_567_680),
-])
+@pytest.mark.parametrize(
+    ("name", "published"),
+    [
+        # BLOOM model card (bigscience/bloom): "176,247,271,424 parameters".
+        ("bloom-176b", 176_247_271_424),
+        # bigscience/bloom-560m model card: 559,214,592 parameters.
+        ("bloom-560m", 559_214_592),
+        # Pythia model card / paper table: Pythia-160M 162,322,944 total parameters.
+        ("pythia-160m", 162_322_944),
+        # GPT-NeoX-20B model card: n_parameters 20,554,567,680.
+        ("gpt-neox-20b", 20_554_567_680),
+    ],
+)
 def test_published_exact_counts(name, published):
     assert counts(name).total == published
 
@@ -165,14 +168,17 @@ def test_minimax_m2():
 # --------------------------------------------------------------------------- KV bytes by hand
 
 
-@pytest.mark.parametrize(("name", "kv_bytes"), [
-    ("falcon-7b", 2 * 1 * 64 * 32 * 2),  # multi-query: one K/V head
-    ("falcon-180b", 2 * 8 * 64 * 80 * 2),  # 8 KV groups
-    ("gpt-j-6b", 2 * 16 * 256 * 28 * 2),
-    ("bloom-176b", 2 * 112 * 128 * 70 * 2),
-    ("pythia-160m", 2 * 12 * 64 * 12 * 2),
-    ("phi-4", 2 * 10 * 128 * 40 * 2),
-])
+@pytest.mark.parametrize(
+    ("name", "kv_bytes"),
+    [
+        ("falcon-7b", 2 * 1 * 64 * 32 * 2),  # multi-query: one K/V head
+        ("falcon-180b", 2 * 8 * 64 * 80 * 2),  # 8 KV groups
+        ("gpt-j-6b", 2 * 16 * 256 * 28 * 2),
+        ("bloom-176b", 2 * 112 * 128 * 70 * 2),
+        ("pythia-160m", 2 * 12 * 64 * 12 * 2),
+        ("phi-4", 2 * 10 * 128 * 40 * 2),
+    ],
+)
 def test_kv_bytes_per_token(name, kv_bytes):
     assert float(memory.kv_cache_bytes_per_token(spec(name), 2.0)) == kv_bytes
 
@@ -214,22 +220,41 @@ def test_falcon_pre_transformers_refinedweb_config():
     # tiiuae/falcon-40b's original config (model_type RefinedWeb, RWForCausalLM): n_head, n_head_kv,
     # n_layer, new decoder implied.  By hand: per layer q/o 2·8192², kv 2·8192·512, MLP 2·8192·32768,
     # norms 4·8192 = 679,510,016 × 60 + 65024·8192 + 2·8192 = 41.30 B ("40B" on the card).
-    cfg = {"alibi": False, "apply_residual_connection_post_layernorm": False,
-           "architectures": ["RWForCausalLM"], "attention_dropout": 0.0, "bias": False, "bos_token_id": 11,
-           "eos_token_id": 11, "hidden_dropout": 0.0, "hidden_size": 8192, "initializer_range": 0.02,
-           "layer_norm_epsilon": 1e-05, "model_type": "RefinedWeb", "n_head": 128, "n_head_kv": 8,
-           "n_layer": 60, "parallel_attn": True, "torch_dtype": "bfloat16", "transformers_version": "4.27.4",
-           "use_cache": True, "vocab_size": 65024}
+    cfg = {
+        "alibi": False,
+        "apply_residual_connection_post_layernorm": False,
+        "architectures": ["RWForCausalLM"],
+        "attention_dropout": 0.0,
+        "bias": False,
+        "bos_token_id": 11,
+        "eos_token_id": 11,
+        "hidden_dropout": 0.0,
+        "hidden_size": 8192,
+        "initializer_range": 0.02,
+        "layer_norm_epsilon": 1e-05,
+        "model_type": "RefinedWeb",
+        "n_head": 128,
+        "n_head_kv": 8,
+        "n_layer": 60,
+        "parallel_attn": True,
+        "torch_dtype": "bfloat16",
+        "transformers_version": "4.27.4",
+        "use_cache": True,
+        "vocab_size": 65024,
+    }
     m = model_from_dict(model_dict_from_hf_config(cfg, name="falcon-40b"))
     assert (m.num_kv_heads, m.norms_per_layer, m.num_layers) == (8, 2, 60)
     assert memory.param_counts(m).total == 679_510_016 * 60 + 65024 * 8192 + 2 * 8192
 
 
-@pytest.mark.parametrize(("catalog", "fixture", "published"), [
-    ("gpt-j-6b", "gpt-j-6b", 6.05e9),  # HF page / model card: 6.05 B (6,053,381,344)
-    ("falcon-180b", "falcon-180b", 180e9),  # model card: 180 B
-    ("bloom-176b", "bloom-176b", 176.247e9),  # model card: 176,247,271,424
-])
+@pytest.mark.parametrize(
+    ("catalog", "fixture", "published"),
+    [
+        ("gpt-j-6b", "gpt-j-6b", 6.05e9),  # HF page / model card: 6.05 B (6,053,381,344)
+        ("falcon-180b", "falcon-180b", 180e9),  # model card: 180 B
+        ("bloom-176b", "bloom-176b", 176.247e9),  # model card: 176,247,271,424
+    ],
+)
 def test_catalog_models_match_their_configs(catalog, fixture, published):
     cat, imported = load_model(catalog), spec(fixture)
     for key in type(cat).model_fields:

@@ -67,8 +67,10 @@ def test_gpt_oss_counts_and_checkpoint_size():
     assert dep.weight_bytes == 60_914_073_600 + 4_334_742_144
     assert round(dep.weight_bytes / GIB, 1) == 60.8
     small = spec("gpt-oss-20b")
-    assert round(deployment(small, load_hardware("h100-sxm"), 1, Precision.checkpoint(small)).weight_bytes
-                 / GIB, 1) == 12.8
+    assert (
+        round(deployment(small, load_hardware("h100-sxm"), 1, Precision.checkpoint(small)).weight_bytes / GIB, 1)
+        == 12.8
+    )
 
 
 def test_llama4_scout():
@@ -243,8 +245,12 @@ def test_weights_option_components():
 
 def test_quantization_config_mapping():
     # DeepSeek-style block fp8 (Kimi-K2's config.json): linear layers fp8_block, embeddings/head bf16.
-    assert spec("kimi-k2-instruct").precision == {"default": "bf16", "attention": "fp8_block", "mlp": "fp8_block",
-                                                  "experts": "fp8_block"}
+    assert spec("kimi-k2-instruct").precision == {
+        "default": "bf16",
+        "attention": "fp8_block",
+        "mlp": "fp8_block",
+        "experts": "fp8_block",
+    }
     cfg = config("kimi-k2-instruct")
     bad = copy.deepcopy(cfg)
     bad["quantization_config"]["weight_block_size"] = [64, 64]
@@ -254,8 +260,12 @@ def test_quantization_config_mapping():
     with pytest.raises(SpecError, match="quant_method 'gptq'"):
         model_dict_from_hf_config(bad, "x")
     nv = copy.deepcopy(cfg)
-    nv["quantization_config"] = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16,
-                                 "exclude_modules": ["lm_head", "model.layers.*.self_attn*"]}
+    nv["quantization_config"] = {
+        "quant_method": "modelopt",
+        "quant_algo": "NVFP4",
+        "group_size": 16,
+        "exclude_modules": ["lm_head", "model.layers.*.self_attn*"],
+    }
     assert model_dict_from_hf_config(nv, "x")["precision"] == {"default": "bf16", "mlp": "nvfp4", "experts": "nvfp4"}
 
 
@@ -294,7 +304,8 @@ def test_layer_pattern_validation():
     m = load_model("llama-3-8b")
     assert memory.param_counts(same) == memory.param_counts(m)
     assert float(memory.kv_cache_bytes_per_sequence(same, 5000, 2.0)) == float(
-        memory.kv_cache_bytes_per_sequence(m, 5000, 2.0))
+        memory.kv_cache_bytes_per_sequence(m, 5000, 2.0)
+    )
 
 
 def test_existing_models_unchanged_by_uniform_precision():
@@ -308,8 +319,10 @@ def test_existing_models_unchanged_by_uniform_precision():
         dep = deployment(m, load_hardware("h100-sxm"), 8, Precision("fp8"))
         assert dep.weight_bytes == total * 1.0
         b = np.array([1.0, 64.0])
-        assert np.array_equal(memory.weight_bytes_read(m, Precision("fp8").bytes_by_component, b),
-                              memory.weight_bytes_read_per_step(m, total, 1.0, b))
+        assert np.array_equal(
+            memory.weight_bytes_read(m, Precision("fp8").bytes_by_component, b),
+            memory.weight_bytes_read_per_step(m, total, 1.0, b),
+        )
 
 
 def test_model_show_json_contract(tmp_path):
@@ -322,5 +335,4 @@ def test_model_show_json_contract(tmp_path):
     assert derived["state_bytes_per_sequence"] == 155_648 * 28 * 2
     assert derived["layer_kinds"] == {"full_attention": 4, "mamba": 28, "dense_mlp": 16, "moe_mlp": 16}
     dense = json.loads(run_roofline("model", "show", "llama-3-8b", "--json").stdout)["derived"]
-    assert "state_bytes_per_sequence" not in dense and dense["layer_kinds"] == {"full_attention": 32,
-                                                                                  "dense_mlp": 32}
+    assert "state_bytes_per_sequence" not in dense and dense["layer_kinds"] == {"full_attention": 32, "dense_mlp": 32}

@@ -112,7 +112,9 @@ def test_no_cycle_between_sub_packages():
             s, t = source.split(".")[:3], target.split(".")[:3]
             if s[:2] == t[:2] and len(s) == 3 and len(t) == 3 and s != t:
                 src, dst = ".".join(s), ".".join(t)
-                if (PACKAGE.parent / dst.replace(".", "/")).is_dir() or (PACKAGE.parent / src.replace(".", "/")).is_dir():
+                if (PACKAGE.parent / dst.replace(".", "/")).is_dir() or (
+                    PACKAGE.parent / src.replace(".", "/")
+                ).is_dir():
                     edges[src].add(dst)
     assert _cycle(edges) is None, _cycle(edges)
 

@@ -65,8 +65,12 @@ def test_long_prefill_sums_and_the_sampled_lm_head_is_the_difference():
 def test_fitted_gemms_sum_to_the_step_models_gemm_term():
     # A profile with constant efficiencies 0.5 and 10 us per GEMM: each row is the fitted kernel,
     # max(2mnk / (0.5 P), bytes / (0.5 W)) + 10 us, and their sum is the step model's GEMM term.
-    entry = {"compute_efficiency": 0.5, "memory_efficiency": 0.5, "overhead_s": 1e-5,
-             "params": {"compute_efficiency": 0.5, "memory_efficiency": 0.5, "overhead_s": 1e-5}}
+    entry = {
+        "compute_efficiency": 0.5,
+        "memory_efficiency": 0.5,
+        "overhead_s": 1e-5,
+        "params": {"compute_efficiency": 0.5, "memory_efficiency": 0.5, "overhead_s": 1e-5},
+    }
     data = H100.model_dump()
     data["calibration"] = {"source": "test", "ops": {"gemm/bf16": entry}}
     cal = hardware_from_dict(data, "<test profile>")
@@ -81,8 +85,7 @@ def test_fitted_gemms_sum_to_the_step_models_gemm_term():
     # The down projection on one of 2 chips: [4, 7168] x [7168, 4096] bf16, memory-bound.
     down = by_name(b)["MLP down"]
     per_chip_bytes = 2 * (4 * 7168 + 7168 * 4096 + 4 * 4096)
-    assert down.time_s == pytest.approx(32 * (per_chip_bytes / (0.5 * H100.hbm_bandwidth_bytes_per_s) + 1e-5),
-                                        rel=1e-6)
+    assert down.time_s == pytest.approx(32 * (per_chip_bytes / (0.5 * H100.hbm_bandwidth_bytes_per_s) + 1e-5), rel=1e-6)
     assert by_name(b)[OUTSIDE_GEMMS].time_s == 0.0  # the fitted step model times GEMMs only
     spec = step_ops(deployment(m, cal, 2, tp=2, rates=chip_rates(cal, "bf16", calibrated=False)), work)
     assert spec.time_s < b.time_s
@@ -96,8 +99,12 @@ def test_breakdown_refuses_pipelines_and_arrays():
 
 
 @settings(max_examples=40, deadline=None)
-@given(model=st.sampled_from(["llama-3-8b", "mixtral-8x7b", "deepseek-v3", "gemma-2-9b", "qwen3-32b"]),
-       batch=st.integers(1, 2048), context=st.integers(16, 32768), prefill=st.booleans())
+@given(
+    model=st.sampled_from(["llama-3-8b", "mixtral-8x7b", "deepseek-v3", "gemma-2-9b", "qwen3-32b"]),
+    batch=st.integers(1, 2048),
+    context=st.integers(16, 32768),
+    prefill=st.booleans(),
+)
 def test_ops_never_undercut_the_step_model(model, batch, context, prefill):
     # Σ_i max(F_i/P, B_i/W) ≥ max(Σ F_i/P, Σ B_i/W): the ops' own rooflines add up to at least the
     # step model's one roofline; FLOPs and weight bytes add up to the step's exactly.

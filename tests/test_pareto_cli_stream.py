@@ -13,14 +13,59 @@ from tests.inprocess import run_roofline
 
 GRIDS = [
     # (CLI options, the same sweep's keyword arguments, --group)
-    (["--model", "llama-3-8b", "--hardware", "h100-sxm,tpu-v5e", "--batch", "1..4096", "--chips", "1,2,4,8",
-      "--context", "512,8192"],
-     dict(model="llama-3-8b", hardware=["h100-sxm", "tpu-v5e"], batch=sweep.parse_int_list("1..4096", "b"),
-          chips=[1, 2, 4, 8], context=[512, 8192]), "hardware"),
-    (["--model", "mixtral-8x7b", "--hardware", "h200", "--batch", "1,3,8,64,100,700", "--chips", "2,4,8",
-      "--tp", "1,2", "--pp", "1,2", "--weights", "bf16,int8", "--kv-dtype", "bf16,int8"],
-     dict(model="mixtral-8x7b", hardware=["h200"], batch=[1, 3, 8, 64, 100, 700], chips=[2, 4, 8], tp=[1, 2],
-          pp=[1, 2], weights=("bf16", "int8"), kv_dtypes=("bf16", "int8")), "all"),
+    (
+        [
+            "--model",
+            "llama-3-8b",
+            "--hardware",
+            "h100-sxm,tpu-v5e",
+            "--batch",
+            "1..4096",
+            "--chips",
+            "1,2,4,8",
+            "--context",
+            "512,8192",
+        ],
+        dict(
+            model="llama-3-8b",
+            hardware=["h100-sxm", "tpu-v5e"],
+            batch=sweep.parse_int_list("1..4096", "b"),
+            chips=[1, 2, 4, 8],
+            context=[512, 8192],
+        ),
+        "hardware",
+    ),
+    (
+        [
+            "--model",
+            "mixtral-8x7b",
+            "--hardware",
+            "h200",
+            "--batch",
+            "1,3,8,64,100,700",
+            "--chips",
+            "2,4,8",
+            "--tp",
+            "1,2",
+            "--pp",
+            "1,2",
+            "--weights",
+            "bf16,int8",
+            "--kv-dtype",
+            "bf16,int8",
+        ],
+        dict(
+            model="mixtral-8x7b",
+            hardware=["h200"],
+            batch=[1, 3, 8, 64, 100, 700],
+            chips=[2, 4, 8],
+            tp=[1, 2],
+            pp=[1, 2],
+            weights=("bf16", "int8"),
+            kv_dtypes=("bf16", "int8"),
+        ),
+        "all",
+    ),
 ]
 
 
@@ -30,9 +75,14 @@ def old_path(kw: dict, group: str, objectives: list[str]) -> dict:
     result = sweep.decode_sweep(**kw)
     labels = result.group_labels(group)
     frontiers = {name: frontier_by_group(result.columns, labels, name) for name in objectives}
-    return {"fit": len(result), "evaluated": result.evaluated, "dropped": result.dropped_out_of_memory,
-            "frontiers": {name: {str(k): result.select(idx).rows() for k, idx in groups.items()}
-                          for name, groups in frontiers.items()}}
+    return {
+        "fit": len(result),
+        "evaluated": result.evaluated,
+        "dropped": result.dropped_out_of_memory,
+        "frontiers": {
+            name: {str(k): result.select(idx).rows() for k, idx in groups.items()} for name, groups in frontiers.items()
+        },
+    }
 
 
 @pytest.mark.parametrize("options, kw, group", GRIDS)
@@ -44,6 +94,9 @@ def test_pareto_json_equals_the_whole_sweeps_frontiers(options, kw, group, monke
     assert run.code == 0, run.stderr
     got = json.loads(run.stdout)
     assert got["frontiers"] == want["frontiers"]
-    assert (got["fit"], got["evaluated"], got["dropped_out_of_memory"]) == \
-        (want["fit"], want["evaluated"], want["dropped"])
+    assert (got["fit"], got["evaluated"], got["dropped_out_of_memory"]) == (
+        want["fit"],
+        want["evaluated"],
+        want["dropped"],
+    )
     assert want["fit"] > 10  # (so the refusal above would have fired on the old path)

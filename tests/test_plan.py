@@ -95,8 +95,9 @@ def test_replicas_and_cost():
 def test_plan_single_chip_by_hand():
     # LLaMA-3-8B, bf16, one H100, 1 req/s of 1000 in / 100 out: one chip carries it.
     m, hw = load_model("llama-3-8b"), load_hardware("h100-sxm")
-    res = plan.plan(m, [hw], qps=1.0, lengths=fixed_lengths(1000, 100), max_chips=1,
-                    weights=["bf16"], kv_dtypes=["bf16"])
+    res = plan.plan(
+        m, [hw], qps=1.0, lengths=fixed_lengths(1000, 100), max_chips=1, weights=["bf16"], kv_dtypes=["bf16"]
+    )
     best = res.best
     assert (best.chips_per_replica, best.replicas, best.dollars_per_hour) == (1, 1, 3.0)
     # $3/h over 100 output tokens per second: 3 / (100·3600) · 1e6 = $8.33 per million.
@@ -110,8 +111,10 @@ def test_plan_single_chip_by_hand():
 def test_plan_tighter_targets_never_cheaper_and_infeasible_is_named():
     m, hw = load_model("llama-3-8b"), [load_hardware("h100-sxm"), load_hardware("tpu-v5e")]
     lengths = fixed_lengths(2048, 256)
-    costs = [plan.plan(m, hw, qps=20, lengths=lengths, tpot_slo_s=slo, top=1).best.dollars_per_hour
-             for slo in (0.1, 0.03, 0.015)]
+    costs = [
+        plan.plan(m, hw, qps=20, lengths=lengths, tpot_slo_s=slo, top=1).best.dollars_per_hour
+        for slo in (0.1, 0.03, 0.015)
+    ]
     assert costs == sorted(costs)
     more = [plan.plan(m, hw, qps=q, lengths=lengths, top=1).best.dollars_per_hour for q in (5, 50, 200)]
     assert more == sorted(more) and more[-1] > more[0]
@@ -157,14 +160,31 @@ def test_request_averaged_over_a_distribution():
     apart = 0.7 * float(request(m, hw, 512, 128).ttft_s) + 0.3 * float(request(m, hw, 4096, 512).ttft_s)
     assert together == pytest.approx(apart, rel=1e-12)
     means = averaged_request(deployment(m, hw, 2), d)
-    assert means["ttft_s"] == pytest.approx(0.7 * float(request(m, hw, 512, 128, chips=2).ttft_s)
-                                            + 0.3 * float(request(m, hw, 4096, 512, chips=2).ttft_s))
+    assert means["ttft_s"] == pytest.approx(
+        0.7 * float(request(m, hw, 512, 128, chips=2).ttft_s) + 0.3 * float(request(m, hw, 4096, 512, chips=2).ttft_s)
+    )
     assert means["input_len"] == pytest.approx(0.7 * 512 + 0.3 * 4096)
 
 
 def test_plan_cli_json_and_errors(tmp_path):
-    out = run_json("plan", "--model", "llama-3-8b", "--hardware", "h100-sxm,tpu-v5e", "--qps", "10",
-                   "-i", "1024", "-o", "128", "--tpot-slo", "40ms", "--ttft-slo", "1s", "--explain")
+    out = run_json(
+        "plan",
+        "--model",
+        "llama-3-8b",
+        "--hardware",
+        "h100-sxm,tpu-v5e",
+        "--qps",
+        "10",
+        "-i",
+        "1024",
+        "-o",
+        "128",
+        "--tpot-slo",
+        "40ms",
+        "--ttft-slo",
+        "1s",
+        "--explain",
+    )
     best = out["best"]
     assert best["tpot_s"] <= 0.04 and best["ttft_s"] <= 1.0
     assert best["binding"] in ("memory", "TTFT SLO", "TPOT SLO", "qps")
@@ -172,20 +192,33 @@ def test_plan_cli_json_and_errors(tmp_path):
     assert any(e["name"] == "replicas" for e in out["explain"])
     csv = tmp_path / "l.csv"
     csv.write_text("input_len,output_len\n512,64\n2048,256\n")
-    out = run_json("plan", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--qps", "2",
-                   "--lengths-csv", str(csv))
+    out = run_json("plan", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--qps", "2", "--lengths-csv", str(csv))
     assert out["mean_input_len"] == 1280 and out["best"] is not None
     proc = run_cli("plan", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--qps", "2")
     assert proc.returncode == 2 and "--input-len" in proc.stderr and proc.stdout == ""
-    proc = run_cli("plan", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--qps", "2", "-i", "10",
-                   "-o", "10", "--tpot-slo", "fast")
+    proc = run_cli(
+        "plan",
+        "--model",
+        "llama-3-8b",
+        "--hardware",
+        "h100-sxm",
+        "--qps",
+        "2",
+        "-i",
+        "10",
+        "-o",
+        "10",
+        "--tpot-slo",
+        "fast",
+    )
     assert proc.returncode == 2 and "--tpot-slo" in proc.stderr
 
 
 def test_inverse_questions_by_hand():
     # LLaMA-2-13B, 8x v5e, B = 16 at 8192 tokens: step 20.3 ms (the book's table).
-    ans = plan.inverse_questions(load_model("llama-2-13b"), load_hardware("tpu-v5e"), 8, 16, 8192, 0.010,
-                                 memory_utilization=1.0)  # the book's accounting: all of HBM
+    ans = plan.inverse_questions(
+        load_model("llama-2-13b"), load_hardware("tpu-v5e"), 8, 16, 8192, 0.010, memory_utilization=1.0
+    )  # the book's accounting: all of HBM
     # Longest context: (8·16 GiB - 26.03 GB) / 16 sequences / 819,200 B per token = 8499 tokens.
     assert ans.longest_context_tokens == 8499
     # Bandwidth for 10 ms: (16·6.71e9 + 26.03e9) / 0.01 = 1.334e13 B/s (memory side binds).
@@ -215,11 +248,26 @@ def test_memory_binds_when_the_weights_set_the_slice():
     # DeepSeek-V3 in int8: 671.03e9 bytes of weights; a B200 holds 180 GB of which an engine uses 0.9
     # (162 GB), so 4 chips (648 GB) are too few and the smallest power-of-two slice is 8 (1,296 GB):
     # memory sets the deployment.  With all of HBM (the book's accounting) 4 chips (720 GB) suffice.
-    res = plan.plan(load_model("deepseek-v3"), [load_hardware("b200")], qps=1, lengths=fixed_lengths(1024, 128),
-                    weights=["int8"], kv_dtypes=["bf16"], top=1)
+    res = plan.plan(
+        load_model("deepseek-v3"),
+        [load_hardware("b200")],
+        qps=1,
+        lengths=fixed_lengths(1024, 128),
+        weights=["int8"],
+        kv_dtypes=["bf16"],
+        top=1,
+    )
     assert (res.best.chips_per_replica, res.best.replicas, res.best.binding) == (8, 1, "memory")
-    res = plan.plan(load_model("deepseek-v3"), [load_hardware("b200")], qps=1, lengths=fixed_lengths(1024, 128),
-                    weights=["int8"], kv_dtypes=["bf16"], top=1, memory_utilization=1.0)
+    res = plan.plan(
+        load_model("deepseek-v3"),
+        [load_hardware("b200")],
+        qps=1,
+        lengths=fixed_lengths(1024, 128),
+        weights=["int8"],
+        kv_dtypes=["bf16"],
+        top=1,
+        memory_utilization=1.0,
+    )
     assert (res.best.chips_per_replica, res.best.binding) == (4, "memory")
 
 
@@ -234,14 +282,17 @@ def test_best_per_hardware_matches_single_chip_plans():
 
 
 def test_request_cli_averages_over_lengths(tmp_path):
-    fixed = [run_json("request", "--model", "llama-3-8b", "--hardware", "h100-sxm", "-i", str(i), "-o", str(o))
-             for i, o in ((512, 128), (4096, 512))]
+    fixed = [
+        run_json("request", "--model", "llama-3-8b", "--hardware", "h100-sxm", "-i", str(i), "-o", str(o))
+        for i, o in ((512, 128), (4096, 512))
+    ]
     mixed = run_json("request", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--lengths", "512:128:3,4096:512:1")
     # Weights 3:1 -> 0.75 and 0.25 of each per-request estimate.
     for key in ("ttft_s", "latency_s", "input_len"):
         assert mixed[key] == pytest.approx(0.75 * fixed[0][key] + 0.25 * fixed[1][key])
-    proc = run_cli("request", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--lengths", "512:128,4096:512",
-                   "--explain")
+    proc = run_cli(
+        "request", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--lengths", "512:128,4096:512", "--explain"
+    )
     assert proc.returncode == 2 and "--explain" in proc.stderr
 
 
@@ -250,8 +301,18 @@ def test_plan_at_a_percentile_is_sized_by_simulation():
     from roofline.analyses.plan.percentile import plan_at_percentile
 
     m, hw = load_model("llama-3-8b"), load_hardware("h100-sxm")
-    res, sized = plan_at_percentile(m, [hw], 4.0, fixed_lengths(512, 64), "p99", ttft_slo_s=0.5, tpot_slo_s=0.03,
-                                    candidates=2, requests=300, workers=1)
+    res, sized = plan_at_percentile(
+        m,
+        [hw],
+        4.0,
+        fixed_lengths(512, 64),
+        "p99",
+        ttft_slo_s=0.5,
+        tpot_slo_s=0.03,
+        candidates=2,
+        requests=300,
+        workers=1,
+    )
     assert res.best is not None and res.best.binding == "p99 by simulation"
     assert res.best.ttft_s <= 0.5 and res.best.tpot_s <= 0.03
     assert all(s.replicas >= s.candidate.replicas for s in sized)  # never fewer than the closed form
@@ -269,10 +330,19 @@ def test_plan_with_a_profiles_engine_names_it_and_is_slower():
     kernels_only = hardware_from_dict(data)
     hw = hardware_from_dict({**data, "engine": {"mine/1": entry, "other/2": entry}})
     lengths = fixed_lengths(1024, 128)
-    plain = plan.plan(load_model("llama-3-8b"), [kernels_only], qps=2, lengths=lengths, top=1, weights=["bf16"],
-                      kv_dtypes=["bf16"])
-    slow = plan.plan(load_model("llama-3-8b"), [hw], qps=2, lengths=lengths, top=1, weights=["bf16"],
-                     kv_dtypes=["bf16"], engine="mine/1")
+    plain = plan.plan(
+        load_model("llama-3-8b"), [kernels_only], qps=2, lengths=lengths, top=1, weights=["bf16"], kv_dtypes=["bf16"]
+    )
+    slow = plan.plan(
+        load_model("llama-3-8b"),
+        [hw],
+        qps=2,
+        lengths=lengths,
+        top=1,
+        weights=["bf16"],
+        kv_dtypes=["bf16"],
+        engine="mine/1",
+    )
     assert "calibrated engine mine/1" in slow.sources[f"engine:{hw.name}"]
     assert slow.best.decode_step_s >= 1e-3 and slow.best.decode_step_s > plain.best.decode_step_s
 
@@ -285,8 +355,17 @@ def test_plan_holds_the_longest_request_as_request_does():
     m, hw = load_model("llama-3-8b"), load_hardware("h100-sxm")
     for prompt, fits in ((350_000, False), (200_000, True)):
         assert bool(request(m, hw, prompt, 100).fits) is fits
-        res = plan.plan(m, [hw], qps=0.1, lengths=fixed_lengths(prompt, 100), max_chips=1,
-                        weights=["bf16"], kv_dtypes=["bf16"], tp=[1], top=1)
+        res = plan.plan(
+            m,
+            [hw],
+            qps=0.1,
+            lengths=fixed_lengths(prompt, 100),
+            max_chips=1,
+            weights=["bf16"],
+            kv_dtypes=["bf16"],
+            tp=[1],
+            top=1,
+        )
         assert (res.best is not None) is fits
         if not fits:
             assert res.reasons["memory"] > 0

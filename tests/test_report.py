@@ -17,9 +17,15 @@ from roofline.views.report.page import write_page
 
 from .conftest import run_cli
 
-SMALL = Scenario(models=("llama-2-13b",), hardware=("tpu-v5e", "h100-sxm"), weights=("bf16",),
-                 kv_dtypes=("bf16",), batch=(1, 8, 16, 64, 256), chips=(1, 2, 8),
-                 memory_utilization=1.0)  # the hand-derived counts below use all of HBM
+SMALL = Scenario(
+    models=("llama-2-13b",),
+    hardware=("tpu-v5e", "h100-sxm"),
+    weights=("bf16",),
+    kv_dtypes=("bf16",),
+    batch=(1, 8, 16, 64, 256),
+    chips=(1, 2, 8),
+    memory_utilization=1.0,
+)  # the hand-derived counts below use all of HBM
 
 
 @pytest.fixture(scope="module")
@@ -53,11 +59,21 @@ def test_counts_follow_the_hand_derived_fit(small_report: tuple[str, dict]) -> N
 def test_contents_axes_hover_and_tables(small_report: tuple[str, dict]) -> None:
     text, summary = small_report
     text = text.replace("\\u002f", "/")  # plotly's JSON writes "/" as \u002f
-    for needle in ("per-token latency, step time (ms)", "throughput (tokens/s per chip)",
-                   "interactivity (tokens/s per user)", "cost ($ per million tokens)",
-                   "critical batch 240", "HBM 8x tpu-v5e: 137 GB", "dropped (out of memory)",
-                   "the book: llama-2-13b", "bound: %{customdata[11]}", summary["version"],
-                   "tpu-v5e · bound", "h100-sxm · prediction", "Bounds are not predictions"):
+    for needle in (
+        "per-token latency, step time (ms)",
+        "throughput (tokens/s per chip)",
+        "interactivity (tokens/s per user)",
+        "cost ($ per million tokens)",
+        "critical batch 240",
+        "HBM 8x tpu-v5e: 137 GB",
+        "dropped (out of memory)",
+        "the book: llama-2-13b",
+        "bound: %{customdata[11]}",
+        summary["version"],
+        "tpu-v5e · bound",
+        "h100-sxm · prediction",
+        "Bounds are not predictions",
+    ):
         assert needle in text, needle
     assert "Scenario" in text and "tpu-v5e, h100-sxm" in text
     # The frontier table lists every chip's latency/throughput frontier points.
@@ -77,8 +93,24 @@ def test_write_report_is_atomic(tmp_path: Path) -> None:
 
 def test_report_cli_json_and_bad_names(tmp_path: Path) -> None:
     out = tmp_path / "r.html"
-    proc = run_cli("report", "--models", "llama-3-8b", "--hardware", "tpu-v5e", "--chips", "1,4",
-                   "--batch", "1..64", "--weights", "bf16", "--kv-dtype", "bf16", "--out", str(out), "--json")
+    proc = run_cli(
+        "report",
+        "--models",
+        "llama-3-8b",
+        "--hardware",
+        "tpu-v5e",
+        "--chips",
+        "1,4",
+        "--batch",
+        "1..64",
+        "--weights",
+        "bf16",
+        "--kv-dtype",
+        "bf16",
+        "--out",
+        str(out),
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     # 3 frontiers + the classic roofline + scenario memory; no book tables without a book model.
@@ -94,8 +126,21 @@ def test_report_cli_json_and_bad_names(tmp_path: Path) -> None:
 
 def test_sweep_cli_csv_and_json(tmp_path: Path) -> None:
     path = tmp_path / "s.csv"
-    args = ("sweep", "--model", "llama-2-13b", "--hardware", "tpu-v5e", "--chips", "8",
-            "--batch", "1..64", "--context", "8192", "--memory-utilization", "1")
+    args = (
+        "sweep",
+        "--model",
+        "llama-2-13b",
+        "--hardware",
+        "tpu-v5e",
+        "--chips",
+        "8",
+        "--batch",
+        "1..64",
+        "--context",
+        "8192",
+        "--memory-utilization",
+        "1",
+    )
     proc = run_cli(*args, "--csv", str(path), "--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
@@ -110,9 +155,24 @@ def test_sweep_cli_csv_and_json(tmp_path: Path) -> None:
 
 def test_pareto_cli_json_frontier_is_non_dominated(tmp_path: Path) -> None:
     html_path = tmp_path / "f.html"
-    proc = run_cli("pareto", "--model", "llama-2-13b-gqa", "--hardware", "tpu-v5e,h100-sxm",
-                   "--chips", "1,2,4,8", "--batch", "1..512", "--weights", "bf16,int8",
-                   "--objective", "all", "--html", str(html_path), "--json")
+    proc = run_cli(
+        "pareto",
+        "--model",
+        "llama-2-13b-gqa",
+        "--hardware",
+        "tpu-v5e,h100-sxm",
+        "--chips",
+        "1,2,4,8",
+        "--batch",
+        "1..512",
+        "--weights",
+        "bf16,int8",
+        "--objective",
+        "all",
+        "--html",
+        str(html_path),
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert set(data["frontiers"]) == {"latency-throughput", "interactivity-throughput", "cost-latency"}
@@ -124,16 +184,19 @@ def test_pareto_cli_json_frontier_is_non_dominated(tmp_path: Path) -> None:
     assert html_path.is_file() and html_path.read_text().count('class="plotly-graph-div"') == 3
 
 
-@pytest.mark.parametrize("args, message", [
-    (("sweep", "--model", "llama-2-13b", "--batch", "0"), "--batch"),
-    (("sweep", "--model", "llama-2-13b", "--hardware", "tpu-v5"), "unknown hardware 'tpu-v5'"),
-    (("sweep", "--model", "llama-2-13b", "--price", "-1"), "--price: must be a number in (0,"),
-    (("sweep", "--model", "llama-2-13b", "--price", "h200=2"), "--price: 'h200' is not one of --hardware"),
-    (("sweep", "--model", "llama-2-13b", "--chips", "3", "--tp", "2"), "--tp"),
-    (("sweep", "--model", "llama-2-13b", "--topology", "4y4"), "--topology: cannot read '4y4'"),
-    (("pareto", "--model", "llama-2-13b", "--objective", "speed"), "--objective: unknown 'speed'"),
-    (("pareto", "--model", "llama-3-70b", "--hardware", "tpu-v5e", "--chips", "1"), "no configuration"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("sweep", "--model", "llama-2-13b", "--batch", "0"), "--batch"),
+        (("sweep", "--model", "llama-2-13b", "--hardware", "tpu-v5"), "unknown hardware 'tpu-v5'"),
+        (("sweep", "--model", "llama-2-13b", "--price", "-1"), "--price: must be a number in (0,"),
+        (("sweep", "--model", "llama-2-13b", "--price", "h200=2"), "--price: 'h200' is not one of --hardware"),
+        (("sweep", "--model", "llama-2-13b", "--chips", "3", "--tp", "2"), "--tp"),
+        (("sweep", "--model", "llama-2-13b", "--topology", "4y4"), "--topology: cannot read '4y4'"),
+        (("pareto", "--model", "llama-2-13b", "--objective", "speed"), "--objective: unknown 'speed'"),
+        (("pareto", "--model", "llama-3-70b", "--hardware", "tpu-v5e", "--chips", "1"), "no configuration"),
+    ],
+)
 def test_bad_input_is_one_line(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
     out = tmp_path / "never.csv"
     proc = run_cli(*args, "--csv" if args[0] == "sweep" else "--html", str(out))
@@ -179,8 +242,11 @@ def test_plotly_is_imported_only_when_a_page_is_written() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, roofline.views.cli as c, roofline.views.report, roofline.analyses.sweep.run; c.register_commands(); "
-            "print(sorted(m for m in sys.modules if m.startswith('plotly')))")
+    code = (
+        "import sys, roofline.views.cli as c, roofline.views.report, roofline.analyses.sweep.run; "
+        "c.register_commands(); "
+        "print(sorted(m for m in sys.modules if m.startswith('plotly')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
@@ -188,8 +254,12 @@ def test_plotly_is_imported_only_when_a_page_is_written() -> None:
 
 # --------------------------------------------------------------------------- hardware files, traces, sections
 
-CONSTANT = {"compute_efficiency": 0.5, "memory_efficiency": 0.5, "overhead_s": 1e-5,
-            "params": {"compute_efficiency": 0.5, "memory_efficiency": 0.5, "overhead_s": 1e-5}}
+CONSTANT = {
+    "compute_efficiency": 0.5,
+    "memory_efficiency": 0.5,
+    "overhead_s": 1e-5,
+    "params": {"compute_efficiency": 0.5, "memory_efficiency": 0.5, "overhead_s": 1e-5},
+}
 
 
 def write_profile(path: Path, name: str = "h100-sxm") -> Path:
@@ -229,12 +299,32 @@ def test_hardware_files_are_their_own_traces_named_by_file(tmp_path: Path) -> No
 def test_report_cli_takes_files_and_profiles_one_trace_each(tmp_path: Path) -> None:
     cal = write_profile(tmp_path / "h100-cal.yaml")
     out = tmp_path / "r.html"
-    proc = run_cli("report", "--models", "llama-3-8b", "--hardware", f"h100-sxm,{cal}", "--chips", "1,2,16",
-                   "--batch", "1,8,64", "--weights", "bf16", "--kv-dtype", "bf16", "--out", str(out), "--json")
+    proc = run_cli(
+        "report",
+        "--models",
+        "llama-3-8b",
+        "--hardware",
+        f"h100-sxm,{cal}",
+        "--chips",
+        "1,2,16",
+        "--batch",
+        "1,8,64",
+        "--weights",
+        "bf16",
+        "--kv-dtype",
+        "bf16",
+        "--out",
+        str(out),
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert data["traces"] == ["h100-sxm · bound", "h100-sxm · prediction", "h100-cal.yaml · bound",
-                              "h100-cal.yaml · prediction"]
+    assert data["traces"] == [
+        "h100-sxm · bound",
+        "h100-sxm · prediction",
+        "h100-cal.yaml · bound",
+        "h100-cal.yaml · prediction",
+    ]
     # tp 16 is beyond the 8-GPU NVLink domain: left out of each prediction, 3 batches x 1 slice each
     # (llama-3-8b fits 16 chips at every batch), for each chip file.
     assert data["models"]["llama-3-8b"]["left_out_of_prediction"] == {"h100-sxm": 3, "h100-cal.yaml": 3}
@@ -253,8 +343,15 @@ def test_prediction_of_a_profile_is_slower_than_its_bound() -> None:
 
     with tempfile.TemporaryDirectory() as folder:
         cal = write_profile(Path(folder) / "h100-cal.yaml")
-        scenario = Scenario(models=("llama-3-8b",), hardware=(str(cal),), weights=("bf16",), kv_dtypes=("bf16",),
-                            batch=(1, 16), chips=(1,), context=(2048,))
+        scenario = Scenario(
+            models=("llama-3-8b",),
+            hardware=(str(cal),),
+            weights=("bf16",),
+            kv_dtypes=("bf16",),
+            batch=(1, 16),
+            chips=(1,),
+            context=(2048,),
+        )
         refs = scenario.hardware_refs()
         traces, _ = frontier_traces(run_sweeps(scenario, refs)["llama-3-8b"], refs, scenario)
     bound, pred = (t.result for t in traces)

@@ -159,8 +159,9 @@ def test_mixed_engine_holds_the_prompts_in_flight():
     # A static batch prefills its B prompts in one step (request's check): each sequence also
     # reserves 4096 tokens of (2·4096 + 2·14336)·2 B activations and one sampled row's logits,
     # 55.94 GB / 839,898,112 B = 66.6, so 66 fit.
-    static_fit = int((0.9 * 80e9 - 2 * 8_030_261_248)
-                     // (4100 * 131_072 + 4096 * (2 * 4096 + 2 * 14336) * 2 + 4 * 128_256))
+    static_fit = int(
+        (0.9 * 80e9 - 2 * 8_030_261_248) // (4100 * 131_072 + 4096 * (2 * 4096 + 2 * 14336) * 2 + 4 * 128_256)
+    )
     assert static_fit == 66
     at_66, at_67 = (multichip.serve(m, H100, "static", 4096, 4, 1, b) for b in (66, 67))
     assert at_66.fits and not at_67.fits and at_66.max_batch == static_fit
@@ -180,8 +181,9 @@ def test_mixed_engine_holds_the_prompts_in_flight():
     # slice's mean is 82.1 a replica
     assert serve(eight, "mixed", 4096, 4, 656).fits and not serve(eight, "mixed", 4096, 4, 657).fits
     # what the prompts add: 21 sequences of 4100 tokens x 131,072 B of KV
-    assert over.total_bytes - multichip.serve(m, H100, "interleaved", 4096, 4, 1, 83).total_bytes == \
-        pytest.approx(21 * 4100 * 131_072)
+    assert over.total_bytes - multichip.serve(m, H100, "interleaved", 4096, 4, 1, 83).total_bytes == pytest.approx(
+        21 * 4100 * 131_072
+    )
 
 
 def test_continuous_batching_steady_state():
@@ -196,8 +198,9 @@ def test_continuous_batching_steady_state():
 
 def test_prefix_cache_analysis():
     m = load_model("llama-3-8b")
-    res = multichip.serve(m, H100, "interleaved", 4096, 128, prefix_len=2048, prefix_hit_rate=1.0,
-                          num_prefixes=10, prefix_store="host")
+    res = multichip.serve(
+        m, H100, "interleaved", 4096, 128, prefix_len=2048, prefix_hit_rate=1.0, num_prefixes=10, prefix_store="host"
+    )
     p = res.prefix_cache
     assert p["cache_bytes"] == pytest.approx(10 * 2048 * 131072)
     assert p["cache_load_s"] == pytest.approx(2048 * 131072 / 6.4e10)  # PCIe Gen5 one way
@@ -210,8 +213,7 @@ def test_speculative_pays_at_small_batch_only():
     m, draft = load_model("llama-3-8b"), load_model("qwen2.5-0.5b")
     # Short context: at large batch the target's 5x matmul FLOPs make verification compute-bound, so
     # speculation stops paying (at long context the shared KV read keeps it paying: appendix D).
-    res = multichip.serve(m, H100, "disaggregated", 64, 64, 1, 1, draft_model=draft, draft_len=4,
-                          acceptance=0.8)
+    res = multichip.serve(m, H100, "disaggregated", 64, 64, 1, 1, draft_model=draft, draft_len=4, acceptance=0.8)
     s = res.speculative
     # (1 - α^(γ+1)) / (1 - α) with α = 0.8, γ = 4: (1 - 0.32768) / 0.2 = 3.3616 (appendix D)
     assert s["tokens_per_target_step"] == pytest.approx(3.3616)
@@ -232,4 +234,3 @@ def test_mixed_replicas_each_run_their_own_decodes_and_prompts(batch, one):
     alone = serve(deployment(m, H100, 1, tp=1), "mixed", 2048, 128, one)
     assert pair.tpot_s == pytest.approx(alone.tpot_s) and pair.ttft_s == pytest.approx(alone.ttft_s)
     assert pair.tokens_per_s_per_chip_unchecked == pytest.approx(batch / pair.tpot_s / 2)
-

@@ -30,11 +30,13 @@ def test_the_decode_limit_is_where_comms_meet_weight_loading():
     d, f, b, w_hbm, w_ici = 4096, 16384, 32, 8.2e11, 9e10
     y = sharding.max_model_parallelism_decode(f, b, sharding.hbm_to_ici_ratio(w_hbm, w_ici))
     assert sharding.decode_activation_comms_per_layer_s(b, d, 2, w_ici) == pytest.approx(
-        sharding.decode_weight_time_per_layer_s(d, f, y, 2, w_hbm))
+        sharding.decode_weight_time_per_layer_s(d, f, y, 2, w_hbm)
+    )
 
 
-@pytest.mark.parametrize("k, tp, heads, batch, a2a", [(8, 16, 8, 2, 2), (40, 8, 8, 1, 0), (8, 12, 4, 3, 2),
-                                                      (1, 8, 1, 8, 2)])
+@pytest.mark.parametrize(
+    "k, tp, heads, batch, a2a", [(8, 16, 8, 2, 2), (40, 8, 8, 1, 0), (8, 12, 4, 3, 2), (1, 8, 1, 8, 2)]
+)
 def test_kv_sharding_over_heads_then_batch(k, tp, heads, batch, a2a):
     assert sharding.kv_head_shards(k, tp) == heads
     assert sharding.kv_batch_shards(k, tp) == batch
@@ -167,5 +169,6 @@ def test_shard_no_comms_row_is_the_local_step():
     # TPU overlaps them: max(local, comms).
     res = multichip.shard_limits(load_model("book-exercise"), V5E, 16, 32, 8192, topology_text="4x4")
     assert float(res.local_step_time_s) < float(res.step_time_upper_s)
-    assert float(res.step_time_s) == pytest.approx(max(float(res.local_step_time_s), float(res.step_time_upper_s)
-                                                       - float(res.local_step_time_s)))
+    assert float(res.step_time_s) == pytest.approx(
+        max(float(res.local_step_time_s), float(res.step_time_upper_s) - float(res.local_step_time_s))
+    )

@@ -41,8 +41,12 @@ class LinearCost:
     transfer_s: float = 0.0
 
     def step_time_s(self, decode_seqs, decode_kv_tokens, prefill_tokens, prefill_attention_pairs):
-        return np.asarray(self.a + self.b * np.add(decode_seqs, prefill_tokens)
-                          + self.c * np.add(decode_kv_tokens, prefill_attention_pairs), dtype=float)
+        return np.asarray(
+            self.a
+            + self.b * np.add(decode_seqs, prefill_tokens)
+            + self.c * np.add(decode_kv_tokens, prefill_attention_pairs),
+            dtype=float,
+        )
 
     def kv_transfer_time_s(self, tokens):
         return self.transfer_s
@@ -100,8 +104,14 @@ def test_prefix_hits_skip_that_share_of_the_prompt():
 def test_disaggregated_ttft_adds_the_kv_transfer():
     # Prefill on its own replica, 7 ms to ship the KV, then decode steps at contexts 100..103.
     cost = LinearCost(transfer_s=0.007)
-    res = simulate(cost, OpenLoop(0.01), fixed_lengths(100, 5), requests=3, warmup=0,
-                   fleet=FleetConfig(replicas=1, prefill_replicas=1))
+    res = simulate(
+        cost,
+        OpenLoop(0.01),
+        fixed_lengths(100, 5),
+        requests=3,
+        warmup=0,
+        fleet=FleetConfig(replicas=1, prefill_replicas=1),
+    )
     assert res.ttft_s.mean == pytest.approx(prefill_s(100) + 0.007, rel=1e-12)
     assert res.tpot_s.mean == pytest.approx(decode_s(1, 101.5), rel=1e-12)
     assert res.completed == 3
@@ -162,8 +172,15 @@ def test_throughput_saturates_at_the_largest_batch(replicas):
     t_pf = A + B * 8 * 64 + C * 8 * 64 * 65 / 2
     t_dec = sum(A + 8 * B + 8 * C * (64 + j - 1) for j in range(1, 32))
     expected = replicas * 8 * 32 / (t_pf + t_dec)
-    res = simulate(LinearCost(), ClosedLoop(32 * replicas), fixed_lengths(64, 32), requests=4000 * replicas,
-                   seed=8, scheduler=cfg, fleet=FleetConfig(replicas=replicas))
+    res = simulate(
+        LinearCost(),
+        ClosedLoop(32 * replicas),
+        fixed_lengths(64, 32),
+        requests=4000 * replicas,
+        seed=8,
+        scheduler=cfg,
+        fleet=FleetConfig(replicas=replicas),
+    )
     assert res.output_tokens_per_s == pytest.approx(expected, rel=0.01)
     assert res.mean_batch == pytest.approx(8, rel=0.01)
     assert res.requests_per_s == pytest.approx(expected / 32, rel=0.02)
@@ -192,8 +209,9 @@ def test_tiny_kv_preempts_and_every_request_is_accounted_for(tmp_path: Path):
 
 def test_deterministic_for_a_seed():
     def run(seed: int) -> dict:
-        return simulate(LinearCost(), OpenLoop(6.0, cv=2.0), parse_lengths("50:10,400:90"), requests=500,
-                        seed=seed).as_dict()
+        return simulate(
+            LinearCost(), OpenLoop(6.0, cv=2.0), parse_lengths("50:10,400:90"), requests=500, seed=seed
+        ).as_dict()
 
     assert run(11) == run(11)
     assert run(11)["ttft_s"] != run(12)["ttft_s"]
@@ -209,8 +227,7 @@ def test_bursty_arrivals_wait_longer_than_poisson():
 def test_least_outstanding_balances_a_fleet():
     common = dict(lengths=fixed_lengths(300, 40), requests=4000, seed=10)
     one = simulate(LinearCost(), OpenLoop(5.0), **common)
-    two = simulate(LinearCost(), OpenLoop(10.0), fleet=FleetConfig(replicas=2, balancer="least-outstanding"),
-                   **common)
+    two = simulate(LinearCost(), OpenLoop(10.0), fleet=FleetConfig(replicas=2, balancer="least-outstanding"), **common)
     assert two.completed == 4000
     assert two.ttft_s.mean < one.ttft_s.mean * 1.05  # each replica sees at most half the load
     assert two.output_tokens_per_s == pytest.approx(10.0 * 40, rel=0.04)
@@ -235,19 +252,21 @@ def test_slo_goodput():
     # At vanishing load TTFT = 15.05 ms: an SLO of 10 ms fails every request, 20 ms passes all.
     common = dict(lengths=fixed_lengths(100, 11), requests=10, seed=1, warmup=0)
     assert simulate(LinearCost(), OpenLoop(0.01), ttft_slo_s=0.010, **common).goodput_fraction == 0.0
-    assert simulate(LinearCost(), OpenLoop(0.01), ttft_slo_s=0.020, tpot_slo_s=0.006, **common).goodput_fraction \
-        == 1.0
+    assert simulate(LinearCost(), OpenLoop(0.01), ttft_slo_s=0.020, tpot_slo_s=0.006, **common).goodput_fraction == 1.0
 
 
 # ---------------------------------------------------------------------- input boundary
 
 
-@pytest.mark.parametrize("row, message", [
-    ("x,10,10", "line 2: arrival_time_s must be a number"),
-    ("-1,10,10", "line 2: arrival_time_s must be >= 0"),
-    ("0,0,10", "line 2: input_len must be an integer >= 1"),
-    ("0,10,1.5", "line 2: output_len must be an integer >= 1"),
-])
+@pytest.mark.parametrize(
+    "row, message",
+    [
+        ("x,10,10", "line 2: arrival_time_s must be a number"),
+        ("-1,10,10", "line 2: arrival_time_s must be >= 0"),
+        ("0,0,10", "line 2: input_len must be an integer >= 1"),
+        ("0,10,1.5", "line 2: output_len must be an integer >= 1"),
+    ],
+)
 def test_bad_trace_rows_get_one_line(tmp_path: Path, row: str, message: str):
     p = tmp_path / "bad.csv"
     p.write_text(f"arrival_time_s,input_len,output_len\n{row}\n")
@@ -277,19 +296,36 @@ def test_bad_scheduler_settings():
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    seqs=st.integers(1, 6), extra_budget=st.integers(0, 100), block=st.sampled_from([1, 4, 16]),
-    capacity=st.integers(64, 2000), inp=st.integers(1, 60), out=st.integers(1, 40),
-    rate=st.floats(0.5, 200.0), closed=st.booleans(), prefill_replicas=st.integers(0, 1),
-    replicas=st.integers(1, 2), hit=st.sampled_from([0.0, 0.5]), seed=st.integers(0, 10),
+    seqs=st.integers(1, 6),
+    extra_budget=st.integers(0, 100),
+    block=st.sampled_from([1, 4, 16]),
+    capacity=st.integers(64, 2000),
+    inp=st.integers(1, 60),
+    out=st.integers(1, 40),
+    rate=st.floats(0.5, 200.0),
+    closed=st.booleans(),
+    prefill_replicas=st.integers(0, 1),
+    replicas=st.integers(1, 2),
+    hit=st.sampled_from([0.0, 0.5]),
+    seed=st.integers(0, 10),
 )
-def test_invariants_on_small_random_configs(seqs, extra_budget, block, capacity, inp, out, rate, closed,
-                                            prefill_replicas, replicas, hit, seed):
-    cfg = SchedulerConfig(max_num_seqs=seqs, max_num_batched_tokens=seqs + extra_budget, block_size=block,
-                          prefix_hit_rate=hit)
+def test_invariants_on_small_random_configs(
+    seqs, extra_budget, block, capacity, inp, out, rate, closed, prefill_replicas, replicas, hit, seed
+):
+    cfg = SchedulerConfig(
+        max_num_seqs=seqs, max_num_batched_tokens=seqs + extra_budget, block_size=block, prefix_hit_rate=hit
+    )
     load = ClosedLoop(3) if closed else OpenLoop(rate)
-    res = simulate(LinearCost(kv_capacity_tokens=capacity), load, parse_lengths(f"{inp}:{out},{inp * 2}:{out}"),
-                   requests=40, seed=seed, scheduler=cfg,
-                   fleet=FleetConfig(replicas=replicas, prefill_replicas=prefill_replicas), warmup=0)
+    res = simulate(
+        LinearCost(kv_capacity_tokens=capacity),
+        load,
+        parse_lengths(f"{inp}:{out},{inp * 2}:{out}"),
+        requests=40,
+        seed=seed,
+        scheduler=cfg,
+        fleet=FleetConfig(replicas=replicas, prefill_replicas=prefill_replicas),
+        warmup=0,
+    )
     assert res.completed + res.dropped == 40
     assert res.preemptions >= 0 and 0.0 <= res.mean_kv_utilization <= 1.0 + 1e-9
     if res.completed:
@@ -326,15 +362,39 @@ def test_page_has_three_cdfs_and_the_time_series(tmp_path: Path):
     assert text.count('class="plotly-graph-div"') == 4 and "first 30 requests by arrival" in text
 
 
-CONTRACT_KEYS = {"ttft_s", "tpot_s", "itl_s", "e2e_s", "output_tokens_per_s", "requests_per_s", "mean_batch",
-                 "preemptions", "completed"}
+CONTRACT_KEYS = {
+    "ttft_s",
+    "tpot_s",
+    "itl_s",
+    "e2e_s",
+    "output_tokens_per_s",
+    "requests_per_s",
+    "mean_batch",
+    "preemptions",
+    "completed",
+}
 
 
 def test_cli_json_contract_and_determinism(tmp_path: Path):
     from .conftest import run_json
 
-    args = ("simulate", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--arrival-rate", "5", "-i", "512",
-            "-o", "64", "--requests", "200", "--seed", "3")
+    args = (
+        "simulate",
+        "--model",
+        "llama-3-8b",
+        "--hardware",
+        "h100-sxm",
+        "--arrival-rate",
+        "5",
+        "-i",
+        "512",
+        "-o",
+        "64",
+        "--requests",
+        "200",
+        "--seed",
+        "3",
+    )
     first, again = run_json(*args), run_json(*args)
     assert CONTRACT_KEYS <= set(first) and first == again
     assert set(first["ttft_s"]) == {"mean", "p50", "p90", "p99"} and first["completed"] == 200
@@ -344,11 +404,14 @@ def test_cli_json_contract_and_determinism(tmp_path: Path):
     assert closed["completed"] == 2 and closed["warmup"]["requests"] == 0
 
 
-@pytest.mark.parametrize("extra, message", [
-    ((), "give exactly one load"),
-    (("--arrival-rate", "1", "--concurrency", "2"), "give exactly one load"),
-    (("--arrival-rate", "-1"), "--arrival-rate: must be a number in (0,"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ((), "give exactly one load"),
+        (("--arrival-rate", "1", "--concurrency", "2"), "give exactly one load"),
+        (("--arrival-rate", "-1"), "--arrival-rate: must be a number in (0,"),
+    ],
+)
 def test_cli_bad_input_is_one_line(extra, message):
     from .conftest import run_cli
 

@@ -65,8 +65,10 @@ def test_an_edited_builtin_file_is_validated_not_served_stale(tmp_path):
     # A copy of tpu-v5e.yaml under the same name, its price changed from 1.2 to 1.3 USD per chip-hour.
     original = spec_catalog.builtin_catalog("hardware")["tpu-v5e"]
     edited = tmp_path / "tpu-v5e.yaml"
-    edited.write_text(original.read_text(encoding="utf-8").replace("price_per_chip_hour: 1.2",
-                                                                   "price_per_chip_hour: 1.3"), encoding="utf-8")
+    edited.write_text(
+        original.read_text(encoding="utf-8").replace("price_per_chip_hour: 1.2", "price_per_chip_hour: 1.3"),
+        encoding="utf-8",
+    )
     assert spec_catalog.generated_spec("hardware", edited) is None
     assert load_hardware(edited).price_per_chip_hour == 1.3
     assert load_hardware("tpu-v5e").price_per_chip_hour == 1.2
@@ -86,14 +88,23 @@ def test_a_damaged_generated_entry_falls_back_to_validation(tmp_path, monkeypatc
 def test_step_json_loads_no_pydantic_yaml_rich_console_or_collectives():
     # Start-up: the built-in catalog comes from its generated form, typer's options use their own
     # parsers, rich's console is made only to print, and collectives load only for tp > 1.
-    code = ("import sys; sys.argv = ['roofline', 'step', '--model', 'llama-2-13b', '--hardware', 'tpu-v5e', "
-            "'--chips', '8', '--batch', '16', '--context', '8192', '--json']\n"
-            "from roofline.views.cli import main\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "bad = [m for m in ('pydantic', 'yaml', 'rich.console', 'roofline.deploy.fabric', 'roofline.formulas.collectives', "
-            "'roofline.specs.schema') if m in sys.modules]\n"
-            "print('LOADED', bad, file=sys.stderr)")
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
-                         env={**os.environ, "PYTHONPATH": str(REPO)}, check=True)
+    code = (
+        "import sys; sys.argv = ['roofline', 'step', '--model', 'llama-2-13b', '--hardware', 'tpu-v5e', "
+        "'--chips', '8', '--batch', '16', '--context', '8192', '--json']\n"
+        "from roofline.views.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "bad = [m for m in ('pydantic', 'yaml', 'rich.console', 'roofline.deploy.fabric', "
+        "'roofline.formulas.collectives', "
+        "'roofline.specs.schema') if m in sys.modules]\n"
+        "print('LOADED', bad, file=sys.stderr)"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=True,
+    )
     assert json.loads(run.stdout)["hardware"] == "tpu-v5e"
     assert "LOADED []" in run.stderr, run.stderr

@@ -68,7 +68,8 @@ def test_unknown_names_suggest_nearest():
 
 def test_model_consistency_checked(tmp_path):
     path = tmp_path / "m.yaml"
-    path.write_text("name: m\nnum_layers: 2\nd_model: 64\nd_ff: 128\nnum_heads: 6\nnum_kv_heads: 4\n"
-                    "head_dim: 16\nvocab_size: 100\n")
+    path.write_text(
+        "name: m\nnum_layers: 2\nd_model: 64\nd_ff: 128\nnum_heads: 6\nnum_kv_heads: 4\nhead_dim: 16\nvocab_size: 100\n"
+    )
     with pytest.raises(SpecError, match="multiple of num_kv_heads"):
         load_model(str(path))

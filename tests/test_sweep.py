@@ -64,8 +64,7 @@ def test_dtype_blocks_and_labels() -> None:
     r = decode_sweep(LLAMA, [V5E], batch=[1], chips=[8], context=[8192], weights=["bf16", "int8"])
     weights = r.column("weights").tolist()
     assert weights == ["bf16", "int8"]
-    assert r.columns["step_time_s"][1] == pytest.approx((13_015_864_320 + 6_710_886_400) / (8 * 8.2e11),
-                                                         rel=1e-6)
+    assert r.columns["step_time_s"][1] == pytest.approx((13_015_864_320 + 6_710_886_400) / (8 * 8.2e11), rel=1e-6)
     row = r.rows()[1]
     assert list(row) == list(COLUMNS) and row["weights"] == "int8" and row["hardware"] == "tpu-v5e"
 
@@ -78,8 +77,15 @@ def test_tensor_parallel_degrees_must_divide_chips() -> None:
     pairs = sorted(zip(r.columns["tp"].tolist(), r.columns["chips"].tolist(), strict=True))
     assert pairs == [(2, 2), (2, 4)]
     # (all of HBM: at the default 0.9 of 17.18 GB = 15.46 GB, LLaMA-3-8B's 16.1 GB no longer fit one chip)
-    r = decode_sweep(load_model("llama-3-8b"), [V5E], batch=[1], chips=[1, 2, 3, 4], context=[1024],
-                     tp=[1, 2], memory_utilization=1.0)
+    r = decode_sweep(
+        load_model("llama-3-8b"),
+        [V5E],
+        batch=[1],
+        chips=[1, 2, 3, 4],
+        context=[1024],
+        tp=[1, 2],
+        memory_utilization=1.0,
+    )
     pairs = sorted(zip(r.columns["tp"].tolist(), r.columns["chips"].tolist(), strict=True))
     assert pairs == [(1, 1), (1, 2), (1, 3), (1, 4), (2, 2), (2, 4)]
     comms = dict(zip(r.columns["tp"].tolist(), r.columns["comms_time_s"].tolist(), strict=True))
@@ -120,8 +126,14 @@ def test_feasible_points_prefix_by_hand() -> None:
     st.sampled_from(["bf16", "int8", "int4"]),
 )
 def test_invariants(model: str, hw: str, chips: int, context: int, weights: str) -> None:
-    r = decode_sweep(load_model(model), [load_hardware(hw)], batch=np.arange(1, 513),
-                     chips=[chips], context=[context], weights=[weights])
+    r = decode_sweep(
+        load_model(model),
+        [load_hardware(hw)],
+        batch=np.arange(1, 513),
+        chips=[chips],
+        context=[context],
+        weights=[weights],
+    )
     c = r.columns
     assert len(r) + r.dropped_out_of_memory == r.evaluated == 512
     assert np.all(c["total_bytes"] <= c["hbm_capacity_bytes"])

@@ -29,13 +29,20 @@ FEW = settings(max_examples=12, deadline=None, suppress_health_check=[HealthChec
 def calibrated_h100():
     """A hand-made profile: constant-efficiency GEMM and decode attention, all-reduce fitted at 2/4/8."""
     data = load_hardware("h100-sxm").model_dump(exclude_none=True)
-    coll = {f"{k}@{n}": v for n in (2, 4, 8)
-            for k, v in (("latency_s", 1e-5 * n), ("bandwidth_bytes_per_s", 3e11), ("small_message_bytes", 1e7))}
+    coll = {
+        f"{k}@{n}": v
+        for n in (2, 4, 8)
+        for k, v in (("latency_s", 1e-5 * n), ("bandwidth_bytes_per_s", 3e11), ("small_message_bytes", 1e7))
+    }
     data["name"] = "h100-calibrated"
-    data["calibration"] = {"source": "hand-made test profile", "ops": {
-        "gemm/bf16": {"compute_efficiency": 0.75, "memory_efficiency": 0.8, "overhead_s": 3e-6},
-        "attention_decode/bf16": {"compute_efficiency": 0.9, "memory_efficiency": 0.55, "overhead_s": 1.2e-5},
-        "allreduce/bf16": {"memory_efficiency": 0.8, "overhead_s": 1.8e-5, "params": coll}}}
+    data["calibration"] = {
+        "source": "hand-made test profile",
+        "ops": {
+            "gemm/bf16": {"compute_efficiency": 0.75, "memory_efficiency": 0.8, "overhead_s": 3e-6},
+            "attention_decode/bf16": {"compute_efficiency": 0.9, "memory_efficiency": 0.55, "overhead_s": 1.2e-5},
+            "allreduce/bf16": {"memory_efficiency": 0.8, "overhead_s": 1.8e-5, "params": coll},
+        },
+    }
     return hardware_from_dict(data)
 
 
@@ -66,8 +73,15 @@ def reference(model, hardware, batch, chips, context, weights, kv_dtypes, tp, pp
         for w in weights:
             for kv in kv_dtypes:
                 prec = Precision(w, kv)
-                screen = decode_step(model, hw, chips_axis[:, None].astype(float), 1,
-                                     context_axis[None, :].astype(float), prec, memory_utilization=mu)
+                screen = decode_step(
+                    model,
+                    hw,
+                    chips_axis[:, None].astype(float),
+                    1,
+                    context_axis[None, :].astype(float),
+                    prec,
+                    memory_utilization=mu,
+                )
                 max_batch = np.broadcast_to(screen.max_batch, (chips_axis.size, context_axis.size))
                 for degree, stages, rows, _ in groups:
                     slot, b = feasible_points(batch_axis, max_batch[rows])
@@ -75,8 +89,18 @@ def reference(model, hardware, batch, chips, context, weights, kv_dtypes, tp, pp
                         continue
                     c = np.repeat(chips_axis[rows].astype(float), context_axis.size)[slot]
                     s = np.tile(context_axis.astype(float), rows.size)[slot]
-                    res = decode_step(model, hw, c, b, s, prec, tp=degree, pp=stages if stages > 1 else None,
-                                      ep=ep, memory_utilization=mu)
+                    res = decode_step(
+                        model,
+                        hw,
+                        c,
+                        b,
+                        s,
+                        prec,
+                        tp=degree,
+                        pp=stages if stages > 1 else None,
+                        ep=ep,
+                        memory_utilization=mu,
+                    )
                     fits = np.asarray(res.fits)
 
                     def kept(v, fits=fits):
@@ -84,44 +108,85 @@ def reference(model, hardware, batch, chips, context, weights, kv_dtypes, tp, pp
 
                     step_s, bk, ck = kept(res.step_time_s), b[fits], c[fits]
                     tps = step.tokens_per_s(bk, step_s)
-                    parts.append({
-                        "chips": ck.astype(np.int64), "tp": np.full(bk.size, degree, dtype=np.int64),
-                        "pp": np.full(bk.size, stages, dtype=np.int64), "batch": bk.astype(np.int64),
-                        "context": s[fits].astype(np.int64), "step_time_s": step_s,
-                        "step_time_lower_s": kept(res.step_time_lower_s),
-                        "step_time_upper_s": kept(res.step_time_upper_s), "comms_time_s": kept(res.comms_time_s),
-                        "tokens_per_s": tps, "tokens_per_s_per_chip": tps / ck,
-                        "tokens_per_s_per_user": 1.0 / step_s,
-                        "cost_per_million_tokens": cost.cost_per_million_tokens(hw.price_per_chip_hour, ck, tps),
-                        "bound": np.asarray(res.bound)[fits], "total_bytes": kept(res.total_bytes),
-                        "hbm_capacity_bytes": kept(res.hbm_capacity_bytes)})
+                    parts.append(
+                        {
+                            "chips": ck.astype(np.int64),
+                            "tp": np.full(bk.size, degree, dtype=np.int64),
+                            "pp": np.full(bk.size, stages, dtype=np.int64),
+                            "batch": bk.astype(np.int64),
+                            "context": s[fits].astype(np.int64),
+                            "step_time_s": step_s,
+                            "step_time_lower_s": kept(res.step_time_lower_s),
+                            "step_time_upper_s": kept(res.step_time_upper_s),
+                            "comms_time_s": kept(res.comms_time_s),
+                            "tokens_per_s": tps,
+                            "tokens_per_s_per_chip": tps / ck,
+                            "tokens_per_s_per_user": 1.0 / step_s,
+                            "cost_per_million_tokens": cost.cost_per_million_tokens(hw.price_per_chip_hour, ck, tps),
+                            "bound": np.asarray(res.bound)[fits],
+                            "total_bytes": kept(res.total_bytes),
+                            "hbm_capacity_bytes": kept(res.hbm_capacity_bytes),
+                        }
+                    )
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
 
 
-GRID = st.fixed_dictionaries({
-    "model": st.sampled_from(sorted(MODELS)),
-    "hardware": st.lists(st.sampled_from(sorted(CHIPS)), min_size=1, max_size=2, unique=True),
-    "batch": st.lists(st.integers(1, 3000), min_size=1, max_size=40),
-    "chips": st.lists(st.sampled_from([1, 2, 4, 8, 16]), min_size=1, max_size=3),
-    "context": st.lists(st.integers(1, 40000), min_size=1, max_size=6),
-    "weights": st.sampled_from([("bf16",), ("int8", "bf16")]),
-    "kv_dtypes": st.sampled_from([("bf16",), ("int4", "int8")]),
-    "layout": st.sampled_from([(None, None), ([1, 2], None), ([2, 8], [1, 2]), ([4], [2])]),
-    "mu": st.sampled_from([0.9, 1.0]),
-})
+GRID = st.fixed_dictionaries(
+    {
+        "model": st.sampled_from(sorted(MODELS)),
+        "hardware": st.lists(st.sampled_from(sorted(CHIPS)), min_size=1, max_size=2, unique=True),
+        "batch": st.lists(st.integers(1, 3000), min_size=1, max_size=40),
+        "chips": st.lists(st.sampled_from([1, 2, 4, 8, 16]), min_size=1, max_size=3),
+        "context": st.lists(st.integers(1, 40000), min_size=1, max_size=6),
+        "weights": st.sampled_from([("bf16",), ("int8", "bf16")]),
+        "kv_dtypes": st.sampled_from([("bf16",), ("int4", "int8")]),
+        "layout": st.sampled_from([(None, None), ([1, 2], None), ([2, 8], [1, 2]), ([4], [2])]),
+        "mu": st.sampled_from([0.9, 1.0]),
+    }
+)
 
 
 @FEW
 @given(GRID)
-@example({"model": "llama-3-8b", "hardware": ["h200", "h100-calibrated"], "batch": list(range(1, 3000, 37)),
-          "chips": [1, 2, 4, 8], "context": [1, 100, 2048, 32768], "weights": ("int8", "bf16"),
-          "kv_dtypes": ("bf16",), "layout": ([1, 2], None), "mu": 0.9})
-@example({"model": "llama-2-13b", "hardware": ["tpu-v5e"], "batch": list(range(1, 600, 7)), "chips": [8, 16],
-          "context": [1024, 8192], "weights": ("bf16",), "kv_dtypes": ("int4", "int8"), "layout": ([2, 8], [1, 2]),
-          "mu": 1.0})
-@example({"model": "llama-3-8b", "hardware": ["h100-sxm-cal", "h100-sxm-cal-trtllm"],
-          "batch": list(range(1, 2000, 29)), "chips": [1, 2, 8], "context": [1, 512, 8192, 32768],
-          "weights": ("int8", "bf16"), "kv_dtypes": ("bf16",), "layout": ([1, 2], None), "mu": 0.9})
+@example(
+    {
+        "model": "llama-3-8b",
+        "hardware": ["h200", "h100-calibrated"],
+        "batch": list(range(1, 3000, 37)),
+        "chips": [1, 2, 4, 8],
+        "context": [1, 100, 2048, 32768],
+        "weights": ("int8", "bf16"),
+        "kv_dtypes": ("bf16",),
+        "layout": ([1, 2], None),
+        "mu": 0.9,
+    }
+)
+@example(
+    {
+        "model": "llama-2-13b",
+        "hardware": ["tpu-v5e"],
+        "batch": list(range(1, 600, 7)),
+        "chips": [8, 16],
+        "context": [1024, 8192],
+        "weights": ("bf16",),
+        "kv_dtypes": ("int4", "int8"),
+        "layout": ([2, 8], [1, 2]),
+        "mu": 1.0,
+    }
+)
+@example(
+    {
+        "model": "llama-3-8b",
+        "hardware": ["h100-sxm-cal", "h100-sxm-cal-trtllm"],
+        "batch": list(range(1, 2000, 29)),
+        "chips": [1, 2, 8],
+        "context": [1, 512, 8192, 32768],
+        "weights": ("int8", "bf16"),
+        "kv_dtypes": ("bf16",),
+        "layout": ([1, 2], None),
+        "mu": 0.9,
+    }
+)
 def test_sweep_columns_equal_decode_step_bit_for_bit(g) -> None:
     model, hardware = MODELS[g["model"]], [CHIPS[h] for h in g["hardware"]]
     tp, pp = g["layout"]
@@ -179,8 +244,17 @@ def test_grids_cover_each_rows_prefix_once_in_order(counts: list[int], chunk: in
 def test_streamed_frontiers_equal_the_whole_sweeps(g, group: str, buffer_points: int) -> None:
     model, hardware = MODELS[g["model"]], [CHIPS[h] for h in g["hardware"]]
     tp, pp = g["layout"]
-    kw = dict(model=model, hardware=hardware, batch=np.unique(np.r_[g["batch"], np.arange(1, 3000, 7)]),
-              chips=g["chips"], context=g["context"], weights=g["weights"], kv_dtypes=g["kv_dtypes"], tp=tp, pp=pp)
+    kw = dict(
+        model=model,
+        hardware=hardware,
+        batch=np.unique(np.r_[g["batch"], np.arange(1, 3000, 7)]),
+        chips=g["chips"],
+        context=g["context"],
+        weights=g["weights"],
+        kv_dtypes=g["kv_dtypes"],
+        tp=tp,
+        pp=pp,
+    )
     try:
         full = decode_sweep(**kw)
     except Exception:
@@ -192,17 +266,22 @@ def test_streamed_frontiers_equal_the_whole_sweeps(g, group: str, buffer_points:
         assert {k: streamed.select(v).rows() for k, v in streamed.frontiers(objective, group).items()} == want
         if group != "all":  # the per-point label path gives the same frontiers
             old = frontier_by_group(full.columns, full.group_labels(group), objective)
-            assert {k: v.tolist() for k, v in old.items()} == \
-                {k: v.tolist() for k, v in full.frontiers(objective, group).items()}
+            assert {k: v.tolist() for k, v in old.items()} == {
+                k: v.tolist() for k, v in full.frontiers(objective, group).items()
+            }
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.floats(-1e3, 1e3), st.floats(-1e3, 1e3)), min_size=1, max_size=30),
-       st.lists(st.floats(-2e3, 2e3), min_size=1, max_size=30))
+@given(
+    st.lists(st.tuples(st.floats(-1e3, 1e3), st.floats(-1e3, 1e3)), min_size=1, max_size=30),
+    st.lists(st.floats(-2e3, 2e3), min_size=1, max_size=30),
+)
 # Found by hypothesis in a fresh-clone run: steps of y from -1 to -8e-196, where interpolating from
 # the large end rounded the floor up to 0, above every step it stands for.
-@example([(1.0, -8.423442319820076e-196), (2.0, -1.5815781818577962e-100), (3.0, -1.0),
-          (-4.552774953501435e-139, 0.0)], [0.0])
+@example(
+    [(1.0, -8.423442319820076e-196), (2.0, -1.5815781818577962e-100), (3.0, -1.0), (-4.552774953501435e-139, 0.0)],
+    [0.0],
+)
 def test_staircase_floor_never_exceeds_the_best_step(points, queries) -> None:
     xs = np.array([p[0] for p in points])
     ys = np.array([p[1] for p in points])
@@ -236,9 +315,16 @@ def test_the_engine_terms_reach_the_sweep() -> None:
 
 def test_streamed_sweep_keeps_labels_slots_prices_and_skips() -> None:
     # Labels, per-block price, the dropped slots and the skipped (chips, tp) pairs of the full sweep.
-    kw = {"model": MODELS["llama-2-13b"], "hardware": [CHIPS["h100-sxm"], CHIPS["h200"]],
-          "batch": list(range(1, 4000, 97)), "chips": [1, 2, 3], "context": [4096, 32768], "tp": [1, 2],
-          "labels": ["a.yaml", "b.yaml"], "prices": {"a.yaml": 2.5}}
+    kw = {
+        "model": MODELS["llama-2-13b"],
+        "hardware": [CHIPS["h100-sxm"], CHIPS["h200"]],
+        "batch": list(range(1, 4000, 97)),
+        "chips": [1, 2, 3],
+        "context": [4096, 32768],
+        "tp": [1, 2],
+        "labels": ["a.yaml", "b.yaml"],
+        "prices": {"a.yaml": 2.5},
+    }
     full = decode_sweep(**kw)
     streamed = decode_frontier(**kw, buffer_points=1)
     for res in (full, streamed):
@@ -250,7 +336,10 @@ def test_streamed_sweep_keeps_labels_slots_prices_and_skips() -> None:
     assert streamed.dropped_slots == full.dropped_slots and full.dropped_slots
     # Each dropped slot: its kept batches are those up to largest_fit, and the first dropped one overflows.
     for slot in full.dropped_slots:
-        on = (full.columns["block"] == slot.block) & (full.columns["chips"] == slot.chips) \
+        on = (
+            (full.columns["block"] == slot.block)
+            & (full.columns["chips"] == slot.chips)
             & (full.columns["context"] == slot.context)
+        )
         assert int(full.columns["batch"][on].max(initial=0)) == slot.largest_fit
         assert slot.total_bytes > slot.usable_hbm_bytes

@@ -19,17 +19,35 @@ from roofline.views.cli import _common
 from tests.inprocess import run_roofline
 
 REPO = Path(__file__).resolve().parent.parent
-SKIP = ("--json", "calibrate", "measure", "e2e import", "--rows", "h100-cal", "report", "mine.yaml",
-        "--trace", "--holdout")
+SKIP = (
+    "--json",
+    "calibrate",
+    "measure",
+    "e2e import",
+    "--rows",
+    "h100-cal",
+    "report",
+    "mine.yaml",
+    "--trace",
+    "--holdout",
+)
 
 
 def readme_commands() -> list[str]:
     """The ``roofline ...`` lines of the README's bash blocks (comments dropped)."""
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    lines = [line.split("  #")[0].strip() for block in re.findall(r"```bash\n(.*?)```", text, re.S)
-             for line in block.splitlines()]
-    return [line for line in lines if line.startswith("roofline ") and not any(s in line for s in SKIP)
-            and not (line.startswith("roofline model import") and "--out" not in line and "--save" not in line)]
+    lines = [
+        line.split("  #")[0].strip()
+        for block in re.findall(r"```bash\n(.*?)```", text, re.S)
+        for line in block.splitlines()
+    ]
+    return [
+        line
+        for line in lines
+        if line.startswith("roofline ")
+        and not any(s in line for s in SKIP)
+        and not (line.startswith("roofline model import") and "--out" not in line and "--save" not in line)
+    ]
 
 
 COMMANDS = readme_commands()
@@ -43,13 +61,26 @@ def test_the_readme_has_commands_to_check():
 def test_readme_command_fits_80_columns(command, tmp_path, monkeypatch):
     monkeypatch.setenv("ROOFLINE_HOME", str(tmp_path / "catalog"))  # a saved name lands here, not in ~
     if "my-llama-3.1-8b" in command and "--save" not in command:  # the README saves it one line earlier
-        assert run_roofline("model", "import", f"{REPO}/examples/hf/Meta-Llama-3.1-8B/config.json", "--name",
-                            "my-llama-3.1-8b", "--save").code == 0
+        assert (
+            run_roofline(
+                "model",
+                "import",
+                f"{REPO}/examples/hf/Meta-Llama-3.1-8B/config.json",
+                "--name",
+                "my-llama-3.1-8b",
+                "--save",
+            ).code
+            == 0
+        )
     monkeypatch.setattr(_common.console, "width", 80)
     monkeypatch.setattr(_common.err_console, "width", 80)
     # /tmp/ first: the clone itself may live under /tmp (CI), and its paths must stay whole.
-    args = [a.replace("/tmp/", f"{tmp_path}/").replace("examples/", f"{REPO}/examples/")
-            .replace("tests/fixtures/", f"{REPO}/tests/fixtures/") for a in shlex.split(command)[1:]]
+    args = [
+        a.replace("/tmp/", f"{tmp_path}/")
+        .replace("examples/", f"{REPO}/examples/")
+        .replace("tests/fixtures/", f"{REPO}/tests/fixtures/")
+        for a in shlex.split(command)[1:]
+    ]
     saved = os.getcwd()
     os.chdir(tmp_path)
     try:
@@ -74,8 +105,21 @@ def test_hardware_show_prints_units_and_si_prefixes():
 
 def test_wide_tables_keep_every_value():
     # plan's default columns fit 80; --wide adds the sharding and memory columns, each value whole.
-    args = ("plan", "--model", "llama-3-70b", "--hardware", "h100-sxm", "--qps", "10", "-i", "2048", "-o", "256",
-            "--tpot-slo", "50ms")
+    args = (
+        "plan",
+        "--model",
+        "llama-3-70b",
+        "--hardware",
+        "h100-sxm",
+        "--qps",
+        "10",
+        "-i",
+        "2048",
+        "-o",
+        "256",
+        "--tpot-slo",
+        "50ms",
+    )
     narrow, wide = run_roofline(*args), run_roofline(*args, "--wide")
     assert narrow.code == wide.code == 0
     assert "usable HBM" in wide.stdout and "GB" in wide.stdout

@@ -17,9 +17,20 @@ def test_case_passes(case):
 
 def test_key_covers_the_chapter():
     ids = {c.id for c in CASES}
-    for needed in ("crit-batch-v5e-bf16", "pop-quiz-30b-b4", "pop-quiz-30b-b256", "llama2-13b-kv-8192",
-                   "llama2-13b-table1-step-b16", "llama2-13b-table2-tps-b240", "p1-params", "p2-max-batch",
-                   "p3-weight-load", "p5-crit-batch", "mp-limit-generation", "ici-latency-bound-8way"):
+    for needed in (
+        "crit-batch-v5e-bf16",
+        "pop-quiz-30b-b4",
+        "pop-quiz-30b-b256",
+        "llama2-13b-kv-8192",
+        "llama2-13b-table1-step-b16",
+        "llama2-13b-table2-tps-b240",
+        "p1-params",
+        "p2-max-batch",
+        "p3-weight-load",
+        "p5-crit-batch",
+        "mp-limit-generation",
+        "ici-latency-bound-8way",
+    ):
         assert needed in ids
     assert len({c.id for c in CASES}) == len(CASES), "case ids must be unique"
 

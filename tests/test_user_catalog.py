@@ -59,8 +59,11 @@ def test_hardware_file_is_saved_under_a_name_and_listed(home, tmp_path):
 
 def test_saving_refuses_builtin_and_bad_names_before_writing(home, tmp_path):
     source = str(REPO / "models" / "llama-3-8b.yaml")
-    for name, needle in (("llama-3-8b", "built-in"), ("Has Space", "cannot be a catalog name"),
-                         ("a/b", "cannot be a catalog name")):
+    for name, needle in (
+        ("llama-3-8b", "built-in"),
+        ("Has Space", "cannot be a catalog name"),
+        ("a/b", "cannot be a catalog name"),
+    ):
         assert_refused(run_roofline("model", "add", source, "--name", name), "--name", needle)
     assert not home.exists()
     assert load_model("llama-3-8b").source  # the built-in still wins

@@ -28,8 +28,10 @@ def test_a_memory_bound_gemm_reads_its_weights_at_their_width():
 
 def test_weight_only_quantized_steps_are_faster_and_say_how_they_were_priced():
     m = load_model("llama-3-70b")
-    steps = {w: decode_step(m, CAL, chips=2, batch=32, context=2176, tp=2, precision=Precision(w, "int8"))
-             for w in ("bf16", "int8", "int4")}
+    steps = {
+        w: decode_step(m, CAL, chips=2, batch=32, context=2176, tp=2, precision=Precision(w, "int8"))
+        for w in ("bf16", "int8", "int4")
+    }
     gemm = {w: float(s.gemm_time_s) for w, s in steps.items()}
     assert gemm["bf16"] > gemm["int8"] > gemm["int4"] > 0
     assert "weights read at their own bytes (int4" in steps["int4"].sources["gemm"]
@@ -42,8 +44,9 @@ def test_weight_only_quantized_steps_are_faster_and_say_how_they_were_priced():
 def test_mixed_precision_reads_each_component_at_its_own_width():
     m = load_model("mixtral-8x7b")
     whole = decode_step(m, CAL, chips=1, batch=8, context=1024, precision=Precision("bf16"))
-    experts = decode_step(m, CAL, chips=1, batch=8, context=1024,
-                          precision=Precision("bf16", components=(("experts", "int4"),)))
+    experts = decode_step(
+        m, CAL, chips=1, batch=8, context=1024, precision=Precision("bf16", components=(("experts", "int4"),))
+    )
     assert float(experts.gemm_time_s) < float(whole.gemm_time_s)
     assert "experts int4" in experts.sources["gemm"]
     assert np.isfinite(float(experts.step_time_s))

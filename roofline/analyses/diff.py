@@ -28,12 +28,18 @@ def flops_excess_s(gemm_time_s: ArrayLike, weight_time_s: ArrayLike) -> Number:
     return np.subtract(gemm_time_s, np.minimum(weight_time_s, gemm_time_s))
 
 
-def step_terms_s(attention_s: float, weight_time_s: float, gemm_time_s: float, comms_exposed_s: float,
-                 overhead_s: float) -> dict[str, float]:
+def step_terms_s(
+    attention_s: float, weight_time_s: float, gemm_time_s: float, comms_exposed_s: float, overhead_s: float
+) -> dict[str, float]:
     """The additive terms of T = attention + min(T_weights, GEMM) + (GEMM − that) + exposed comms + overhead."""
     weights = min(weight_time_s, gemm_time_s)
-    return dict(zip(TERMS, (attention_s, weights, float(flops_excess_s(gemm_time_s, weight_time_s)),
-                            comms_exposed_s, overhead_s), strict=True))
+    return dict(
+        zip(
+            TERMS,
+            (attention_s, weights, float(flops_excess_s(gemm_time_s, weight_time_s)), comms_exposed_s, overhead_s),
+            strict=True,
+        )
+    )
 
 
 def cost_rate(cost_per_million_tokens: float, step_time_s: float) -> float:
@@ -74,8 +80,13 @@ def _scalar(value: Any) -> float:
 
 
 def _terms_of(r: StepResult) -> dict[str, float]:
-    return step_terms_s(_scalar(r.attention_time_s), _scalar(r.weight_time_s), _scalar(r.gemm_time_s),
-                        _scalar(r.comms_exposed_s), _scalar(r.overhead_time_s))
+    return step_terms_s(
+        _scalar(r.attention_time_s),
+        _scalar(r.weight_time_s),
+        _scalar(r.gemm_time_s),
+        _scalar(r.comms_exposed_s),
+        _scalar(r.overhead_time_s),
+    )
 
 
 def diff_steps(a: StepResult, b: StepResult) -> DiffResult:
@@ -86,9 +97,19 @@ def diff_steps(a: StepResult, b: StepResult) -> DiffResult:
     cost_b = _scalar(b.cost_per_million_tokens) * step_b / _scalar(b.step_time_s)
     ka, kb = cost_rate(cost_a, step_a), cost_rate(cost_b, step_b)
     delta = step_b - step_a
-    terms = [TermDiff(name, ta[name], tb[name], tb[name] - ta[name],
-                      (tb[name] - ta[name]) / delta if delta else 0.0, kb * (tb[name] - ta[name]))
-             for name in TERMS]
-    memory = {key: {"a": _scalar(getattr(a, key)), "b": _scalar(getattr(b, key))}
-              for key in ("param_bytes", "kv_bytes", "total_bytes", "hbm_capacity_bytes", "usable_hbm_bytes")}
+    terms = [
+        TermDiff(
+            name,
+            ta[name],
+            tb[name],
+            tb[name] - ta[name],
+            (tb[name] - ta[name]) / delta if delta else 0.0,
+            kb * (tb[name] - ta[name]),
+        )
+        for name in TERMS
+    ]
+    memory = {
+        key: {"a": _scalar(getattr(a, key)), "b": _scalar(getattr(b, key))}
+        for key in ("param_bytes", "kv_bytes", "total_bytes", "hbm_capacity_bytes", "usable_hbm_bytes")
+    }
     return DiffResult(step_a, step_b, cost_a, cost_b, terms, (kb - ka) * step_a, memory)

@@ -95,20 +95,22 @@ def parse_lengths(text: str) -> LengthDistribution:
             lengths = [check_number(p, "", minimum=1.0, maximum=float(MAX_COUNT), open_low=False) for p in parts[:2]]
             weight = check_number(parts[2], "", minimum=0.0, open_low=False) if len(parts) == 3 else 1.0
         except OptionError as exc:
-            raise OptionError(f"--lengths: {shown(item)}: lengths are numbers in [1, {MAX_COUNT}] and the "
-                              f"weight a number >= 0 ({exc})") from None
+            raise OptionError(
+                f"--lengths: {shown(item)}: lengths are numbers in [1, {MAX_COUNT}] and the "
+                f"weight a number >= 0 ({exc})"
+            ) from None
         points.append([*lengths, weight])
     arr = np.array(points)
     return from_points(arr[:, 0], arr[:, 1], arr[:, 2], source="--lengths")
 
 
-def lengths_from_options(input_len: int | None, output_len: int | None, lengths: str | None,
-                         lengths_csv: str | None) -> LengthDistribution:
+def lengths_from_options(
+    input_len: int | None, output_len: int | None, lengths: str | None, lengths_csv: str | None
+) -> LengthDistribution:
     """Exactly one of --input-len/--output-len, --lengths or --lengths-csv."""
     given = sum(x is not None for x in (lengths, lengths_csv)) + (input_len is not None or output_len is not None)
     if given != 1:
-        raise RooflineError("give request lengths once: --input-len and --output-len, or --lengths, "
-                            "or --lengths-csv")
+        raise RooflineError("give request lengths once: --input-len and --output-len, or --lengths, or --lengths-csv")
     if lengths is not None:
         return parse_lengths(lengths)
     if lengths_csv is not None:
@@ -146,8 +148,9 @@ def read_lengths_csv(path: str | Path) -> LengthDistribution:
     return from_points(arr[:, 0], arr[:, 1], arr[:, 2], source=str(p))
 
 
-def averaged_request(dep: Deployment, lengths: LengthDistribution, batch: ArrayLike = 1,
-                     mfu: float = 1.0) -> dict[str, float]:
+def averaged_request(
+    dep: Deployment, lengths: LengthDistribution, batch: ArrayLike = 1, mfu: float = 1.0
+) -> dict[str, float]:
     """Every numeric field of :func:`roofline.analyses.step.request`, weighted over the distribution.
 
     One vectorised call over the deployment evaluates all the points.  Means of latencies are

@@ -109,8 +109,7 @@ def staircase_floor(stair_x: ArrayLike, stair_y: ArrayLike, x: ArrayLike) -> np.
     1e-9 for rounding): one ``np.interp`` instead of a binary search per point.  A point whose
     y is at most the bound is weakly dominated by a staircase point.
     """
-    return key_floor(-np.asarray(stair_x, dtype=float), np.asarray(stair_y, dtype=float),
-                          -np.asarray(x, dtype=float))
+    return key_floor(-np.asarray(stair_x, dtype=float), np.asarray(stair_y, dtype=float), -np.asarray(x, dtype=float))
 
 
 def _not_dominated_by_sample(key: np.ndarray, ys: np.ndarray, stride: int = 64) -> np.ndarray | None:
@@ -173,9 +172,7 @@ def frontier_of(columns: dict[str, np.ndarray], objective: str) -> np.ndarray:
     return pareto_order(columns[x_col], columns[y_col], x_sense, y_sense)
 
 
-def frontier_by_group(
-    columns: dict[str, np.ndarray], group: ArrayLike, objective: str
-) -> dict[object, np.ndarray]:
+def frontier_by_group(columns: dict[str, np.ndarray], group: ArrayLike, objective: str) -> dict[object, np.ndarray]:
     """One frontier per value of ``group`` (e.g. per chip): {value: indices, best x first}."""
     x_col, x_sense, y_col, y_sense = objective_columns(objective)
     x, y = np.asarray(columns[x_col]), np.asarray(columns[y_col])

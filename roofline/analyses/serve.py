@@ -62,14 +62,27 @@ def _check_int(name: str, value: float, low: float = 1) -> None:
         raise OptionError(f"{name} must be at least {low:g} (got {shown(value)})", parameters=(name,))
 
 
-def serve(dep: Deployment, mode: str, input_len: int, output_len: int, batch: int = 1, mfu: float = 1.0,
-          arrival_rate: float | None = None, prefix_len: int | None = None, prefix_hit_rate: float = 1.0,
-          num_prefixes: int = 1, prefix_store: str = "hbm", draft_model: ModelSpec | None = None,
-          draft_len: int | None = None, acceptance: float | None = None) -> ServeResult:
+def serve(
+    dep: Deployment,
+    mode: str,
+    input_len: int,
+    output_len: int,
+    batch: int = 1,
+    mfu: float = 1.0,
+    arrival_rate: float | None = None,
+    prefix_len: int | None = None,
+    prefix_hit_rate: float = 1.0,
+    num_prefixes: int = 1,
+    prefix_store: str = "hbm",
+    draft_model: ModelSpec | None = None,
+    draft_len: int | None = None,
+    acceptance: float | None = None,
+) -> ServeResult:
     """TTFT, TPOT and tokens/s per chip of a static, interleaved or disaggregated engine, plus extras."""
     if mode not in serving.MODES:
-        raise OptionError(f"mode: unknown mode {shown(mode)}; allowed: {', '.join(serving.MODES)}",
-                          parameters=("mode",))
+        raise OptionError(
+            f"mode: unknown mode {shown(mode)}; allowed: {', '.join(serving.MODES)}", parameters=("mode",)
+        )
     for name, value in (("input_len", input_len), ("output_len", output_len), ("batch", batch)):
         _check_int(name, value)
     chips = float(dep.chips)
@@ -98,11 +111,19 @@ def serve(dep: Deployment, mode: str, input_len: int, output_len: int, batch: in
         stall, tps, used = prefill_1, batch / tpot, chips
     elif mode == "mixed":  # each replica runs its own ⌈B/r⌉ decodes and their new prompts
         mine = float(replica_loads(batch, dep.replicas)[0])
-        step_s = float(step_terms(dep, replace(mixed_work(mine, input_len, output_len, mean_context),
-                                               per_replica=True), mfu).time_s)
+        step_s = float(
+            step_terms(
+                dep, replace(mixed_work(mine, input_len, output_len, mean_context), per_replica=True), mfu
+            ).time_s
+        )
         prompts = max(1.0, float(serving.prompts_per_step(mine, output_len)))
-        with_prompt = Work(decode_seqs=mine, decode_context=mean_context, prefill_seqs=prompts,
-                           prefill_len=float(input_len), per_replica=True)
+        with_prompt = Work(
+            decode_seqs=mine,
+            decode_context=mean_context,
+            prefill_seqs=prompts,
+            prefill_len=float(input_len),
+            per_replica=True,
+        )
         ttft = float(serving.mixed_ttft_s(step_s, step_terms(dep, with_prompt, mfu).time_s))
         tpot, stall, tps, used = step_s, 0.0, batch / step_s, chips
         final = mixed_memory(dep, batch, input_len, output_len, final)
@@ -112,25 +133,45 @@ def serve(dep: Deployment, mode: str, input_len: int, output_len: int, batch: in
         tpot, stall = step_s, 0.0
         tps, used = batch / step_s, chips * (1.0 + ratio)
     return ServeResult(
-        mode=mode, ttft_s=ttft, tpot_s=tpot,
+        mode=mode,
+        ttft_s=ttft,
+        tpot_s=tpot,
         tokens_per_s_per_chip=float(serving.tokens_per_s_per_chip(tps, used)) if fits else None,
-        chips=used, prefill_s=prefill_1, batch_prefill_s=prefill_b, step_time_s=step_s, decode_stall_s=stall,
-        prefill_to_decode_ratio=ratio, kv_transfer_s=transfer, fits=fits,
+        chips=used,
+        prefill_s=prefill_1,
+        batch_prefill_s=prefill_b,
+        step_time_s=step_s,
+        decode_stall_s=stall,
+        prefill_to_decode_ratio=ratio,
+        kv_transfer_s=transfer,
+        fits=fits,
         tokens_per_s_per_chip_unchecked=float(serving.tokens_per_s_per_chip(tps, used)),
         max_batch=float(final.max_batch),
-        usable_hbm_bytes=float(final.usable_hbm_bytes), total_bytes=float(final.total_bytes),
-        prefill_comms_s=float(one.prefill_comms_s), decode_comms_s=float(step_res.comms_exposed_s),
-        tp=dep.par.tp, pp=dep.par.pp, ep=dep.par.ep,
-        continuous=(continuous_batching(dep, input_len, output_len, prefill_1, arrival_rate)
-                    if arrival_rate is not None else None),
-        prefix_cache=(prefix_caching(dep, input_len, mfu, prefix_len, prefix_hit_rate, num_prefixes, prefix_store)
-                      if prefix_len is not None else None),
-        speculative=(speculative(dep, batch, mean_context, draft_model, draft_len, acceptance)
-                     if any(v is not None for v in (draft_model, draft_len, acceptance)) else None),
+        usable_hbm_bytes=float(final.usable_hbm_bytes),
+        total_bytes=float(final.total_bytes),
+        prefill_comms_s=float(one.prefill_comms_s),
+        decode_comms_s=float(step_res.comms_exposed_s),
+        tp=dep.par.tp,
+        pp=dep.par.pp,
+        ep=dep.par.ep,
+        continuous=(
+            continuous_batching(dep, input_len, output_len, prefill_1, arrival_rate)
+            if arrival_rate is not None
+            else None
+        ),
+        prefix_cache=(
+            prefix_caching(dep, input_len, mfu, prefix_len, prefix_hit_rate, num_prefixes, prefix_store)
+            if prefix_len is not None
+            else None
+        ),
+        speculative=(
+            speculative(dep, batch, mean_context, draft_model, draft_len, acceptance)
+            if any(v is not None for v in (draft_model, draft_len, acceptance))
+            else None
+        ),
         sources={
             **step_res.sources,
-            "formulas": f"{BOOK}, 'Designing an effective inference engine', appendix D; part 8 "
-                        "(disaggregation ratio)",
+            "formulas": f"{BOOK}, 'Designing an effective inference engine', appendix D; part 8 (disaggregation ratio)",
             "decode step": f"batch {batch} at the mean context I + O/2 = {mean_context:g}",
         },
     )
@@ -146,19 +187,27 @@ def kv_transfer_s(dep: Deployment, kv_bytes: float) -> float:
     return float(serving.kv_transfer_time_s(kv_bytes, chips * hw.dcn_bandwidth_bytes_per_s, hw.dcn_latency_s or 0.0))
 
 
-def static_memory(dep: Deployment, input_len: int, output_len: int, decodes: StepResult,
-                  whole: RequestResult) -> StepResult:
+def static_memory(
+    dep: Deployment, input_len: int, output_len: int, decodes: StepResult, whole: RequestResult
+) -> StepResult:
     """A static batch's memory, :func:`request_from`'s (B sequences at I + O beside the activations
     of their joint prefill), and the largest B that fits so (:func:`static_max_batch`)."""
-    return replace(decodes, fits=whole.fits, total_bytes=whole.total_bytes,
-                   usable_hbm_bytes=whole.usable_hbm_bytes, max_batch=static_max_batch(dep, input_len, output_len))
+    return replace(
+        decodes,
+        fits=whole.fits,
+        total_bytes=whole.total_bytes,
+        usable_hbm_bytes=whole.usable_hbm_bytes,
+        max_batch=static_max_batch(dep, input_len, output_len),
+    )
 
 
 def static_max_batch(dep: Deployment, input_len: float, output_len: float) -> float:
     """Largest static batch whose KV at I + O and joint prefill (I tokens, 1 sampled row a sequence)
     fit: r·⌊(HBM·u − P) / (KV(I + O) + reserve(I, 1))⌋, each replica holding its share."""
-    per_seq = np.add(memory.cache_bytes_per_sequence(dep.model, input_len + output_len, dep.precision.kv_bytes),
-                     dep.activation_reserve_bytes(float(input_len), 1.0))
+    per_seq = np.add(
+        memory.cache_bytes_per_sequence(dep.model, input_len + output_len, dep.precision.kv_bytes),
+        dep.activation_reserve_bytes(float(input_len), 1.0),
+    )
     budget = dep.group_capacity_bytes() * dep.memory_utilization
     return float(np.max(np.multiply(dep.replicas, memory.max_batch_size(budget, dep.weight_bytes, per_seq))))
 
@@ -176,8 +225,13 @@ def mixed_memory(dep: Deployment, batch: int, input_len: int, output_len: int, d
     seq_bytes = memory.cache_bytes_per_sequence(dep.model, input_len + output_len, dep.precision.kv_bytes)
     held = held_memory(dep, resident, seq_bytes, 1.0, loads=(top, low, n_busiest))
     per_replica = int(round(float(decodes.max_batch) / float(r)))
-    return replace(decodes, fits=held.fits, total_bytes=held.total_bytes, usable_hbm_bytes=held.usable_bytes,
-                   max_batch=float(r) * serving.mixed_max_batch(per_replica, output_len))
+    return replace(
+        decodes,
+        fits=held.fits,
+        total_bytes=held.total_bytes,
+        usable_hbm_bytes=held.usable_bytes,
+        max_batch=float(r) * serving.mixed_max_batch(per_replica, output_len),
+    )
 
 
 def mixed_work(batch: float, input_len: int, output_len: int, context: float) -> Work:
@@ -188,25 +242,36 @@ def mixed_work(batch: float, input_len: int, output_len: int, context: float) ->
     costs (sampling, the engine's per-prefill overhead, the LM head) count B/O of a prompt."""
     prompts = float(serving.prompts_per_step(batch, output_len))
     if prompts >= 1.0:
-        return Work(decode_seqs=float(batch), decode_context=context, prefill_seqs=prompts,
-                    prefill_len=float(input_len))
+        return Work(
+            decode_seqs=float(batch), decode_context=context, prefill_seqs=prompts, prefill_len=float(input_len)
+        )
     chunk = prompts * input_len
-    return Work(decode_seqs=float(batch), decode_context=context, prefill_seqs=1.0, prefill_len=chunk,
-                prefill_cached=(input_len - chunk) / 2.0, prefill_prompts=prompts)
+    return Work(
+        decode_seqs=float(batch),
+        decode_context=context,
+        prefill_seqs=1.0,
+        prefill_len=chunk,
+        prefill_cached=(input_len - chunk) / 2.0,
+        prefill_prompts=prompts,
+    )
 
 
-def continuous_batching(dep: Deployment, input_len: int, output_len: int, prefill_s: float,
-                        arrival_rate: float) -> dict[str, object]:
+def continuous_batching(
+    dep: Deployment, input_len: int, output_len: int, prefill_s: float, arrival_rate: float
+) -> dict[str, object]:
     """Steady state at λ req/s: concurrency by Little's law, TPOT, TTFT with M/D/1 prefill queueing, chips."""
     if not (np.isfinite(arrival_rate) and arrival_rate > 0):
-        raise OptionError(f"arrival_rate must be positive and finite (got {shown(arrival_rate)})",
-                          parameters=("arrival_rate",))
+        raise OptionError(
+            f"arrival_rate must be positive and finite (got {shown(arrival_rate)})", parameters=("arrival_rate",)
+        )
     context = input_len + output_len / 2.0
     at_final = step_from(dep, 1, input_len + output_len)
     max_batch = int(min(at_final.max_batch, 1 << 16))
     if max_batch < 1:
-        raise RooflineError(f"{dep.model.name} does not fit on {dep.chips:g}x {dep.hw.name} at context "
-                            f"{input_len + output_len} (usable HBM {dep.memory_utilization:g} of physical)")
+        raise RooflineError(
+            f"{dep.model.name} does not fit on {dep.chips:g}x {dep.hw.name} at context "
+            f"{input_len + output_len} (usable HBM {dep.memory_utilization:g} of physical)"
+        )
     batches = np.arange(1, max_batch + 1, dtype=float)
     steps = np.asarray(step_from(dep, batches, context).step_time_s, dtype=float)
     replicas, concurrency = 1, float("inf")
@@ -216,27 +281,36 @@ def continuous_batching(dep: Deployment, input_len: int, output_len: int, prefil
             break
         replicas += 1
     if not np.isfinite(concurrency):
-        raise OptionError(f"arrival_rate={arrival_rate:g}: needs more than 4096 decode replicas",
-                          parameters=("arrival_rate",))
+        raise OptionError(
+            f"arrival_rate={arrival_rate:g}: needs more than 4096 decode replicas", parameters=("arrival_rate",)
+        )
     tpot = float(steps[int(concurrency) - 1])
     prefill_servers = int(serving.servers_needed(arrival_rate * prefill_s))
     wait = float(serving.md1_wait_s(arrival_rate / prefill_servers, prefill_s))
     return {
-        "arrival_rate_per_s": arrival_rate, "concurrency_per_replica": concurrency, "decode_replicas": replicas,
-        "prefill_servers": prefill_servers, "tpot_s": tpot, "ttft_s": prefill_s + wait,
-        "prefill_queue_wait_s": wait, "chips_needed": (replicas + prefill_servers) * float(dep.chips),
+        "arrival_rate_per_s": arrival_rate,
+        "concurrency_per_replica": concurrency,
+        "decode_replicas": replicas,
+        "prefill_servers": prefill_servers,
+        "tpot_s": tpot,
+        "ttft_s": prefill_s + wait,
+        "prefill_queue_wait_s": wait,
+        "chips_needed": (replicas + prefill_servers) * float(dep.chips),
         "queueing_model": "Little's law L = λ·O·TPOT(L) per decode replica; prefill pool as M/D/1 "
-                          "(Poisson arrivals, fixed prefill time), sized to ≤ 80% utilization; "
-                          "see `roofline simulate` for queueing with a scheduler",
+        "(Poisson arrivals, fixed prefill time), sized to ≤ 80% utilization; "
+        "see `roofline simulate` for queueing with a scheduler",
     }
 
 
-def prefix_caching(dep: Deployment, input_len: int, mfu: float, prefix_len: int, hit_rate: float,
-                   num_prefixes: int, store: str) -> dict[str, object]:
+def prefix_caching(
+    dep: Deployment, input_len: int, mfu: float, prefix_len: int, hit_rate: float, num_prefixes: int, store: str
+) -> dict[str, object]:
     """Shared prefix of P tokens hit with rate h: FLOPs saved, cache bytes held, TTFT with and without."""
     if not 0 < prefix_len <= input_len:
-        raise OptionError(f"prefix_len must be in (0, input_len={input_len}] (got {shown(prefix_len)})",
-                          parameters=("prefix_len", "input_len"))
+        raise OptionError(
+            f"prefix_len must be in (0, input_len={input_len}] (got {shown(prefix_len)})",
+            parameters=("prefix_len", "input_len"),
+        )
     if not 0 <= hit_rate <= 1:
         raise OptionError(f"prefix_hit_rate must be in [0, 1] (got {shown(hit_rate)})", parameters=("prefix_hit_rate",))
     if num_prefixes < 1:
@@ -250,8 +324,9 @@ def prefix_caching(dep: Deployment, input_len: int, mfu: float, prefix_len: int,
     kv_prefix = float(memory.kv_cache_bytes_per_sequence(m, prefix_len, dep.precision.kv_bytes))
     if store == "host":
         if hw.host_bandwidth_bytes_per_s is None:
-            raise OptionError(f"prefix_store: host: {hw.name} has no host_bandwidth_bytes_per_s",
-                              parameters=("prefix_store",))
+            raise OptionError(
+                f"prefix_store: host: {hw.name} has no host_bandwidth_bytes_per_s", parameters=("prefix_store",)
+            )
         load = kv_prefix / (chips * hw.host_bandwidth_bytes_per_s)
         capacity = (hw.host_dram_bytes or 0.0) * chips
     else:
@@ -262,21 +337,35 @@ def prefix_caching(dep: Deployment, input_len: int, mfu: float, prefix_len: int,
     cached = float(serving.prefix_cached_ttft_s(full, suffix, load, hit_rate))
     prefix_flops = float(prefix_t.matmul_flops + prefix_t.attention_flops) * dep.par.pp
     return {
-        "prefix_len": prefix_len, "hit_rate": hit_rate,
+        "prefix_len": prefix_len,
+        "hit_rate": hit_rate,
         "prefill_flops": float(full_t.matmul_flops + full_t.attention_flops) * dep.par.pp,
         "flops_saved_per_request": float(serving.prefix_flops_saved(prefix_flops, hit_rate)),
-        "cache_bytes": held, "cache_store": store, "cache_fits": held <= capacity, "cache_load_s": load,
-        "ttft_without_cache_s": full, "ttft_with_cache_s": cached, "ttft_gain_s": full - cached,
+        "cache_bytes": held,
+        "cache_store": store,
+        "cache_fits": held <= capacity,
+        "cache_load_s": load,
+        "ttft_without_cache_s": full,
+        "ttft_with_cache_s": cached,
+        "ttft_gain_s": full - cached,
     }
 
 
-def speculative(dep: Deployment, batch: int, context: float, draft_model: ModelSpec | None, draft_len: int | None,
-                acceptance: float | None) -> dict[str, object]:
+def speculative(
+    dep: Deployment,
+    batch: int,
+    context: float,
+    draft_model: ModelSpec | None,
+    draft_len: int | None,
+    acceptance: float | None,
+) -> dict[str, object]:
     """Speculative decoding, γ drafts at acceptance α: the verify step is γ+1 tokens per sequence priced
     by the step model (compute-bound above the critical batch), so the speedup falls below 1 there."""
     if draft_model is None or draft_len is None or acceptance is None:
-        raise OptionError("speculative decoding needs draft_model=, draft_len= and acceptance= together",
-                          parameters=("draft_model", "draft_len", "acceptance"))
+        raise OptionError(
+            "speculative decoding needs draft_model=, draft_len= and acceptance= together",
+            parameters=("draft_model", "draft_len", "acceptance"),
+        )
     if draft_len < 1:
         raise OptionError(f"draft_len must be at least 1 (got {shown(draft_len)})", parameters=("draft_len",))
     if not 0 <= acceptance <= 1:
@@ -288,23 +377,35 @@ def speculative(dep: Deployment, batch: int, context: float, draft_model: ModelS
     from dataclasses import replace
 
     from roofline.deploy import chip_rates
+
     draft_rates = chip_rates(dep.hw, dep.precision.compute, kv_dtype=dep.precision.kv)
     draft_dep = replace(dep, model=draft_model, rates=draft_rates)
     draft = np.asarray(step_terms(draft_dep, decode_work(batches, context)).time_s, dtype=float)
-    verify = np.asarray(step_terms(dep, Work(prefill_seqs=batches, prefill_len=draft_len + 1.0,
-                                             prefill_cached=context)).time_s, dtype=float)
+    verify = np.asarray(
+        step_terms(dep, Work(prefill_seqs=batches, prefill_len=draft_len + 1.0, prefill_cached=context)).time_s,
+        dtype=float,
+    )
     tokens = float(serving.expected_tokens_per_step(acceptance, draft_len))
     round_s = serving.speculative_round_time_s(draft, draft_len, verify)
     speedup = serving.speculative_speedup(tokens, round_s, plain)
     i = int(np.nonzero(batches == batch)[0][0])
     even = serving.break_even_batch(batches, speedup)
     return {
-        "draft_model": draft_model.name, "draft_len": draft_len, "acceptance": acceptance,
-        "tokens_per_target_step": tokens, "draft_step_s": float(draft[i]), "verify_step_s": float(verify[i]),
-        "round_time_s": float(round_s[i]), "plain_step_s": float(plain[i]), "tpot_s": float(round_s[i]) / tokens,
-        "speedup": float(speedup[i]), "break_even_batch": even,
+        "draft_model": draft_model.name,
+        "draft_len": draft_len,
+        "acceptance": acceptance,
+        "tokens_per_target_step": tokens,
+        "draft_step_s": float(draft[i]),
+        "verify_step_s": float(verify[i]),
+        "round_time_s": float(round_s[i]),
+        "plain_step_s": float(plain[i]),
+        "tpot_s": float(round_s[i]) / tokens,
+        "speedup": float(speedup[i]),
+        "break_even_batch": even,
         "largest_batch_checked": float(batches[-1]),
-        "break_even_note": ("inf: speculation pays at every batch that fits in memory (up to the largest checked)"
-                            if not np.isfinite(even) else
-                            f"the smallest power-of-two batch checked where the speedup is at most 1 ({even:g})"),
+        "break_even_note": (
+            "inf: speculation pays at every batch that fits in memory (up to the largest checked)"
+            if not np.isfinite(even)
+            else f"the smallest power-of-two batch checked where the speedup is at most 1 ({even:g})"
+        ),
     }

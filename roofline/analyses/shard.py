@@ -65,15 +65,22 @@ def collective(
     """
     v = np.asarray(total_bytes, dtype=float)
     if np.any(~np.isfinite(v)) or np.any(v <= 0):
-        raise OptionError(f"total_bytes must be positive and finite (got {shown(total_bytes)})",
-                          parameters=("total_bytes",))
+        raise OptionError(
+            f"total_bytes must be positive and finite (got {shown(total_bytes)})", parameters=("total_bytes",)
+        )
     dcn_source = "hardware file"
     if dcn_bandwidth_bytes_per_s is not None:
         if not 0 < dcn_bandwidth_bytes_per_s < float("inf"):
-            raise OptionError(f"dcn_bandwidth_bytes_per_s must be positive and finite (got "
-                              f"{shown(dcn_bandwidth_bytes_per_s)})", parameters=("dcn_bandwidth_bytes_per_s",))
-        hw = hw.model_copy(update={"dcn_bandwidth_bytes_per_s": float(dcn_bandwidth_bytes_per_s),
-                                   "dcn_latency_s": hw.dcn_latency_s or 1e-5})
+            raise OptionError(
+                f"dcn_bandwidth_bytes_per_s must be positive and finite (got {shown(dcn_bandwidth_bytes_per_s)})",
+                parameters=("dcn_bandwidth_bytes_per_s",),
+            )
+        hw = hw.model_copy(
+            update={
+                "dcn_bandwidth_bytes_per_s": float(dcn_bandwidth_bytes_per_s),
+                "dcn_latency_s": hw.dcn_latency_s or 1e-5,
+            }
+        )
         dcn_source = "command line"
     layout = fabric.layout_for(hw, devices, topology_text, axes, wraparound)
     t = fabric.collective_on(hw, layout, op, v)
@@ -95,9 +102,11 @@ def collective(
         latency_time_s=t.latency_time_s,
         latency_bound=t.latency_bound,
         rule_of_thumb_latency_bound=np.asarray(
-            collectives.is_latency_bound(v, n, hw.ici_bandwidth_bytes_per_s, hw.ici_hop_latency_s)),
+            collectives.is_latency_bound(v, n, hw.ici_bandwidth_bytes_per_s, hw.ici_hop_latency_s)
+        ),
         latency_bound_below_bytes=float(
-            collectives.latency_bound_bytes(n, hw.ici_bandwidth_bytes_per_s, hw.ici_hop_latency_s)),
+            collectives.latency_bound_bytes(n, hw.ici_bandwidth_bytes_per_s, hw.ici_hop_latency_s)
+        ),
         spec_time_s=t.time_upper_s,
         sources={
             "hardware": hw_source,
@@ -178,18 +187,30 @@ def shard_limits(
 ) -> ShardResult:
     """Model-parallel limits (decode, prefill, latency), KV sharding, 1D vs 2D, MoE experts, sharded step."""
     if expert_ways is not None and not model.is_moe:
-        raise OptionError(f"expert_ways={expert_ways}: the model has no routed experts (splitting experts needs an "
-                          "MoE model)", parameters=("expert_ways",))
-    res = decode_step(model, hw, chips, batch, context, precision, tp=tp if tp is not None else (
-        None if topology_text else chips), topology_text=topology_text)
+        raise OptionError(
+            f"expert_ways={expert_ways}: the model has no routed experts (splitting experts needs an MoE model)",
+            parameters=("expert_ways",),
+        )
+    res = decode_step(
+        model,
+        hw,
+        chips,
+        batch,
+        context,
+        precision,
+        tp=tp if tp is not None else (None if topology_text else chips),
+        topology_text=topology_text,
+    )
     degree = int(res.tp)
     # Usable one-way ICI bandwidth per chip of the tp group: 2 links per wrapped axis (book part 3).
     layout = fabric.tp_layout(hw, degree, topology_text)
     w_ici = fabric.usable_bandwidth_bytes_per_s(hw, layout)
     q_bytes = sharding.attention_query_bytes(batch, model.num_heads, model.head_dim, dtype_bytes(precision.compute))
     sequence_comms = sharding.sequence_sharding_comms_time_s(
-        model.num_layers, fabric.collective_on(hw, layout, "allgather", q_bytes).time_s,
-        fabric.collective_on(hw, layout, "allreduce", q_bytes).time_s)
+        model.num_layers,
+        fabric.collective_on(hw, layout, "allgather", q_bytes).time_s,
+        fabric.collective_on(hw, layout, "allreduce", q_bytes).time_s,
+    )
     rates = chip_rates(hw, precision.compute)
     beta = float(sharding.hbm_to_ici_ratio(rates.hbm_bandwidth_bytes_per_s, w_ici))
     alpha = float(sharding.ici_arithmetic_intensity(rates.flops_per_s, w_ici))
@@ -203,16 +224,19 @@ def shard_limits(
         max_tp_decode=float(sharding.max_model_parallelism_decode(model.d_ff, batch, beta)),
         alpha_ici=alpha,
         max_tp_prefill=float(sharding.max_model_parallelism_prefill(model.d_ff, alpha)),
-        latency_bound_above_tp=float(collectives.latency_bound_model_parallelism(
-            act_bytes, hw.ici_bandwidth_bytes_per_s, hw.ici_hop_latency_s)),
+        latency_bound_above_tp=float(
+            collectives.latency_bound_model_parallelism(act_bytes, hw.ici_bandwidth_bytes_per_s, hw.ici_hop_latency_s)
+        ),
         kv_head_shards=int(sharding.kv_head_shards(model.num_kv_heads, degree)),
         kv_batch_shards=int(sharding.kv_batch_shards(model.num_kv_heads, degree)),
         attention_alltoalls_per_layer=int(sharding.attention_alltoalls_per_layer(model.num_kv_heads, degree)),
         comms_1d_s=float(sharding.model_parallel_1d_comms_s(batch, model.d_model, hw.ici_bandwidth_bytes_per_s)),
-        comms_2d_s=float(sharding.optimal_2d_comms_s(batch, model.d_model, model.d_ff, chips,
-                                                     hw.ici_bandwidth_bytes_per_s)),
+        comms_2d_s=float(
+            sharding.optimal_2d_comms_s(batch, model.d_model, model.d_ff, chips, hw.ici_bandwidth_bytes_per_s)
+        ),
         weight_stationary_2d_crossover_chips=float(
-            sharding.weight_stationary_2d_crossover_chips(model.d_model, model.d_ff)),
+            sharding.weight_stationary_2d_crossover_chips(model.d_model, model.d_ff)
+        ),
         sequence_sharding_comms_s=sequence_comms,
         step_time_s=res.step_time_s,
         local_step_time_s=res.local_step_time_s,
@@ -224,8 +248,7 @@ def shard_limits(
         sources={
             "hardware": rates.source,
             "model": model.source or model.name,
-            "formulas": f"{BOOK}, 'Distributing inference over multiple accelerators', problems 6-7, "
-                        "appendices B-C",
+            "formulas": f"{BOOK}, 'Distributing inference over multiple accelerators', problems 6-7, appendices B-C",
             "comms": res.sources["comms"],
         },
     )
@@ -236,19 +259,25 @@ def moe_sharding(
 ) -> dict[str, Any]:
     """Expert sharding [E_Z, D, F_Y]: bytes and weight-load time per chip, free HBM, smallest slice."""
     parts = memory.component_bytes(model, precision.bytes_by_component)
-    expert_bytes = (parts["experts"] + parts["expert_other"] if precision.mixed
-                    else float(memory.param_bytes(memory.routed_expert_params(model), precision.weight_bytes)))
+    expert_bytes = (
+        parts["experts"] + parts["expert_other"]
+        if precision.mixed
+        else float(memory.param_bytes(memory.routed_expert_params(model), precision.weight_bytes))
+    )
     other_bytes = memory.model_weight_bytes(model, precision.bytes_by_component) - expert_bytes
     if expert_ways is None:
         z, y, per_chip = sharding.best_expert_split(chips, model.num_experts, expert_bytes, other_bytes)
     else:
         if expert_ways < 1 or chips % expert_ways or model.num_experts % expert_ways:
-            raise OptionError(f"expert_ways={expert_ways} must divide both chips={chips} and the "
-                              f"{model.num_experts} experts", parameters=("expert_ways", "chips"))
+            raise OptionError(
+                f"expert_ways={expert_ways} must divide both chips={chips} and the {model.num_experts} experts",
+                parameters=("expert_ways", "chips"),
+            )
         z, y = expert_ways, chips // expert_ways
         per_chip = float(sharding.expert_sharded_bytes_per_chip(expert_bytes, other_bytes, z, y))
-    smallest = sharding.smallest_slice_for_experts(slice_sizes(hw), hw.hbm_bytes, model.num_experts,
-                                                   expert_bytes, other_bytes)
+    smallest = sharding.smallest_slice_for_experts(
+        slice_sizes(hw), hw.hbm_bytes, model.num_experts, expert_bytes, other_bytes
+    )
     rates = chip_rates(hw, precision.compute)
     return {
         "expert_ways": z,
@@ -257,8 +286,9 @@ def moe_sharding(
         "weight_load_time_s": float(step.weight_load_time_s(per_chip, rates.hbm_bandwidth_bytes_per_s)),
         "free_hbm_per_chip_bytes": float(sharding.free_hbm_per_chip(hw.hbm_bytes, per_chip)),
         "smallest_slice_chips": smallest[0] if smallest else None,
-        "experts_touched_per_step": float(memory.expected_experts_touched(
-            model.num_experts, model.experts_per_token, batch)),
+        "experts_touched_per_step": float(
+            memory.expected_experts_touched(model.num_experts, model.experts_per_token, batch)
+        ),
         "weight_bytes_read_per_step": float(memory.weight_bytes_read(model, precision.bytes_by_component, batch)),
     }
 
@@ -291,5 +321,19 @@ def serve(
 ) -> ServeResult:
     """A serving design of ``model`` on ``chips`` of ``hw`` (see :func:`roofline.analyses.serve.serve`)."""
     dep = deployment(model, hw, chips, precision, tp=tp, pp=pp, ep=ep, memory_utilization=memory_utilization)
-    return engines.serve(dep, mode, input_len, output_len, batch, mfu, arrival_rate, prefix_len,
-                         prefix_hit_rate, num_prefixes, prefix_store, draft_model, draft_len, acceptance)
+    return engines.serve(
+        dep,
+        mode,
+        input_len,
+        output_len,
+        batch,
+        mfu,
+        arrival_rate,
+        prefix_len,
+        prefix_hit_rate,
+        num_prefixes,
+        prefix_store,
+        draft_model,
+        draft_len,
+        acceptance,
+    )

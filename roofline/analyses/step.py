@@ -24,8 +24,20 @@ from roofline.terms import StepTerms, decode_work, prefill_work, step_terms
 from roofline.terms.exact import times
 from roofline.terms.step import BOOK
 
-__all__ = ["BOOK", "DEFAULT_CONTEXT", "Precision", "RequestResult", "StepMemory", "StepResult", "decode_step",
-           "held_memory", "request", "request_from", "step_from", "step_memory"]
+__all__ = [
+    "BOOK",
+    "DEFAULT_CONTEXT",
+    "Precision",
+    "RequestResult",
+    "StepMemory",
+    "StepResult",
+    "decode_step",
+    "held_memory",
+    "request",
+    "request_from",
+    "step_from",
+    "step_memory",
+]
 
 
 DEFAULT_PRECISION = Precision()
@@ -94,13 +106,34 @@ def _check_positive(**values: ArrayLike) -> None:
             raise OptionError(f"{name} must be positive and finite (got {shown(value)})", parameters=(name,))
 
 
-def _deploy(model: ModelSpec, hw: HardwareSpec, chips: ArrayLike, precision: Precision,
-            price: float | None, rates: Rates | None, tp: int | None, pp: int | None, ep: int | None,
-            topology_text: str | None, memory_utilization: float,
-            engine: str | EngineTerms | None = None) -> Deployment:
-    return deployment(model, hw, chips, precision, tp=tp, pp=pp, ep=ep, topology_text=topology_text,
-                      memory_utilization=memory_utilization, price_per_chip_hour=price, rates=rates,
-                      engine=engine)
+def _deploy(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    chips: ArrayLike,
+    precision: Precision,
+    price: float | None,
+    rates: Rates | None,
+    tp: int | None,
+    pp: int | None,
+    ep: int | None,
+    topology_text: str | None,
+    memory_utilization: float,
+    engine: str | EngineTerms | None = None,
+) -> Deployment:
+    return deployment(
+        model,
+        hw,
+        chips,
+        precision,
+        tp=tp,
+        pp=pp,
+        ep=ep,
+        topology_text=topology_text,
+        memory_utilization=memory_utilization,
+        price_per_chip_hour=price,
+        rates=rates,
+        engine=engine,
+    )
 
 
 def decode_step(
@@ -121,8 +154,9 @@ def decode_step(
 ) -> StepResult:
     """Memory, fit, step time, throughput and cost of one decode step (see :func:`step_from`)."""
     _check_positive(chips=chips, batch=batch, context=context)
-    dep = _deploy(model, hw, chips, precision, price_per_chip_hour, rates, tp, pp, ep, topology_text,
-                  memory_utilization, engine)
+    dep = _deploy(
+        model, hw, chips, precision, price_per_chip_hour, rates, tp, pp, ep, topology_text, memory_utilization, engine
+    )
     return step_from(dep, batch, context)
 
 
@@ -146,9 +180,15 @@ class StepMemory:
     usable_bytes: Number = 0.0
 
 
-def held_memory(dep: Deployment, batch: ArrayLike, bytes_per_seq: ArrayLike, tokens_per_seq: ArrayLike,
-                loads: tuple[Number, Number, Number] | None = None, sampled_per_seq: ArrayLike | None = None,
-                **per_seq: Number) -> StepMemory:
+def held_memory(
+    dep: Deployment,
+    batch: ArrayLike,
+    bytes_per_seq: ArrayLike,
+    tokens_per_seq: ArrayLike,
+    loads: tuple[Number, Number, Number] | None = None,
+    sampled_per_seq: ArrayLike | None = None,
+    **per_seq: Number,
+) -> StepMemory:
     """B sequences of ``bytes_per_seq`` dealt over r replicas (``loads``: (busiest, quietest, how many
     busiest), default :func:`replica_loads`): each holds the weights + its sequences against HBM less
     the activations of its step of ``tokens_per_seq`` tokens (``sampled_per_seq`` of them sampled,
@@ -158,33 +198,45 @@ def held_memory(dep: Deployment, batch: ArrayLike, bytes_per_seq: ArrayLike, tok
     busiest = batch if one else (loads if loads is not None else replica_loads(batch, r))[0]
     top, top_usable = replica_need(dep, busiest, bytes_per_seq, tokens_per_seq, sampled_per_seq)
     return StepMemory(
-        bytes_per_seq, busiest, top, top_usable,
+        bytes_per_seq,
+        busiest,
+        top,
+        top_usable,
         total_bytes=top if one else np.add(times(r, weights), np.multiply(batch, bytes_per_seq)),
         fits=memory.fits_in_memory(top, top_usable),
         usable_bytes=top_usable if one else slice_usable_bytes(dep, batch, tokens_per_seq, sampled_per_seq),
-        **per_seq)
+        **per_seq,
+    )
 
 
-def replica_need(dep: Deployment, seqs: ArrayLike, bytes_per_seq: ArrayLike, tokens_per_seq: ArrayLike,
-                 sampled_per_seq: ArrayLike | None = None) -> tuple[Number, Number]:
+def replica_need(
+    dep: Deployment,
+    seqs: ArrayLike,
+    bytes_per_seq: ArrayLike,
+    tokens_per_seq: ArrayLike,
+    sampled_per_seq: ArrayLike | None = None,
+) -> tuple[Number, Number]:
     """(what one replica of ``seqs`` sequences holds: P + n·bytes, the HBM it may fill: physical·u less
     the activations of its step of n·tokens tokens, n·sampled of them sampled)."""
     sampled = None if sampled_per_seq is None else np.multiply(seqs, sampled_per_seq)
-    return (memory.total_memory_bytes(dep.weight_bytes, np.multiply(seqs, bytes_per_seq)),
-            dep.usable_hbm_bytes(np.multiply(seqs, tokens_per_seq), sampled))
+    return (
+        memory.total_memory_bytes(dep.weight_bytes, np.multiply(seqs, bytes_per_seq)),
+        dep.usable_hbm_bytes(np.multiply(seqs, tokens_per_seq), sampled),
+    )
 
 
-def slice_usable_bytes(dep: Deployment, batch: ArrayLike, tokens_per_seq: ArrayLike,
-                       sampled_per_seq: ArrayLike | None = None) -> Number:
+def slice_usable_bytes(
+    dep: Deployment, batch: ArrayLike, tokens_per_seq: ArrayLike, sampled_per_seq: ArrayLike | None = None
+) -> Number:
     """HBM the slice's r replicas may fill: r·physical·u less the activations of all B sequences'
     steps (linear in tokens, so the replicas' reserves sum to the slice's)."""
     sampled = None if sampled_per_seq is None else np.multiply(batch, sampled_per_seq)
     return times(dep.replicas, dep.usable_hbm_bytes(0.0)) - dep.activation_reserve_bytes(
-        np.multiply(batch, tokens_per_seq), sampled)
+        np.multiply(batch, tokens_per_seq), sampled
+    )
 
 
-def overflow_bytes(dep: Deployment, batch: ArrayLike, bytes_per_seq: ArrayLike,
-                   tokens_per_seq: ArrayLike) -> Number:
+def overflow_bytes(dep: Deployment, batch: ArrayLike, bytes_per_seq: ArrayLike, tokens_per_seq: ArrayLike) -> Number:
     """Σ over the replicas of what each holds beyond its usable HBM (:func:`held_memory`'s dealing):
     B mod r replicas at ⌈B/r⌉ sequences, the rest at ⌊B/r⌋."""
     busiest, quietest, n_busiest = replica_loads(batch, dep.replicas)
@@ -193,8 +245,9 @@ def overflow_bytes(dep: Deployment, batch: ArrayLike, bytes_per_seq: ArrayLike,
         need, usable = replica_need(dep, b, bytes_per_seq, tokens_per_seq)
         return np.maximum(np.subtract(need, usable), 0.0)
 
-    return np.add(np.multiply(n_busiest, over(busiest)),
-                  np.multiply(np.subtract(dep.replicas, n_busiest), over(quietest)))
+    return np.add(
+        np.multiply(n_busiest, over(busiest)), np.multiply(np.subtract(dep.replicas, n_busiest), over(quietest))
+    )
 
 
 def step_memory(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepMemory:
@@ -203,8 +256,7 @@ def step_memory(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepMe
     kv_only = memory.kv_cache_bytes_per_sequence(dep.model, context, dep.precision.kv_bytes)
     state_seq = memory.state_bytes_per_sequence(dep.model, dep.precision.kv_bytes)
     kv_seq = np.add(kv_only, state_seq)  # what a sequence holds: KV + its constant recurrent state
-    return held_memory(dep, batch, kv_seq, 1.0, kv_only_bytes_per_sequence=kv_only,
-                       state_bytes_per_sequence=state_seq)
+    return held_memory(dep, batch, kv_seq, 1.0, kv_only_bytes_per_sequence=kv_only, state_bytes_per_sequence=state_seq)
 
 
 def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResult:
@@ -233,17 +285,27 @@ def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResu
         fits=mem.fits,
         overflow_bytes=overflow_bytes(dep, batch, kv_seq, 1.0),
         max_batch=replicas * memory.max_batch_size(budget, weights, np.add(kv_seq, act)),
-        min_chips=memory.min_chips(np.add(memory.total_memory_bytes(weights, np.multiply(batch, kv_seq)),
-                                          dep.activation_reserve_bytes(batch)),
-                                   dep.hw.hbm_bytes * dep.memory_utilization),
-        critical_batch=float(compute.critical_batch_size(
-            dep.rates.flops_per_s, dep.rates.hbm_bandwidth_bytes_per_s,
-            memory.mean_bytes_per_param(m, prec.bytes_by_component) if prec.mixed else prec.weight_bytes,
-            m.num_experts, m.experts_per_token)),
+        min_chips=memory.min_chips(
+            np.add(memory.total_memory_bytes(weights, np.multiply(batch, kv_seq)), dep.activation_reserve_bytes(batch)),
+            dep.hw.hbm_bytes * dep.memory_utilization,
+        ),
+        critical_batch=float(
+            compute.critical_batch_size(
+                dep.rates.flops_per_s,
+                dep.rates.hbm_bandwidth_bytes_per_s,
+                memory.mean_bytes_per_param(m, prec.bytes_by_component) if prec.mixed else prec.weight_bytes,
+                m.num_experts,
+                m.experts_per_token,
+            )
+        ),
         step_time_s=t.time_s,
         max_context=memory.max_context_length(m, g_batch, budget - np.multiply(g_batch, act), weights, prec.kv_bytes),
-        min_step_time_s=np.maximum((t.kv_read_bytes + t.weight_read_bytes + t.state_bytes) * dep.par.pp
-                                   / (dep.stage_chips * dep.rates.hbm_bandwidth_bytes_per_s), t.comms_lower_s),
+        min_step_time_s=np.maximum(
+            (t.kv_read_bytes + t.weight_read_bytes + t.state_bytes)
+            * dep.par.pp
+            / (dep.stage_chips * dep.rates.hbm_bandwidth_bytes_per_s),
+            t.comms_lower_s,
+        ),
         local_step_time_s=t.local_s,
         tokens_per_s=tps,
         tokens_per_s_per_chip=tps / chips,
@@ -282,8 +344,11 @@ def result_sources(dep: Deployment, t: StepTerms) -> dict[str, str]:
         **t.sources,
         **({"overhead": f"{t.sources.get('overhead', '')}; {dep.engine.source}"} if dep.engine.active else {}),
         "parallelism": dep.par.describe(),
-        "memory": (f"usable HBM = physical × {dep.memory_utilization:g} − activation reserve"
-                   if dep.memory_utilization < 1 else "all of physical HBM for weights + KV (the book's accounting)"),
+        "memory": (
+            f"usable HBM = physical × {dep.memory_utilization:g} − activation reserve"
+            if dep.memory_utilization < 1
+            else "all of physical HBM for weights + KV (the book's accounting)"
+        ),
     }
 
 
@@ -367,8 +432,9 @@ def request(
     return request_from(dep, input_len, output_len, batch, mfu)
 
 
-def request_from(dep: Deployment, input_len: ArrayLike, output_len: ArrayLike, batch: ArrayLike = 1,
-                 mfu: float = 1.0) -> RequestResult:
+def request_from(
+    dep: Deployment, input_len: ArrayLike, output_len: ArrayLike, batch: ArrayLike = 1, mfu: float = 1.0
+) -> RequestResult:
     """A whole request on ``dep``: the prefill step's terms, then the decode steps' terms."""
     if not 0 < mfu <= 1:
         raise OptionError(f"mfu must be in (0, 1] (got {shown(mfu)})", parameters=("mfu",))
@@ -389,8 +455,9 @@ def request_from(dep: Deployment, input_len: ArrayLike, output_len: ArrayLike, b
     nc_flops = np.multiply(batch, compute.no_cache_generation_flops(m, counts.active, i, o))
     from roofline.formulas.step import no_cache_generation_time_s
 
-    no_cache = no_cache_generation_time_s(nc_flops, weights, o, chips * rates.flops_per_s * mfu,
-                                          chips * rates.hbm_bandwidth_bytes_per_s)
+    no_cache = no_cache_generation_time_s(
+        nc_flops, weights, o, chips * rates.flops_per_s * mfu, chips * rates.hbm_bandwidth_bytes_per_s
+    )
     held = held_memory(dep, batch, memory.cache_bytes_per_sequence(m, i + o, prec.kv_bytes), i, sampled_per_seq=1.0)
     return RequestResult(
         input_len=i,
@@ -416,8 +483,10 @@ def request_from(dep: Deployment, input_len: ArrayLike, output_len: ArrayLike, b
         tp=dep.par.tp,
         pp=dep.par.pp,
         ep=dep.par.ep,
-        sources={**result_sources(dep, prefill),
-                 "formulas": f"{BOOK}, prefill/generation sections (MFU {mfu:g})",
-                 "no_cache": "spec-sheet roofline of the book's no-KV-cache comparison (chips × peak "
-                             f"FLOP/s × MFU {mfu:g}, chips × HBM bandwidth), whatever the profile"},
+        sources={
+            **result_sources(dep, prefill),
+            "formulas": f"{BOOK}, prefill/generation sections (MFU {mfu:g})",
+            "no_cache": "spec-sheet roofline of the book's no-KV-cache comparison (chips × peak "
+            f"FLOP/s × MFU {mfu:g}, chips × HBM bandwidth), whatever the profile",
+        },
     )

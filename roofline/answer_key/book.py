@@ -10,14 +10,26 @@ says why, and the check is made against ``exact``.  Other modules add cases with
 
 from __future__ import annotations
 
-from roofline.formulas import collectives, compute, sharding, step
-from roofline.model import memory
 from roofline.answer_key import multichip
 from roofline.answer_key.cases import (  # noqa: F401  (re-exported: the public answer-key module)
-    _EXTRA, BATCHES, H100_BF16, H100_HBM_BW, V5E_BF16, V5E_HBM_BW, V5E_HOP_S, V5E_ICI_BW, V5E_INT8, Case, Row,
-    check, register,
+    _EXTRA,
+    BATCHES,
+    H100_BF16,
+    H100_HBM_BW,
+    V5E_BF16,
+    V5E_HBM_BW,
+    V5E_HOP_S,
+    V5E_ICI_BW,
+    V5E_INT8,
+    Case,
+    Row,
+    check,
+    register,
 )
+from roofline.formulas import collectives, compute, sharding, step
+from roofline.model import memory
 from roofline.specs import ModelSpec, load_model
+
 
 def all_cases() -> list[Case]:
     """The core chapter's cases followed by every registered provider's."""
@@ -38,19 +50,45 @@ def run() -> list[Row]:
 def _critical_batch_cases() -> list[Case]:
     cb = compute.critical_batch_size
     return [
-        Case("crit-batch-v5e-bf16", "critical batch, TPU v5e, bf16 weights and FLOPs", 240,
-             lambda: cb(V5E_BF16, V5E_HBM_BW, 2.0), "tokens"),
-        Case("crit-batch-v5e-int8w", "critical batch, v5e, int8 weights, bf16 FLOPs", 120,
-             lambda: cb(V5E_BF16, V5E_HBM_BW, 1.0), "tokens"),
-        Case("crit-batch-v5e-int8", "critical batch, v5e, int8 weights and int8 FLOPs", 240,
-             lambda: cb(V5E_INT8, V5E_HBM_BW, 1.0), "tokens",
-             note="from 2·B·D·F/C = D·F·bytes/W; the book's β·α_hbm form "
-                  "(β = 1, α = 3.94e14/8.2e11) would give 480 and contradicts its own 240"),
-        Case("crit-batch-h100-bf16", "critical batch, H100 SXM, bf16", 280,
-             lambda: cb(H100_BF16, H100_HBM_BW, 2.0), "tokens", exact=295.2,
-             note="the book says 'about 280'; 989 TFLOP/s / 3.35 TB/s gives 295"),
-        Case("crit-batch-moe", "critical batch, MoE E=16 k=2 on v5e (problem 5.2)", 1920,
-             lambda: cb(V5E_BF16, V5E_HBM_BW, 2.0, 16, 2), "tokens"),
+        Case(
+            "crit-batch-v5e-bf16",
+            "critical batch, TPU v5e, bf16 weights and FLOPs",
+            240,
+            lambda: cb(V5E_BF16, V5E_HBM_BW, 2.0),
+            "tokens",
+        ),
+        Case(
+            "crit-batch-v5e-int8w",
+            "critical batch, v5e, int8 weights, bf16 FLOPs",
+            120,
+            lambda: cb(V5E_BF16, V5E_HBM_BW, 1.0),
+            "tokens",
+        ),
+        Case(
+            "crit-batch-v5e-int8",
+            "critical batch, v5e, int8 weights and int8 FLOPs",
+            240,
+            lambda: cb(V5E_INT8, V5E_HBM_BW, 1.0),
+            "tokens",
+            note="from 2·B·D·F/C = D·F·bytes/W; the book's β·α_hbm form "
+            "(β = 1, α = 3.94e14/8.2e11) would give 480 and contradicts its own 240",
+        ),
+        Case(
+            "crit-batch-h100-bf16",
+            "critical batch, H100 SXM, bf16",
+            280,
+            lambda: cb(H100_BF16, H100_HBM_BW, 2.0),
+            "tokens",
+            exact=295.2,
+            note="the book says 'about 280'; 989 TFLOP/s / 3.35 TB/s gives 295",
+        ),
+        Case(
+            "crit-batch-moe",
+            "critical batch, MoE E=16 k=2 on v5e (problem 5.2)",
+            1920,
+            lambda: cb(V5E_BF16, V5E_HBM_BW, 2.0, 16, 2),
+            "tokens",
+        ),
     ]
 
 
@@ -59,13 +97,24 @@ def _pop_quiz_cases() -> list[Case]:
     params = 30e9  # int8: one byte each
     chips = 16
     return [
-        Case("pop-quiz-30b-b4", "30B int8 on v5e 4x4, batch 4, 8192 ctx: min step", 2.5e-3,
-             lambda: step.min_decode_step_time_s(4 * kv_seq, params, chips * V5E_HBM_BW),
-             "s", tolerance=0.03, note="the book rounds 2.54 ms to 2.5 ms"),
-        Case("pop-quiz-30b-b256", "same model, batch 256: general step time", 21e-3,
-             lambda: step.decode_step_time_s(
-                 256, kv_seq, params, params, chips * V5E_BF16, chips * V5E_HBM_BW),
-             "s", tolerance=0.03, note="15.98 ms of KV + 4.87 ms of bf16 FLOPs; the book rounds"),
+        Case(
+            "pop-quiz-30b-b4",
+            "30B int8 on v5e 4x4, batch 4, 8192 ctx: min step",
+            2.5e-3,
+            lambda: step.min_decode_step_time_s(4 * kv_seq, params, chips * V5E_HBM_BW),
+            "s",
+            tolerance=0.03,
+            note="the book rounds 2.54 ms to 2.5 ms",
+        ),
+        Case(
+            "pop-quiz-30b-b256",
+            "same model, batch 256: general step time",
+            21e-3,
+            lambda: step.decode_step_time_s(256, kv_seq, params, params, chips * V5E_BF16, chips * V5E_HBM_BW),
+            "s",
+            tolerance=0.03,
+            note="15.98 ms of KV + 4.87 ms of bf16 FLOPs; the book rounds",
+        ),
     ]
 
 
@@ -73,18 +122,26 @@ def _llama_13b_cases() -> list[Case]:
     m = load_model("llama-2-13b")
     counts = memory.param_counts(m)
     return [
-        Case("llama2-13b-ffw-params", "LLaMA-2-13B MLP parameters", 8.5e9,
-             lambda: counts.mlp, "params"),
-        Case("llama2-13b-vocab-params", "LLaMA-2-13B embedding parameters", 0.3e9,
-             lambda: counts.embedding, "params", tolerance=0.10,
-             note="2·32000·5120 = 0.328e9; the book rounds to one digit"),
-        Case("llama2-13b-attn-params", "LLaMA-2-13B attention parameters", 4.2e9,
-             lambda: counts.attention, "params"),
-        Case("llama2-13b-total-params", "LLaMA-2-13B total parameters", 13e9,
-             lambda: counts.total, "params"),
-        Case("llama2-13b-kv-8192", "LLaMA-2-13B bf16 KV cache of one 8192-token sequence",
-             6.7e9, lambda: memory.kv_cache_bytes_per_sequence(m, 8192, 2.0), "bytes",
-             note="decimal GB (the book's table labels them GiB)"),
+        Case("llama2-13b-ffw-params", "LLaMA-2-13B MLP parameters", 8.5e9, lambda: counts.mlp, "params"),
+        Case(
+            "llama2-13b-vocab-params",
+            "LLaMA-2-13B embedding parameters",
+            0.3e9,
+            lambda: counts.embedding,
+            "params",
+            tolerance=0.10,
+            note="2·32000·5120 = 0.328e9; the book rounds to one digit",
+        ),
+        Case("llama2-13b-attn-params", "LLaMA-2-13B attention parameters", 4.2e9, lambda: counts.attention, "params"),
+        Case("llama2-13b-total-params", "LLaMA-2-13B total parameters", 13e9, lambda: counts.total, "params"),
+        Case(
+            "llama2-13b-kv-8192",
+            "LLaMA-2-13B bf16 KV cache of one 8192-token sequence",
+            6.7e9,
+            lambda: memory.kv_cache_bytes_per_sequence(m, 8192, 2.0),
+            "bytes",
+            note="decimal GB (the book's table labels them GiB)",
+        ),
     ]
 
 
@@ -94,31 +151,37 @@ def _table_cases(table: str, kv_model: ModelSpec, label: str, values: dict[str, 
     weights = memory.param_counts(weights_model).total * 2.0
     active = memory.param_counts(weights_model).active
     chips = 8
-    note = (
-        "decimal GB though the book's table says GiB; the book rounds weights to 26 GB and "
-        "KV to 6.7 GB per sequence"
-    )
+    note = "decimal GB though the book's table says GiB; the book rounds weights to 26 GB and KV to 6.7 GB per sequence"
 
     def kv(b: int) -> float:
         return float(memory.kv_cache_bytes(kv_model, b, 8192, 2.0))
 
     def step_s(b: int) -> float:
         kv_seq = kv(1)
-        return float(step.decode_step_time_s(
-            b, kv_seq, weights, active, chips * V5E_BF16, chips * V5E_HBM_BW))
+        return float(step.decode_step_time_s(b, kv_seq, weights, active, chips * V5E_BF16, chips * V5E_HBM_BW))
 
     cases: list[Case] = []
     for i, b in enumerate(BATCHES):
         kv_gb, total_gb, ms, tps = (values[k][i] for k in ("kv", "total", "ms", "tps"))
         cases += [
-            Case(f"{table}-kv-b{b}", f"{label}: KV cache at batch {b}", kv_gb * 1e9,
-                 lambda b=b: kv(b), "bytes", note=note),
-            Case(f"{table}-total-b{b}", f"{label}: total memory at batch {b}", total_gb * 1e9,
-                 lambda b=b: kv(b) + weights, "bytes", note=note),
-            Case(f"{table}-step-b{b}", f"{label}: step time at batch {b}", ms * 1e-3,
-                 lambda b=b: step_s(b), "s"),
-            Case(f"{table}-tps-b{b}", f"{label}: throughput at batch {b}", tps,
-                 lambda b=b: b / step_s(b), "tokens/s"),
+            Case(
+                f"{table}-kv-b{b}",
+                f"{label}: KV cache at batch {b}",
+                kv_gb * 1e9,
+                lambda b=b: kv(b),
+                "bytes",
+                note=note,
+            ),
+            Case(
+                f"{table}-total-b{b}",
+                f"{label}: total memory at batch {b}",
+                total_gb * 1e9,
+                lambda b=b: kv(b) + weights,
+                "bytes",
+                note=note,
+            ),
+            Case(f"{table}-step-b{b}", f"{label}: step time at batch {b}", ms * 1e-3, lambda b=b: step_s(b), "s"),
+            Case(f"{table}-tps-b{b}", f"{label}: throughput at batch {b}", tps, lambda b=b: b / step_s(b), "tokens/s"),
         ]
     return cases
 
@@ -147,44 +210,103 @@ def _problem_cases() -> list[Case]:
     seq = 128e3  # the book's "128k" tokens
     kv_seq_k1 = kv_tok / m.num_kv_heads
     return [
-        Case("p1-params", "problem 1: parameters of the exercise model (tied embeddings)",
-             18.4e9, lambda: counts.total, "params"),
-        Case("p1-kv-per-token", "problem 1: int8 KV cache per token", 262e3,
-             lambda: kv_tok, "bytes", note="2·L·K·H = 262,144 B"),
-        Case("p2-max-batch", "problem 2: max batch, v5e 4x4, int8, 128k context", 7,
-             lambda: memory.max_batch_size(hbm_16, counts.total, kv_tok * seq), "sequences",
-             tolerance=0.0, note="16 GB per chip and 128e3 tokens as the book takes them"),
-        Case("p2-max-batch-k1", "problem 2: max batch with one KV head", 56,
-             lambda: memory.max_batch_size(hbm_16, counts.total, kv_seq_k1 * seq),
-             "sequences", tolerance=0.0),
-        Case("p3-weight-load", "problem 3: time to load int8 weights on v5e 4x4", 1.4e-3,
-             lambda: step.weight_load_time_s(counts.total, 16 * V5E_HBM_BW), "s",
-             tolerance=0.02),
-        Case("p5-total-params", "problem 5.1: MoE (E=16, k=2) total parameters", 212e9,
-             lambda: moe_counts.total, "params"),
-        Case("p5-active-params", "problem 5.1: MoE active parameters", 31.2e9,
-             lambda: moe_counts.active, "params"),
-        Case("p5-crit-batch", "problem 5.2: MoE critical batch on v5e", 1920,
-             lambda: compute.critical_batch_size(V5E_BF16, V5E_HBM_BW, 2.0,
-                                                 moe.num_experts, moe.experts_per_token),
-             "tokens"),
-        Case("p5-kv-per-token", "problem 5.3: MoE int8 KV per token (unchanged)", 262e3,
-             lambda: memory.kv_cache_bytes_per_token(moe, 1.0), "bytes"),
-        Case("p5-flops-per-token", "problem 5.4: forward FLOPs per token, 2·active params",
-             2 * 31.2e9, lambda: 2.0 * moe_counts.active, "FLOPs"),
+        Case(
+            "p1-params",
+            "problem 1: parameters of the exercise model (tied embeddings)",
+            18.4e9,
+            lambda: counts.total,
+            "params",
+        ),
+        Case(
+            "p1-kv-per-token",
+            "problem 1: int8 KV cache per token",
+            262e3,
+            lambda: kv_tok,
+            "bytes",
+            note="2·L·K·H = 262,144 B",
+        ),
+        Case(
+            "p2-max-batch",
+            "problem 2: max batch, v5e 4x4, int8, 128k context",
+            7,
+            lambda: memory.max_batch_size(hbm_16, counts.total, kv_tok * seq),
+            "sequences",
+            tolerance=0.0,
+            note="16 GB per chip and 128e3 tokens as the book takes them",
+        ),
+        Case(
+            "p2-max-batch-k1",
+            "problem 2: max batch with one KV head",
+            56,
+            lambda: memory.max_batch_size(hbm_16, counts.total, kv_seq_k1 * seq),
+            "sequences",
+            tolerance=0.0,
+        ),
+        Case(
+            "p3-weight-load",
+            "problem 3: time to load int8 weights on v5e 4x4",
+            1.4e-3,
+            lambda: step.weight_load_time_s(counts.total, 16 * V5E_HBM_BW),
+            "s",
+            tolerance=0.02,
+        ),
+        Case(
+            "p5-total-params",
+            "problem 5.1: MoE (E=16, k=2) total parameters",
+            212e9,
+            lambda: moe_counts.total,
+            "params",
+        ),
+        Case("p5-active-params", "problem 5.1: MoE active parameters", 31.2e9, lambda: moe_counts.active, "params"),
+        Case(
+            "p5-crit-batch",
+            "problem 5.2: MoE critical batch on v5e",
+            1920,
+            lambda: compute.critical_batch_size(V5E_BF16, V5E_HBM_BW, 2.0, moe.num_experts, moe.experts_per_token),
+            "tokens",
+        ),
+        Case(
+            "p5-kv-per-token",
+            "problem 5.3: MoE int8 KV per token (unchanged)",
+            262e3,
+            lambda: memory.kv_cache_bytes_per_token(moe, 1.0),
+            "bytes",
+        ),
+        Case(
+            "p5-flops-per-token",
+            "problem 5.4: forward FLOPs per token, 2·active params",
+            2 * 31.2e9,
+            lambda: 2.0 * moe_counts.active,
+            "FLOPs",
+        ),
     ]
 
 
 def _sharding_cases() -> list[Case]:
     return [
-        Case("mp-limit-generation", "model-parallel limit in generation, F/(B·β), F=16384, "
-             "B=32, β=8", 64, lambda: sharding.max_model_parallelism_decode(16384, 32, 8),
-             "chips", tolerance=0.0),
-        Case("ici-latency-bound-8way", "largest latency-bound buffer, 8-way on v5e ICI", 360e3,
-             lambda: collectives.latency_bound_bytes(8, V5E_ICI_BW, V5E_HOP_S), "bytes"),
-        Case("ici-latency-bound-bs16", "int8 activations B=16, D=8192 (131 kB) are latency-bound",
-             1, lambda: float(collectives.is_latency_bound(16 * 8192, 8, V5E_ICI_BW, V5E_HOP_S)),
-             "bool", tolerance=0.0),
+        Case(
+            "mp-limit-generation",
+            "model-parallel limit in generation, F/(B·β), F=16384, B=32, β=8",
+            64,
+            lambda: sharding.max_model_parallelism_decode(16384, 32, 8),
+            "chips",
+            tolerance=0.0,
+        ),
+        Case(
+            "ici-latency-bound-8way",
+            "largest latency-bound buffer, 8-way on v5e ICI",
+            360e3,
+            lambda: collectives.latency_bound_bytes(8, V5E_ICI_BW, V5E_HOP_S),
+            "bytes",
+        ),
+        Case(
+            "ici-latency-bound-bs16",
+            "int8 activations B=16, D=8192 (131 kB) are latency-bound",
+            1,
+            lambda: float(collectives.is_latency_bound(16 * 8192, 8, V5E_ICI_BW, V5E_HOP_S)),
+            "bool",
+            tolerance=0.0,
+        ),
     ]
 
 
@@ -194,10 +316,10 @@ def core_cases() -> list[Case]:
         *_critical_batch_cases(),
         *_pop_quiz_cases(),
         *_llama_13b_cases(),
-        *_table_cases("llama2-13b-table1", load_model("llama-2-13b"),
-                      "LLaMA-2-13B on 8x v5e", LLAMA_TABLE_1),
-        *_table_cases("llama2-13b-table2", load_model("llama-2-13b-gqa"),
-                      "LLaMA-2-13B, KV 5x smaller, on 8x v5e", LLAMA_TABLE_2),
+        *_table_cases("llama2-13b-table1", load_model("llama-2-13b"), "LLaMA-2-13B on 8x v5e", LLAMA_TABLE_1),
+        *_table_cases(
+            "llama2-13b-table2", load_model("llama-2-13b-gqa"), "LLaMA-2-13B, KV 5x smaller, on 8x v5e", LLAMA_TABLE_2
+        ),
         *_problem_cases(),
         *_sharding_cases(),
     ]

@@ -30,8 +30,7 @@ MAX_TEXT_CHARS = 20_000
 
 
 def _fail(name: str, message: str) -> OptionError:
-    return OptionError(f"{name}: {message}" if name else message,
-                       parameters=(name,) if name.isidentifier() else ())
+    return OptionError(f"{name}: {message}" if name else message, parameters=(name,) if name.isidentifier() else ())
 
 
 def _plain(x: float) -> str:
@@ -48,8 +47,7 @@ def interval(low: float | None, high: float | None, open_low: bool = False) -> s
     return f"{'(' if open_low or low is None else '['}{left}, {right}{')' if high is None else ']'}"
 
 
-def check_count(value: object, name: str = "value", *, minimum: int = 1,
-                maximum: int = MAX_COUNT) -> int:
+def check_count(value: object, name: str = "value", *, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
     """A whole number in [minimum, maximum]: no booleans, fractions, NaN or text that is not one."""
     allowed = f"must be a whole number in {interval(minimum, maximum)}"
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
@@ -68,8 +66,13 @@ def check_count(value: object, name: str = "value", *, minimum: int = 1,
 
 
 def check_number(
-    value: object, name: str = "value", *, dimension: Dimension = "dimensionless",
-    minimum: float | None = 0.0, maximum: float | None = None, open_low: bool = True,
+    value: object,
+    name: str = "value",
+    *,
+    dimension: Dimension = "dimensionless",
+    minimum: float | None = 0.0,
+    maximum: float | None = None,
+    open_low: bool = True,
 ) -> float:
     """A finite number of ``dimension`` (units checked) in the range; default ``(0, MAX_VALUE]``."""
     high = MAX_VALUE[dimension] if maximum is None else maximum

@@ -76,8 +76,7 @@ def shown(value: object, limit: int = SHOWN_CHARS) -> str:
 def listed(names: Iterable[object], limit: int = 8) -> str:
     """'a, b, c' for messages: the first ``limit`` names (each shortened), then 'and N more'."""
     items = list(names)
-    head = ", ".join(str(n) if isinstance(n, str) and len(n) <= SHOWN_CHARS else shown(n)
-                     for n in items[:limit])
+    head = ", ".join(str(n) if isinstance(n, str) and len(n) <= SHOWN_CHARS else shown(n) for n in items[:limit])
     return head + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 

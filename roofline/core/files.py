@@ -59,8 +59,10 @@ MAX_MEASUREMENT_FILE_BYTES = 64 * 2**20
 
 
 def _size_message(path: str | Path, size: int, limit: int, kind: str) -> str:
-    return (f"{path}: file is larger than {limit:,} bytes (got {size:,}{'+' if size > limit else ''}); "
-            f"{kind} files are limited to {limit // 2**20} MiB")
+    return (
+        f"{path}: file is larger than {limit:,} bytes (got {size:,}{'+' if size > limit else ''}); "
+        f"{kind} files are limited to {limit // 2**20} MiB"
+    )
 
 
 def read_bytes_limited(path: str | Path, limit: int, error: type[RooflineError], kind: str) -> bytes:
@@ -89,8 +91,7 @@ def decode_text(data: bytes, path: str | Path, error: type[RooflineError]) -> st
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise error(f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}); "
-                    "save it as UTF-8") from None
+        raise error(f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}); save it as UTF-8") from None
 
 
 def read_text_limited(path: str | Path, limit: int, error: type[RooflineError], kind: str) -> str:
@@ -120,8 +121,9 @@ class LimitedReader(io.RawIOBase):
     ``nul_error``, a NUL byte (a binary file) raises that error.
     """
 
-    def __init__(self, raw: IO[bytes], limit: int, error: RooflineError,
-                 nul_error: RooflineError | None = None) -> None:
+    def __init__(
+        self, raw: IO[bytes], limit: int, error: RooflineError, nul_error: RooflineError | None = None
+    ) -> None:
         self._raw, self._left, self._error, self._nul = raw, limit, error, nul_error
 
     def readable(self) -> bool:

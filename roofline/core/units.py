@@ -85,8 +85,17 @@ _QUANTITY = re.compile(
 Dimension = Literal["bytes", "seconds", "bytes/s", "FLOP/s", "dimensionless"]
 DIMENSIONS: tuple[str, ...] = get_args(Dimension)
 #: Unit (after any prefix) -> its dimension; seconds take no prefix but their own scales.
-_UNIT_DIMENSION = {"B": "bytes", "B/s": "bytes/s", "FLOP/s": "FLOP/s", "FLOPS": "FLOP/s",
-                   "s": "seconds", "ms": "seconds", "us": "seconds", "µs": "seconds", "ns": "seconds"}
+_UNIT_DIMENSION = {
+    "B": "bytes",
+    "B/s": "bytes/s",
+    "FLOP/s": "FLOP/s",
+    "FLOPS": "FLOP/s",
+    "s": "seconds",
+    "ms": "seconds",
+    "us": "seconds",
+    "µs": "seconds",
+    "ns": "seconds",
+}
 _TIME_SCALE = {"s": 1.0, "ms": MS, "us": US, "µs": US, "ns": NS}
 #: Units a quantity of each dimension may carry (a bare number is always its SI unit).
 ALLOWED_UNITS: dict[str, str] = {
@@ -100,13 +109,10 @@ _MAX_TEXT = 64
 
 
 def _quantity_error(name: str, message: str) -> OptionError:
-    return OptionError(f"{name}: {message}" if name else message,
-                       parameters=(name,) if name.isidentifier() else ())
+    return OptionError(f"{name}: {message}" if name else message, parameters=(name,) if name.isidentifier() else ())
 
 
-def parse_quantity(
-    value: str | float | int, dimension: Dimension | None = None, *, name: str = "value"
-) -> float:
+def parse_quantity(value: str | float | int, dimension: Dimension | None = None, *, name: str = "value") -> float:
     """Parse ``'16 GiB'``, ``'819 GB/s'``, ``'8.2e11'`` or a number into a finite SI float.
 
     Decimal prefixes (k, M, G, T, P) are powers of 1000, binary ones (Ki ... Pi) powers of
@@ -127,14 +133,18 @@ def parse_quantity(
     text = value.strip().replace("_", "")
     match = _QUANTITY.match(text) if len(text) <= _MAX_TEXT else None
     if not match:
-        example = {"bytes": "8e10, '16 GiB', '80 GB'", "seconds": "2e-6, '2 us', '50 ms'",
-                   "bytes/s": "8.19e11, '819 GB/s'", "FLOP/s": "1.97e14, '197 TFLOP/s'",
-                   }.get(dimension or "", "8.2e11, '16 GiB', '819 GB/s'")
+        example = {
+            "bytes": "8e10, '16 GiB', '80 GB'",
+            "seconds": "2e-6, '2 us', '50 ms'",
+            "bytes/s": "8.19e11, '819 GB/s'",
+            "FLOP/s": "1.97e14, '197 TFLOP/s'",
+        }.get(dimension or "", "8.2e11, '16 GiB', '819 GB/s'")
         raise _quantity_error(name, f"cannot read {shown(value)} as {what} (examples: {example})")
     prefix, unit = match.group("prefix") or "", match.group("unit") or ""
     if prefix and unit in _TIME_SCALE:
-        raise _quantity_error(name, f"{shown(value)}: unknown unit {prefix + unit!r}; "
-                              f"allowed for seconds: {ALLOWED_UNITS['seconds']}")
+        raise _quantity_error(
+            name, f"{shown(value)}: unknown unit {prefix + unit!r}; allowed for seconds: {ALLOWED_UNITS['seconds']}"
+        )
     _check_unit(value, dimension, prefix, unit, name)
     scale = _TIME_SCALE[unit] if unit in _TIME_SCALE else _PREFIX[prefix]
     return _finite(float(match.group("num")) * scale, value, name)
@@ -146,8 +156,11 @@ def _check_unit(value: str, dimension: str | None, prefix: str, unit: str, name:
         return
     if unit and _UNIT_DIMENSION[unit] == dimension:
         return
-    problem = (f"{shown(value)} is {_UNIT_DIMENSION[unit]}, not {dimension}" if unit
-               else f"{shown(value)} has a prefix but no unit")
+    problem = (
+        f"{shown(value)} is {_UNIT_DIMENSION[unit]}, not {dimension}"
+        if unit
+        else f"{shown(value)} has a prefix but no unit"
+    )
     raise _quantity_error(name, f"{problem}; allowed units: {ALLOWED_UNITS[dimension]}")
 
 

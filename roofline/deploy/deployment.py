@@ -180,8 +180,10 @@ def deployment(
     """
     precision = precision or Precision()
     if not (0.0 < memory_utilization <= 1.0) or not np.isfinite(memory_utilization):
-        raise OptionError(f"memory_utilization must be in (0, 1] (got {shown(memory_utilization)})",
-                          parameters=("memory_utilization",))
+        raise OptionError(
+            f"memory_utilization must be in (0, 1] (got {shown(memory_utilization)})",
+            parameters=("memory_utilization",),
+        )
     chips_arr = np.asarray(chips, dtype=float)
     if np.any(~np.isfinite(chips_arr)) or np.any(chips_arr < 1) or np.any(chips_arr != np.floor(chips_arr)):
         raise OptionError(f"chips must be a whole number ≥ 1 (got {shown(chips)})", parameters=("chips",))
@@ -194,8 +196,10 @@ def deployment(
         raise OptionError(f"pp={par.pp} exceeds the model's {model.num_layers} layers", parameters=("pp",))
     price = hw.price_per_chip_hour if price_per_chip_hour is None else float(price_per_chip_hour)
     if not np.isfinite(price) or price <= 0:
-        raise OptionError(f"price_per_chip_hour must be a positive finite number (got {shown(price)})",
-                          parameters=("price_per_chip_hour",))
+        raise OptionError(
+            f"price_per_chip_hour must be a positive finite number (got {shown(price)})",
+            parameters=("price_per_chip_hour",),
+        )
     eng = engine if isinstance(engine, EngineTerms) else engine_terms(hw, engine)
     if comms_overlap is None and eng.comms_overlap is not None:  # an engine entry's own overlap
         comms_overlap = eng.comms_overlap
@@ -203,10 +207,15 @@ def deployment(
     if not 0.0 <= overlap <= 1.0:
         raise OptionError(f"comms_overlap must be in [0, 1] (got {overlap})", parameters=("comms_overlap",))
     return Deployment(
-        model=model, hw=hw, rates=rates or chip_rates(hw, precision.compute, kv_dtype=precision.kv),
-        precision=precision, par=par,
-        chips=chips_arr if chips_arr.ndim else float(chips_arr), memory_utilization=float(memory_utilization),
+        model=model,
+        hw=hw,
+        rates=rates or chip_rates(hw, precision.compute, kv_dtype=precision.kv),
+        precision=precision,
+        par=par,
+        chips=chips_arr if chips_arr.ndim else float(chips_arr),
+        memory_utilization=float(memory_utilization),
         price_per_chip_hour=price,
         price_source="command line" if price_per_chip_hour is not None else "hardware spec",
-        comms_overlap=overlap, engine=eng,
+        comms_overlap=overlap,
+        engine=eng,
     )

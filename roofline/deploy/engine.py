@@ -15,9 +15,18 @@ from roofline.core.errors import RooflineError
 from roofline.specs import EngineCalibration, HardwareSpec
 
 #: Fitted engine quantities, in the order the fit and the step model use them.
-ENGINE_TERMS = ("step_overhead_s", "layer_overhead_s", "layer_bytes_per_token", "replicated_bytes_per_token",
-                "sample_s_per_seq", "prefill_seq_overhead_s", "gemm_slowdown", "collective_hop_s",
-                "gqa_kv_reread", "large_collective_s_per_byte")
+ENGINE_TERMS = (
+    "step_overhead_s",
+    "layer_overhead_s",
+    "layer_bytes_per_token",
+    "replicated_bytes_per_token",
+    "sample_s_per_seq",
+    "prefill_seq_overhead_s",
+    "gemm_slowdown",
+    "collective_hop_s",
+    "gqa_kv_reread",
+    "large_collective_s_per_byte",
+)
 #: The engine's floor under a prompt-only step (not affine in the step: the step is max(floor, its work)).
 ENGINE_FLOOR = "prefill_floor_s"
 #: Every fitted engine quantity: the affine terms, then the floor.
@@ -58,11 +67,14 @@ def from_calibration(key: str, cal: EngineCalibration, origin: str) -> EngineTer
     """EngineTerms of one profile entry, its source naming the entry and the rows it was fitted on."""
     held = cal.fit.get("holdout_mape")
     note = f", held-out MAPE {held:.1%}" if held is not None else ""
-    return EngineTerms(**{name: float(getattr(cal, name)) for name in FITTED_ENGINE_TERMS},
-                       comms_overlap=float(cal.comms_overlap), fused_parallel_block=bool(cal.fused_parallel_block),
-                       large_collective_bytes=float(cal.large_collective_bytes),
-                       key=key,
-                       source=f"calibrated engine {key} ({origin}; {cal.rows} end-to-end rows{note})")
+    return EngineTerms(
+        **{name: float(getattr(cal, name)) for name in FITTED_ENGINE_TERMS},
+        comms_overlap=float(cal.comms_overlap),
+        fused_parallel_block=bool(cal.fused_parallel_block),
+        large_collective_bytes=float(cal.large_collective_bytes),
+        key=key,
+        source=f"calibrated engine {key} ({origin}; {cal.rows} end-to-end rows{note})",
+    )
 
 
 def engine_terms(hw: HardwareSpec, engine: str | None) -> EngineTerms:
@@ -76,8 +88,9 @@ def engine_terms(hw: HardwareSpec, engine: str | None) -> EngineTerms:
             key, cal = next(iter(entries.items()))
             return from_calibration(key, cal, hw.name)
         if entries:
-            return EngineTerms(source=f"none (profile has engines {', '.join(sorted(entries))}: choose one "
-                                      "with --engine)")
+            return EngineTerms(
+                source=f"none (profile has engines {', '.join(sorted(entries))}: choose one with --engine)"
+            )
         return NO_ENGINE
     if engine in entries:
         return from_calibration(engine, entries[engine], hw.name)

@@ -46,8 +46,11 @@ class Layout:
     def describe(self, hw: HardwareSpec) -> str:
         """The network in words, e.g. 'ICI torus axes 4x4 (no wrap, no wrap)'."""
         if self.switched:
-            inner = f"{self.domain_devices}-GPU NVLink switch domain" if hw.kind == "gpu" else (
-                f"{self.domain_devices}-chip switched domain")
+            inner = (
+                f"{self.domain_devices}-GPU NVLink switch domain"
+                if hw.kind == "gpu"
+                else (f"{self.domain_devices}-chip switched domain")
+            )
         else:
             wrap = ", ".join("wrap" if w else "no wrap" for w in self.wraps)
             inner = f"ICI torus axes {topology.format_topology(self.axis_sizes)} ({wrap})"
@@ -67,34 +70,45 @@ def layout_for(
     domain = hw.max_ici_domain_chips
     if topology_text:
         if hw.ici_topology == "switch":
-            raise OptionError(f"topology_text: {hw.name} has a switched NVLink domain, not a torus; give devices=",
-                              parameters=("topology_text", "devices"))
+            raise OptionError(
+                f"topology_text: {hw.name} has a switched NVLink domain, not a torus; give devices=",
+                parameters=("topology_text", "devices"),
+            )
         sizes = topology.parse_topology(topology_text)
         chosen = tuple(range(len(sizes))) if axes is None else axes
         bad = [a for a in chosen if not 0 <= a < len(sizes)]
         if bad:
-            raise OptionError(f"axes: axis {bad[0]} not in topology {topology_text} (0..{len(sizes) - 1})",
-                              parameters=("axes",))
+            raise OptionError(
+                f"axes: axis {bad[0]} not in topology {topology_text} (0..{len(sizes) - 1})", parameters=("axes",)
+            )
         sizes_used = tuple(sizes[a] for a in chosen)
         n = topology.topology_chips(sizes_used)
         if devices is not None and devices != n:
-            raise OptionError(f"devices={devices} disagrees with topology_text={topology_text} over axes "
-                              f"{list(chosen)} ({n} chips)", parameters=("devices", "topology_text"))
+            raise OptionError(
+                f"devices={devices} disagrees with topology_text={topology_text} over axes {list(chosen)} ({n} chips)",
+                parameters=("devices", "topology_text"),
+            )
         if domain and topology.topology_chips(sizes) > domain:
-            raise OptionError(f"topology_text={topology_text}: {topology.topology_chips(sizes)} chips exceed "
-                              f"one {hw.name} ICI domain ({domain} chips); give devices= for multi-slice",
-                              parameters=("topology_text", "devices"))
+            raise OptionError(
+                f"topology_text={topology_text}: {topology.topology_chips(sizes)} chips exceed "
+                f"one {hw.name} ICI domain ({domain} chips); give devices= for multi-slice",
+                parameters=("topology_text", "devices"),
+            )
         wraps = tuple(_wraps(hw, s, wraparound) for s in sizes_used)
         return Layout(sizes_used, wraps, switched=False, domains=1)
     if devices is None or devices < 1:
-        raise OptionError("devices: give a positive number of devices (or topology_text=)",
-                          parameters=("devices", "topology_text"))
+        raise OptionError(
+            "devices: give a positive number of devices (or topology_text=)", parameters=("devices", "topology_text")
+        )
     domains = 1
     inner = devices
     if domain and devices > domain:
         if devices % domain:
-            raise OptionError(f"devices={devices}: a collective spanning several {hw.name} domains needs a "
-                              f"multiple of the domain size {domain}", parameters=("devices",))
+            raise OptionError(
+                f"devices={devices}: a collective spanning several {hw.name} domains needs a "
+                f"multiple of the domain size {domain}",
+                parameters=("devices",),
+            )
         domains, inner = devices // domain, domain
     if hw.ici_topology == "switch":
         return Layout((inner,), (False,), switched=True, domains=domains)
@@ -106,8 +120,10 @@ def layout_for(
 def check_slice_topology(hw: HardwareSpec, topology_text: str | None) -> None:
     """A slice's topology is for a torus: a switched domain's slice is its chip count (chips=, tp=)."""
     if topology_text and hw.ici_topology == "switch":
-        raise OptionError(f"topology_text: {hw.name} has a switched NVLink domain, not a torus; drop it and "
-                          "give chips= (and tp=)", parameters=("topology_text", "chips", "tp"))
+        raise OptionError(
+            f"topology_text: {hw.name} has a switched NVLink domain, not a torus; drop it and give chips= (and tp=)",
+            parameters=("topology_text", "chips", "tp"),
+        )
 
 
 def tp_layout(hw: HardwareSpec, tp: int, topology_text: str | None) -> Layout:
@@ -123,8 +139,10 @@ def usable_bandwidth_bytes_per_s(hw: HardwareSpec, layout: Layout) -> float:
     """One-way bandwidth per chip a collective on ``layout`` can use inside the domain (W_ici,eff)."""
     if layout.switched:
         return hw.ici_bandwidth_bytes_per_s
-    return collectives.torus_bandwidth_bytes_per_s(layout.axis_sizes, layout.wraps, hw.ici_bandwidth_bytes_per_s) \
+    return (
+        collectives.torus_bandwidth_bytes_per_s(layout.axis_sizes, layout.wraps, hw.ici_bandwidth_bytes_per_s)
         or hw.ici_bandwidth_bytes_per_s
+    )
 
 
 def _wraps(hw: HardwareSpec, size: int, override: bool | None) -> bool:
@@ -139,26 +157,32 @@ def allgather_on(
 ) -> tuple[CollectiveTime, CollectiveTime | None]:
     """(inner-domain AllGather of V, outer scale-out AllGather of V/domain or None)."""
     if layout.switched:
-        inner = collectives.switch_allgather(total_bytes, layout.domain_devices, hw.ici_bandwidth_bytes_per_s,
-                                             hw.ici_hop_latency_s)
+        inner = collectives.switch_allgather(
+            total_bytes, layout.domain_devices, hw.ici_bandwidth_bytes_per_s, hw.ici_hop_latency_s
+        )
     else:
-        inner = collectives.torus_allgather(total_bytes, layout.axis_sizes, layout.wraps,
-                                            hw.ici_bandwidth_bytes_per_s, hw.ici_hop_latency_s)
+        inner = collectives.torus_allgather(
+            total_bytes, layout.axis_sizes, layout.wraps, hw.ici_bandwidth_bytes_per_s, hw.ici_hop_latency_s
+        )
     if layout.domains == 1:
         return inner, None
     if hw.dcn_bandwidth_bytes_per_s is None or hw.dcn_latency_s is None:
-        raise RooflineError(f"{hw.name}: spans {layout.domains} domains but the hardware file has no "
-                            "dcn_bandwidth_bytes_per_s / dcn_latency_s")
-    outer = collectives.switch_allgather(np.divide(total_bytes, layout.domain_devices), layout.domains,
-                                         hw.dcn_bandwidth_bytes_per_s, hw.dcn_latency_s)
+        raise RooflineError(
+            f"{hw.name}: spans {layout.domains} domains but the hardware file has no "
+            "dcn_bandwidth_bytes_per_s / dcn_latency_s"
+        )
+    outer = collectives.switch_allgather(
+        np.divide(total_bytes, layout.domain_devices), layout.domains, hw.dcn_bandwidth_bytes_per_s, hw.dcn_latency_s
+    )
     return inner, outer
 
 
 def collective_on(hw: HardwareSpec, layout: Layout, op: str, total_bytes: ArrayLike) -> CollectiveTime:
     """Time of ``op`` over V = ``total_bytes`` on ``layout``; two-level phases add."""
     if op not in collectives.OPS:
-        raise OptionError(f"op: unknown collective {shown(op)}; allowed: {', '.join(collectives.OPS)}",
-                          parameters=("op",))
+        raise OptionError(
+            f"op: unknown collective {shown(op)}; allowed: {', '.join(collectives.OPS)}", parameters=("op",)
+        )
     inner, outer = allgather_on(hw, layout, total_bytes)
     result = collectives.collective_from_allgather(op, inner, layout.domain_devices, layout.switched)
     if outer is not None:

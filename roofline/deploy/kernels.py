@@ -100,8 +100,9 @@ def _time(hw: HardwareSpec, op: str, dtype: str, impl: str, **shape: ArrayLike) 
     return np.asarray(op_time_with(hw, f"{key}/{found[1]}", dict(fitted.params), shape), dtype=float)
 
 
-def gemm_time_s(hw: HardwareSpec, dtype: str, m: ArrayLike, n: ArrayLike, k: ArrayLike,
-                weight_bytes: float | None = None) -> np.ndarray:
+def gemm_time_s(
+    hw: HardwareSpec, dtype: str, m: ArrayLike, n: ArrayLike, k: ArrayLike, weight_bytes: float | None = None
+) -> np.ndarray:
     """Fitted time of C[m, n] = A[m, k]·W[k, n] in ``dtype`` (0 where m is 0), the weights read at
     ``weight_bytes`` each where given (weight-only quantization: the ``dtype`` kernel model)."""
     m_arr = np.asarray(m, dtype=float)
@@ -110,23 +111,55 @@ def gemm_time_s(hw: HardwareSpec, dtype: str, m: ArrayLike, n: ArrayLike, k: Arr
     return np.where(m_arr > 0, _time(hw, "gemm", dtype, "", m=safe, n=n, k=k, **extra), 0.0)
 
 
-def attention_decode_time_s(hw: HardwareSpec, dtype: str, batch: ArrayLike, kv_len: ArrayLike,
-                            num_heads: float, num_kv_heads: float, head_dim: float) -> np.ndarray:
+def attention_decode_time_s(
+    hw: HardwareSpec,
+    dtype: str,
+    batch: ArrayLike,
+    kv_len: ArrayLike,
+    num_heads: float,
+    num_kv_heads: float,
+    head_dim: float,
+) -> np.ndarray:
     """Fitted decode attention: ``batch`` one-token queries over ``kv_len`` cached tokens (0 if no batch)."""
     b = np.asarray(batch, dtype=float)
-    t = _time(hw, "attention_decode", dtype, "", batch=np.maximum(b, 1.0), kv_len=np.maximum(kv_len, 1.0),
-              num_heads=num_heads, num_kv_heads=num_kv_heads, head_dim=head_dim)
+    t = _time(
+        hw,
+        "attention_decode",
+        dtype,
+        "",
+        batch=np.maximum(b, 1.0),
+        kv_len=np.maximum(kv_len, 1.0),
+        num_heads=num_heads,
+        num_kv_heads=num_kv_heads,
+        head_dim=head_dim,
+    )
     return np.where(b > 0, t, 0.0)
 
 
-def attention_prefill_time_s(hw: HardwareSpec, dtype: str, batch: ArrayLike, q_len: ArrayLike,
-                             kv_len: ArrayLike, num_heads: float, num_kv_heads: float,
-                             head_dim: float) -> np.ndarray:
+def attention_prefill_time_s(
+    hw: HardwareSpec,
+    dtype: str,
+    batch: ArrayLike,
+    q_len: ArrayLike,
+    kv_len: ArrayLike,
+    num_heads: float,
+    num_kv_heads: float,
+    head_dim: float,
+) -> np.ndarray:
     """Fitted causal prefill attention of ``q_len`` new tokens over ``kv_len`` (0 if no tokens)."""
     q = np.asarray(q_len, dtype=float)
-    t = _time(hw, "attention_prefill", dtype, "", batch=np.maximum(batch, 1.0), q_len=np.maximum(q, 1.0),
-              kv_len=np.maximum(kv_len, 1.0), num_heads=num_heads, num_kv_heads=num_kv_heads,
-              head_dim=head_dim)
+    t = _time(
+        hw,
+        "attention_prefill",
+        dtype,
+        "",
+        batch=np.maximum(batch, 1.0),
+        q_len=np.maximum(q, 1.0),
+        kv_len=np.maximum(kv_len, 1.0),
+        num_heads=num_heads,
+        num_kv_heads=num_kv_heads,
+        head_dim=head_dim,
+    )
     return np.where(q > 0, t, 0.0)
 
 

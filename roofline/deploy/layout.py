@@ -36,8 +36,9 @@ class Parallelism:
         """'tp 4 x pp 2, ep 4' in words (the idealised slice when no tp was given)."""
         if not self.explicit:
             return "one idealised group (no tp given: no collectives, as in the book's tables)"
-        parts = [f"tp {self.tp}"] + ([f"pp {self.pp}"] if self.pp > 1 else []) + (
-            [f"ep {self.ep}"] if self.ep > 1 else [])
+        parts = (
+            [f"tp {self.tp}"] + ([f"pp {self.pp}"] if self.pp > 1 else []) + ([f"ep {self.ep}"] if self.ep > 1 else [])
+        )
         return " x ".join(parts)
 
 
@@ -45,8 +46,9 @@ def _degree(value: int | None, option: str) -> int:
     if value is None:
         return 1
     if isinstance(value, bool) or int(value) != value or value < 1 or value > 1 << 20:
-        raise OptionError(f"{option} must be a whole number from 1 to {1 << 20} (got {shown(value)})",
-                          parameters=(option,))
+        raise OptionError(
+            f"{option} must be a whole number from 1 to {1 << 20} (got {shown(value)})", parameters=(option,)
+        )
     return int(value)
 
 
@@ -65,8 +67,10 @@ def parallelism(
     tp_d, pp_d, ep_d = _degree(tp, "tp"), _degree(pp, "pp"), _degree(ep, "ep")
     chips_arr = np.asarray(chips, dtype=float)
     if sizes is not None and np.any(chips_arr != topology.topology_chips(sizes)):
-        raise OptionError(f"topology_text={topology_text} has {topology.topology_chips(sizes)} chips, not "
-                          f"chips={shown(chips)}", parameters=("topology_text", "chips"))
+        raise OptionError(
+            f"topology_text={topology_text} has {topology.topology_chips(sizes)} chips, not chips={shown(chips)}",
+            parameters=("topology_text", "chips"),
+        )
     explicit = tp is not None or pp is not None or ep is not None
     if np.any(np.mod(chips_arr, tp_d * pp_d) != 0):
         per = f"tp={tp_d}" if pp_d == 1 else f"tp={tp_d} x pp={pp_d} = {tp_d * pp_d} chips per replica"

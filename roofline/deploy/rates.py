@@ -41,8 +41,9 @@ class Rates:
         return term in self.calibrated
 
 
-def chip_rates(hw: HardwareSpec, compute_dtype: str = "bf16", calibrated: bool = True,
-               kv_dtype: str | None = None) -> Rates:
+def chip_rates(
+    hw: HardwareSpec, compute_dtype: str = "bf16", calibrated: bool = True, kv_dtype: str | None = None
+) -> Rates:
     """Spec-sheet peaks, and for a calibrated profile the terms its fitted kernels cover.
 
     Decode attention is looked up in the KV-cache dtype (default: the compute dtype), the rest in
@@ -55,8 +56,9 @@ def chip_rates(hw: HardwareSpec, compute_dtype: str = "bf16", calibrated: bool =
     covered: set[str] = set()
     if calibrated and hw.calibration is not None and hw.calibration.ops:
         for term in TERM_SOURCES[:4]:
-            label = kernels.coverage(hw, term, (kv_dtype or compute_dtype) if term == "attention_decode"
-                                     else compute_dtype)
+            label = kernels.coverage(
+                hw, term, (kv_dtype or compute_dtype) if term == "attention_decode" else compute_dtype
+            )
             if label.startswith("calibrated"):
                 covered.add(term)
             sources[term] = label

@@ -19,12 +19,17 @@ _TOPOLOGY = re.compile(r"^\s*\d+(\s*[xX×]\s*\d+)*\s*$")
 def parse_topology(text: str) -> tuple[int, ...]:
     """``'4x4'`` -> (4, 4); ``'2x4x4'`` -> (2, 4, 4); a bare ``'8'`` -> (8,)."""
     if not isinstance(text, str) or len(text) > 64 or not _TOPOLOGY.match(text):
-        raise OptionError(f"topology_text: cannot read {shown(text)}; expected axis sizes like 8, 4x4 or 4x4x4",
-                          parameters=("topology_text",))
+        raise OptionError(
+            f"topology_text: cannot read {shown(text)}; expected axis sizes like 8, 4x4 or 4x4x4",
+            parameters=("topology_text",),
+        )
     sizes = tuple(int(part) for part in re.split(r"[xX×]", text.replace(" ", "")))
     if any(size < 1 for size in sizes) or math.prod(sizes) > 1 << 20:
-        raise OptionError(f"topology_text: every axis size must be at least 1 and the slice at most "
-                          f"{1 << 20} chips (got {shown(text)})", parameters=("topology_text",))
+        raise OptionError(
+            f"topology_text: every axis size must be at least 1 and the slice at most "
+            f"{1 << 20} chips (got {shown(text)})",
+            parameters=("topology_text",),
+        )
     return sizes
 
 

@@ -37,9 +37,7 @@ def matmul_arithmetic_intensity(
     weight_bytes: ArrayLike = 2.0,
 ) -> Number:
     """2·B·D·F / (2BD + 2DF + 2BF) in bf16; ≈ B when B ≪ D, F."""
-    return matmul_flops(batch, d_in, d_out) / matmul_bytes(
-        batch, d_in, d_out, activation_bytes, weight_bytes
-    )
+    return matmul_flops(batch, d_in, d_out) / matmul_bytes(batch, d_in, d_out, activation_bytes, weight_bytes)
 
 
 def hardware_arithmetic_intensity(flops_per_s: ArrayLike, bandwidth_bytes_per_s: ArrayLike) -> Number:

@@ -46,8 +46,10 @@ def decode_activation_comms_per_layer_s(
     batch: ArrayLike, d_model: ArrayLike, activation_bytes: ArrayLike, ici_bandwidth_bytes_per_s: ArrayLike
 ) -> Number:
     """Activation collectives per layer in generation: 2·B·D·bytes / W_ici (book's T_ICI comms = 2BD/W_ici)."""
-    return 2.0 * np.multiply(np.multiply(batch, d_model), activation_bytes) / np.asarray(
-        ici_bandwidth_bytes_per_s, dtype=float
+    return (
+        2.0
+        * np.multiply(np.multiply(batch, d_model), activation_bytes)
+        / np.asarray(ici_bandwidth_bytes_per_s, dtype=float)
     )
 
 
@@ -92,7 +94,11 @@ def model_parallel_1d_comms_s(
 
 
 def weight_stationary_2d_comms_s(
-    batch: ArrayLike, d_model: ArrayLike, d_ff: ArrayLike, x: ArrayLike, yz: ArrayLike,
+    batch: ArrayLike,
+    d_model: ArrayLike,
+    d_ff: ArrayLike,
+    x: ArrayLike,
+    yz: ArrayLike,
     ici_bandwidth_bytes_per_s: ArrayLike,
 ) -> Number:
     """2D weight-stationary MLP comms: 2·B·D/(X·W_ici) + 4·B·F/(YZ·W_ici) (book problem 7)."""
@@ -136,9 +142,7 @@ def free_hbm_per_chip(hbm_bytes_per_chip: ArrayLike, used_bytes_per_chip: ArrayL
     return np.subtract(hbm_bytes_per_chip, used_bytes_per_chip)
 
 
-def best_expert_split(
-    chips: int, num_experts: int, expert_bytes: float, other_bytes: float
-) -> tuple[int, int, float]:
+def best_expert_split(chips: int, num_experts: int, expert_bytes: float, other_bytes: float) -> tuple[int, int, float]:
     """(Z, Y, bytes per chip) with Z·Y = chips, Z | E, minimising weights per chip."""
     best: tuple[int, int, float] | None = None
     for z in range(1, chips + 1):

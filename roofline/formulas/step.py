@@ -67,8 +67,15 @@ def decode_step_time_s(
     One step is :func:`decode_time_total_s` over a single step.
     """
     return decode_time_total_s(
-        batch, 1.0, kv_bytes_per_seq, weight_bytes, active_params, flops_per_s,
-        bandwidth_bytes_per_s, kv_bandwidth_bytes_per_s, overhead_s,
+        batch,
+        1.0,
+        kv_bytes_per_seq,
+        weight_bytes,
+        active_params,
+        flops_per_s,
+        bandwidth_bytes_per_s,
+        kv_bandwidth_bytes_per_s,
+        overhead_s,
     )
 
 

@@ -57,7 +57,10 @@ def gemm_flops(m: np.ndarray, n: np.ndarray, k: np.ndarray) -> np.ndarray:
 
 
 def gemm_bytes(
-    m: np.ndarray, n: np.ndarray, k: np.ndarray, width: np.ndarray,
+    m: np.ndarray,
+    n: np.ndarray,
+    k: np.ndarray,
+    width: np.ndarray,
     out_width: np.ndarray | None = None,
 ) -> np.ndarray:
     """(m k + k n) w + m n w_out: read A and W once, write C once (w_out = w unless given)."""
@@ -83,9 +86,7 @@ def gemm_time(s: Arrays, hw: Hw, p: Params) -> np.ndarray:
     l2_hit = np.minimum(1.0, p["l2_bytes"] / activations)
     t_memory = weights + activations / (stream * (1.0 + p["l2_gain"] * l2_hit))
     t_serial = np.minimum(k, p["split_k"]) * p["k_step_s"]
-    return soft_max(t_compute, t_memory, t_serial, exponent=p["overlap_exponent"]) + p[
-        "overhead_s"
-    ]
+    return soft_max(t_compute, t_memory, t_serial, exponent=p["overlap_exponent"]) + p["overhead_s"]
 
 
 def quantize_time(s: Arrays, p: Params) -> np.ndarray:
@@ -200,8 +201,12 @@ def collective_spec_time(op: str, s: Arrays, hw: Hw) -> np.ndarray:
 
 
 def roofline_time(
-    flops: np.ndarray, nbytes: np.ndarray, hw: Hw, compute_eff: float = 1.0,
-    memory_eff: float = 1.0, overhead: float = 0.0,
+    flops: np.ndarray,
+    nbytes: np.ndarray,
+    hw: Hw,
+    compute_eff: float = 1.0,
+    memory_eff: float = 1.0,
+    overhead: float = 0.0,
 ) -> np.ndarray:
     """max(FLOPs / (peak η_c), bytes / (BW η_m)) + overhead: the (constant-efficiency) roofline."""
     return np.maximum(flops / (hw.peak_flops * compute_eff), nbytes / (hw.bandwidth * memory_eff)) + overhead

@@ -21,8 +21,10 @@ def _op_class(op: str, impl: str) -> str:
     """``op`` (a schema op or an op class such as gemm_fp8_block) with ``impl`` applied."""
     op_class = op_key(op, impl) if impl else op
     if base_op(op_class) not in OP_SHAPE or "/" in op_class:
-        raise CalibrationError(f"unknown op {op!r}; allowed: {', '.join(OP_SHAPE)} "
-                               "(or an op class such as gemm_fp8_block, allreduce_custom)")
+        raise CalibrationError(
+            f"unknown op {op!r}; allowed: {', '.join(OP_SHAPE)} "
+            "(or an op class such as gemm_fp8_block, allreduce_custom)"
+        )
     return op_class
 
 
@@ -32,7 +34,7 @@ def covered(hw: HardwareSpec) -> dict[str, list[str]]:
     Example: ``{"gemm": ["bf16", "fp8"], "gemm_fp8_block": ["fp8"], "allreduce": ["fp16", "int8"]}``.
     """
     out: dict[str, list[str]] = {}
-    for key in (hw.calibration.ops if hw.calibration else {}):
+    for key in hw.calibration.ops if hw.calibration else {}:
         op_class, dtype = split_key(key)
         out.setdefault(op_class, []).append(dtype)
     return {k: sorted(v) for k, v in sorted(out.items())}
@@ -45,8 +47,7 @@ def entry_key_for(hw: HardwareSpec, op: str, dtype: str, impl: str = "") -> str 
     return resolve(hw.calibration.ops, _op_class(op, impl), dtype)
 
 
-def entry_for(hw: HardwareSpec, op: str, dtype: str, impl: str = "",
-              fallback: bool = False) -> OpCalibration | None:
+def entry_for(hw: HardwareSpec, op: str, dtype: str, impl: str = "", fallback: bool = False) -> OpCalibration | None:
     """The calibrated entry for ``op`` in ``dtype``; None when ``hw`` has no calibration.
 
     A profile that lacks the op/dtype raises :class:`CalibrationError` naming it and what the
@@ -63,7 +64,8 @@ def entry_for(hw: HardwareSpec, op: str, dtype: str, impl: str = "",
     raise CalibrationError(
         f"{hw.name}: calibrated profile has no {entry_key(_op_class(op, impl), dtype)} entry "
         f"(it covers {have}); fit {dtype} rows with `roofline calibrate fit` or fall back to "
-        "the spec sheet explicitly")
+        "the spec sheet explicitly"
+    )
 
 
 def source_label(hw: HardwareSpec, op: str, dtype: str, impl: str = "") -> str:
@@ -86,8 +88,9 @@ def source_label(hw: HardwareSpec, op: str, dtype: str, impl: str = "") -> str:
     return f"calibrated profile ({', '.join(parts)})"
 
 
-def op_time(hw: HardwareSpec, op: str, dtype: str = "bf16", impl: str = "",
-            fallback: bool = True, **shape: float | np.ndarray) -> tuple[np.ndarray, str]:
+def op_time(
+    hw: HardwareSpec, op: str, dtype: str = "bf16", impl: str = "", fallback: bool = True, **shape: float | np.ndarray
+) -> tuple[np.ndarray, str]:
     """(predicted seconds broadcast over ``shape``, source label) of one kernel on ``hw``.
 
     The covering entry's fitted model, else (``fallback``) the spec-sheet roofline, labelled.

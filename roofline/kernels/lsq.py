@@ -81,9 +81,13 @@ def starting_points(z0: np.ndarray, starts: int, seed: int) -> list[np.ndarray]:
 
 
 def fit_params(
-    spec: tuple[Param, ...], predict_fn: Callable[[dict[str, float]], np.ndarray],
-    measured: np.ndarray, init: dict[str, float] | None = None, robust_rounds: int = 3,
-    starts: int = STARTS, seed: int = 0,
+    spec: tuple[Param, ...],
+    predict_fn: Callable[[dict[str, float]], np.ndarray],
+    measured: np.ndarray,
+    init: dict[str, float] | None = None,
+    robust_rounds: int = 3,
+    starts: int = STARTS,
+    seed: int = 0,
 ) -> dict[str, float]:
     """Fit ``spec`` so that log(predict/measured) is small: LS then IRLS ~ L1, best of ``starts``."""
     names = [p.name for p in spec]

@@ -55,8 +55,7 @@ GEMM_CONSTANTS = {"tile_m": 128.0, "tile_n": 128.0}
 
 def quantize_params(floor_s: float) -> tuple[Param, ...]:
     """The activation-quantize kernel's floor (seconds) and streaming rate (bytes/s)."""
-    return (Param("quantize_floor_s", floor_s, 1e-8, 1e-4),
-            Param("quantize_bandwidth_bytes_per_s", 1e12, 1e9, 1e14))
+    return (Param("quantize_floor_s", floor_s, 1e-8, 1e-4), Param("quantize_bandwidth_bytes_per_s", 1e12, 1e9, 1e14))
 
 
 #: dtypes whose GEMMs quantize their bf16 activations first (a kernel of its own).
@@ -64,14 +63,16 @@ QUANTIZED_DTYPES = ("fp8", "int8", "fp4", "int4")
 MODELS: dict[str, OpModel] = {
     "gemm": OpModel("gemm", models.gemm_time, GEMM_PARAMS, GEMM_CONSTANTS, "m", 1024),
     # per-tensor dynamic quantization: an amax reduction, then the cast (~12 µs floor)
-    "gemm_quantized": OpModel("gemm", models.gemm_quantized_time,
-                              GEMM_PARAMS + quantize_params(12e-6), GEMM_CONSTANTS, "m", 1024),
+    "gemm_quantized": OpModel(
+        "gemm", models.gemm_quantized_time, GEMM_PARAMS + quantize_params(12e-6), GEMM_CONSTANTS, "m", 1024
+    ),
     # 1x128 block scales: one fused pass (~4 µs floor)
     "gemm_quantized_block": OpModel(
-        "gemm", models.gemm_quantized_time,
-        GEMM_PARAMS + quantize_params(4e-6), GEMM_CONSTANTS, "m", 1024),
+        "gemm", models.gemm_quantized_time, GEMM_PARAMS + quantize_params(4e-6), GEMM_CONSTANTS, "m", 1024
+    ),
     "attention_decode": OpModel(
-        "attention_decode", models.attention_decode_time,
+        "attention_decode",
+        models.attention_decode_time,
         (
             Param("compute_efficiency", 0.15, 0.01, 1.5),
             Param("memory_efficiency", 0.85, 0.05, 1.5),
@@ -86,16 +87,20 @@ MODELS: dict[str, OpModel] = {
             Param("setup_dim_exponent", 0.5, 1e-3, 3.0),
         ),
         {"kv_chunk": 4096.0, "max_group": 32.0, "multi_block_kv_bytes": 262144.0, "group_tile": 16.0},
-        range_column="batch", range_max=32,
+        range_column="batch",
+        range_max=32,
     ),
     "attention_prefill": OpModel(
-        "attention_prefill", models.attention_prefill_time,
-        COMMON + (
+        "attention_prefill",
+        models.attention_prefill_time,
+        COMMON
+        + (
             Param("fill_exponent", 0.3, 1e-3, 2.0),
             Param("head_setup_s", 1e-8, 1e-13, 1e-5),
         ),
         {"q_tile": 128.0},
-        range_column="q_len", range_max=1024,
+        range_column="q_len",
+        range_max=1024,
     ),
 }
 COMPUTE_OPS = ("gemm", "attention_decode", "attention_prefill")
@@ -122,14 +127,12 @@ def model_for(key: str) -> OpModel | None:
 
 def row_keys(table: Measurements) -> np.ndarray:
     """The op class of every row (``gemm``, ``gemm_fp8_block``, ``allreduce_custom``, ...)."""
-    return np.array([op_key(o, i) for o, i in zip(table["op"], table["impl"], strict=True)],
-                    dtype=object)
+    return np.array([op_key(o, i) for o, i in zip(table["op"], table["impl"], strict=True)], dtype=object)
 
 
 def row_entry_keys(table: Measurements) -> np.ndarray:
     """The profile key every row would be fitted into: ``<op class>/<dtype>``."""
-    return np.array([entry_key(k, d) for k, d in zip(row_keys(table), table["dtype"], strict=True)],
-                    dtype=object)
+    return np.array([entry_key(k, d) for k, d in zip(row_keys(table), table["dtype"], strict=True)], dtype=object)
 
 
 def covering_keys(hw: HardwareSpec, table: Measurements) -> np.ndarray:
@@ -148,7 +151,7 @@ def covering_keys(hw: HardwareSpec, table: Measurements) -> np.ndarray:
 def num_sms(hw: HardwareSpec) -> float:
     """Streaming multiprocessors (or cores) used by the fill effects."""
     known = {"h100": 132.0, "h200": 132.0, "a100": 108.0, "b200": 148.0}
-    for key, cal in (hw.calibration.ops.items() if hw.calibration else ()):
+    for key, cal in hw.calibration.ops.items() if hw.calibration else ():
         if base_op(key) == "gemm" and cal.params.get("num_sms"):
             return float(cal.params["num_sms"])
     for prefix, sms in known.items():
@@ -174,13 +177,27 @@ def hw_numbers(hw: HardwareSpec, table: Measurements) -> models.Hw:
 
 def _hw(hw: HardwareSpec, peak: np.ndarray | float) -> models.Hw:
     return models.Hw(
-        peak_flops=peak, bandwidth=hw.hbm_bandwidth_bytes_per_s, num_sms=num_sms(hw),
-        link_bandwidth=hw.ici_bandwidth_bytes_per_s, hop_latency=hw.ici_hop_latency_s,
+        peak_flops=peak,
+        bandwidth=hw.hbm_bandwidth_bytes_per_s,
+        num_sms=num_sms(hw),
+        link_bandwidth=hw.ici_bandwidth_bytes_per_s,
+        hop_latency=hw.ici_hop_latency_s,
     )
 
 
-SHAPE_COLUMNS = ("m", "n", "k", "batch", "q_len", "kv_len", "num_heads", "num_kv_heads",
-                 "head_dim", "message_bytes", "num_devices")
+SHAPE_COLUMNS = (
+    "m",
+    "n",
+    "k",
+    "batch",
+    "q_len",
+    "kv_len",
+    "num_heads",
+    "num_kv_heads",
+    "head_dim",
+    "message_bytes",
+    "num_devices",
+)
 
 
 def _widths(op: str, dtype: str) -> tuple[float, float]:
@@ -203,8 +220,7 @@ def shape_arrays(op: str, dtype: str, shape: dict[str, float | np.ndarray]) -> d
     """Broadcast shape keywords of one op into model arrays (one-line errors for bad input)."""
     unknown = sorted(set(shape) - set(SHAPE_COLUMNS) - ({"weight_width"} if op == "gemm" else set()))
     if unknown:
-        raise CalibrationError(
-            f"unknown shape {unknown[0]!r}; allowed: {', '.join(SHAPE_COLUMNS)}")
+        raise CalibrationError(f"unknown shape {unknown[0]!r}; allowed: {', '.join(SHAPE_COLUMNS)}")
     if dtype not in DTYPE_BYTES:
         raise CalibrationError(f"unknown dtype {dtype!r}; allowed: {', '.join(DTYPE_BYTES)}")
     shape = dict(shape)
@@ -248,15 +264,14 @@ def _predict(hw: HardwareSpec, table: Measurements, calibrated: bool) -> np.ndar
     return out
 
 
-def predict_op(
-    key: str, table: Measurements, hw: HardwareSpec, params: dict[str, float] | None
-) -> np.ndarray:
+def predict_op(key: str, table: Measurements, hw: HardwareSpec, params: dict[str, float] | None) -> np.ndarray:
     """Times of the rows of one profile key: the fitted model with ``params``, or the spec."""
     return op_times(key, shapes(table), hw_numbers(hw, table), params)
 
 
-def op_time_with(hw: HardwareSpec, key: str, params: dict[str, float] | None,
-                 shape: dict[str, float | np.ndarray]) -> np.ndarray:
+def op_time_with(
+    hw: HardwareSpec, key: str, params: dict[str, float] | None, shape: dict[str, float | np.ndarray]
+) -> np.ndarray:
     """Seconds of profile key ``key`` for broadcast shape keywords, with ``params`` (None: spec)."""
     op_class, dtype = split_key(key)
     op = base_op(op_class)
@@ -265,8 +280,7 @@ def op_time_with(hw: HardwareSpec, key: str, params: dict[str, float] | None,
     return op_times(key, s, _hw(hw, peak), params)
 
 
-def op_time(hw: HardwareSpec, op: str, dtype: str = "bf16", impl: str = "",
-            **shape: float | np.ndarray) -> np.ndarray:
+def op_time(hw: HardwareSpec, op: str, dtype: str = "bf16", impl: str = "", **shape: float | np.ndarray) -> np.ndarray:
     """Predicted seconds of ``op`` on ``hw`` (calibrated if it can): :func:`.lookup.op_time` without its label.
 
     Example: ``op_time(profile, "gemm", m=[1, 4096], n=8192, k=8192)``.
@@ -276,9 +290,7 @@ def op_time(hw: HardwareSpec, op: str, dtype: str = "bf16", impl: str = "",
     return labelled(hw, op, dtype, impl, fallback=True, **shape)[0]
 
 
-def op_times(
-    key: str, s: dict[str, np.ndarray], nums: models.Hw, params: dict[str, float] | None
-) -> np.ndarray:
+def op_times(key: str, s: dict[str, np.ndarray], nums: models.Hw, params: dict[str, float] | None) -> np.ndarray:
     """Times from shape arrays: the fitted model with ``params``, or the spec roofline."""
     op = base_op(key)
     if op in COLLECTIVE_OPS:
@@ -291,21 +303,24 @@ def op_times(
     model = model_for(key)
     if model is None or not {p.name for p in model.params} <= set(params):
         return models.roofline_time(
-            *flops_bytes(op, s), nums, params.get("compute_efficiency", 1.0),
-            params.get("memory_efficiency", 1.0), params.get("overhead_s", 0.0))
+            *flops_bytes(op, s),
+            nums,
+            params.get("compute_efficiency", 1.0),
+            params.get("memory_efficiency", 1.0),
+            params.get("overhead_s", 0.0),
+        )
     return model.time(s, nums, params)
 
 
 def flops_bytes(op: str, s: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     if op == "gemm":
         return models.gemm_flops(s["m"], s["n"], s["k"]), models.gemm_bytes(
-            s["m"], s["n"], s["k"], s["width"], s.get("out_width"))
+            s["m"], s["n"], s["k"], s["width"], s.get("out_width")
+        )
     return models.attention_flops(s), models.attention_bytes(s)
 
 
-def _collective_arrays(
-    params: dict[str, float], devices: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _collective_arrays(params: dict[str, float], devices: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per-row (latency, bandwidth, small-message bytes): per device count, else the summary."""
     lat = np.full(devices.shape, params.get("latency_s", 0.0))
     bw = np.full(devices.shape, params.get("bandwidth_bytes_per_s", 1.0))
@@ -326,11 +341,14 @@ def _collective_arrays(
 def error_stats(predicted: np.ndarray, measured: np.ndarray) -> dict[str, float]:
     """n, MAPE, median and p90 absolute relative error (fractions, not percent)."""
     if len(measured) == 0:
-        return {"n": 0.0, "mape": float("nan"), "median_ape": float("nan"),
-                "p90_ape": float("nan")}
+        return {"n": 0.0, "mape": float("nan"), "median_ape": float("nan"), "p90_ape": float("nan")}
     ape = np.abs(predicted - measured) / measured
-    return {"n": float(len(ape)), "mape": float(ape.mean()),
-            "median_ape": float(np.median(ape)), "p90_ape": float(np.quantile(ape, 0.9))}
+    return {
+        "n": float(len(ape)),
+        "mape": float(ape.mean()),
+        "median_ape": float(np.median(ape)),
+        "p90_ape": float(np.quantile(ape, 0.9)),
+    }
 
 
 def scored_rows(hw: HardwareSpec, table: Measurements) -> Measurements:
@@ -344,8 +362,7 @@ def evaluate(hw: HardwareSpec, table: Measurements) -> dict[str, dict[str, float
     """Per op class: error stats of the profile's predictions on the rows its entries cover."""
     table = scored_rows(hw, table)
     pred, keys = predict(hw, table), row_keys(table)
-    return {k: error_stats(pred[keys == k], table["time_s"][keys == k])
-            for k in sorted(set(keys))}
+    return {k: error_stats(pred[keys == k], table["time_s"][keys == k]) for k in sorted(set(keys))}
 
 
 def evaluate_by_dtype(hw: HardwareSpec, table: Measurements) -> dict[str, dict[str, dict[str, float]]]:

@@ -65,8 +65,23 @@ NUMBER_COLUMNS = (
     "time_s",
 )
 COLUMNS = (
-    "hardware", "op", "dtype", "m", "n", "k", "batch", "q_len", "kv_len", "num_heads",
-    "num_kv_heads", "head_dim", "message_bytes", "num_devices", "time_s", "source", "impl",
+    "hardware",
+    "op",
+    "dtype",
+    "m",
+    "n",
+    "k",
+    "batch",
+    "q_len",
+    "kv_len",
+    "num_heads",
+    "num_kv_heads",
+    "head_dim",
+    "message_bytes",
+    "num_devices",
+    "time_s",
+    "source",
+    "impl",
 )
 REQUIRED = ("hardware", "op", "dtype", "time_s")
 #: Shape columns each op needs (non-empty, positive).
@@ -120,9 +135,7 @@ class Measurements:
 
     def to_rows(self) -> list[dict[str, str]]:
         """Rows as CSV-ready strings (empty for nan)."""
-        return [
-            {c: _cell(self.columns[c][i]) for c in COLUMNS} for i in range(len(self))
-        ]
+        return [{c: _cell(self.columns[c][i]) for c in COLUMNS} for i in range(len(self))]
 
 
 def _cell(value: object) -> str:
@@ -168,8 +181,10 @@ def concat(tables: Sequence[Measurements]) -> Measurements:
 def open_text(path: Path) -> io.TextIOBase:
     """Open a CSV (``.gz`` transparently) for reading within the size limit, with a one-line error."""
     limit = MAX_MEASUREMENT_FILE_BYTES
-    too_big = CalibrationError(f"{path}: more than {limit:,} bytes of text (after decompression); "
-                               f"measurement files are limited to {limit // 2**20} MiB")
+    too_big = CalibrationError(
+        f"{path}: more than {limit:,} bytes of text (after decompression); "
+        f"measurement files are limited to {limit // 2**20} MiB"
+    )
     try:
         if Path(path).is_dir():
             raise CalibrationError(f"{path}: is a folder, give a measurement file")
@@ -214,8 +229,9 @@ def iter_csv(path: Path) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]
                     break
                 count += 1
                 if None in row:
-                    raise CalibrationError(f"{path}: row {count + 1}: more fields than the header's "
-                                           f"{len(header)} columns")
+                    raise CalibrationError(
+                        f"{path}: row {count + 1}: more fields than the header's {len(header)} columns"
+                    )
                 if count > MAX_ROWS:
                     raise CalibrationError(f"{path}: more than {MAX_ROWS:,} rows; split the file")
                 yield count + 1, row
@@ -234,8 +250,9 @@ def _guarded(path: Path, handle: io.TextIOBase, step: object) -> object:
         raise
     except UnicodeDecodeError as exc:
         handle.close()
-        raise CalibrationError(f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x}); "
-                               "save it as UTF-8") from None
+        raise CalibrationError(
+            f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x}); save it as UTF-8"
+        ) from None
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
         handle.close()
         raise CalibrationError(f"{path}: truncated or corrupt gzip file ({str(exc)[:60]})") from None
@@ -268,13 +285,15 @@ def check_record(record: Mapping[str, object], where: str) -> None:
         value = record.get(name)
         if value is None or value == "":
             if name in needed:
-                raise CalibrationError(f"{where}: column {name!r} must be a positive number for op {op!r} "
-                                       "(got an empty cell)")
+                raise CalibrationError(
+                    f"{where}: column {name!r} must be a positive number for op {op!r} (got an empty cell)"
+                )
             continue
         number = cell_number(value, name, where)
         if name in needed and number <= 0:
-            raise CalibrationError(f"{where}: column {name!r} must be a positive number for op {op!r} "
-                                   f"(got {shown(value)})")
+            raise CalibrationError(
+                f"{where}: column {name!r} must be a positive number for op {op!r} (got {shown(value)})"
+            )
 
 
 def cell_number(value: object, name: str, where: str) -> float:
@@ -285,8 +304,9 @@ def cell_number(value: object, name: str, where: str) -> float:
         raise CalibrationError(f"{where}: column {name!r} is not a number ({shown(value)})") from None
     high = COLUMN_MAX[name]
     if not (math.isfinite(number) and 0 <= number <= high):
-        raise CalibrationError(f"{where}: column {name!r} must be a finite number in "
-                               f"{interval(0, high)} (got {shown(value)})")
+        raise CalibrationError(
+            f"{where}: column {name!r} must be a finite number in {interval(0, high)} (got {shown(value)})"
+        )
     return number
 
 
@@ -331,22 +351,19 @@ def _is_nan(value: object) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
 
-def parse_table(header: list[str], rows: Iterable[dict[str, str]] | Iterator[tuple[int, dict[str, str]]],
-                origin: str) -> Measurements:
+def parse_table(
+    header: list[str], rows: Iterable[dict[str, str]] | Iterator[tuple[int, dict[str, str]]], origin: str
+) -> Measurements:
     """Rows of a file in this schema -> validated table (one-line errors naming row and column).
 
     ``rows`` are dicts (numbered from line 2) or (line, dict) pairs from :func:`iter_csv`.
     """
     missing = [c for c in REQUIRED if c not in header]
     if missing:
-        raise CalibrationError(
-            f"{origin}: missing column {missing[0]!r} (schema columns: {', '.join(COLUMNS)})"
-        )
+        raise CalibrationError(f"{origin}: missing column {missing[0]!r} (schema columns: {', '.join(COLUMNS)})")
     unknown = [c for c in header if c not in COLUMNS]
     if unknown:
-        raise CalibrationError(
-            f"{origin}: unknown column {shown(unknown[0])} (schema columns: {', '.join(COLUMNS)})"
-        )
+        raise CalibrationError(f"{origin}: unknown column {shown(unknown[0])} (schema columns: {', '.join(COLUMNS)})")
     builder = TableBuilder()
     for lineno, item in enumerate(rows, start=2):
         line, row = item if isinstance(item, tuple) else (lineno, item)

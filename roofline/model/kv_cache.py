@@ -41,13 +41,10 @@ def capped_kv_layers(m: ModelShape) -> list[tuple[float, float]]:
 def kv_cache_bytes_per_token(m: ModelShape, kv_bytes_per_elem: ArrayLike) -> Number:
     """Uncapped cache per token: 2·bytes·H·K·L (the book), MLA, KV sharing and attention layers honoured."""
     global_layers, _ = kv_layer_counts(m)
-    return kv_bytes_per_token_per_layer(m, kv_bytes_per_elem) * (
-        global_layers + sum(n for n, _ in capped_kv_layers(m)))
+    return kv_bytes_per_token_per_layer(m, kv_bytes_per_elem) * (global_layers + sum(n for n, _ in capped_kv_layers(m)))
 
 
-def kv_cache_bytes_per_sequence(
-    m: ModelShape, context_len: ArrayLike, kv_bytes_per_elem: ArrayLike
-) -> Number:
+def kv_cache_bytes_per_sequence(m: ModelShape, context_len: ArrayLike, kv_bytes_per_elem: ArrayLike) -> Number:
     """Cache of one sequence of S tokens: per-layer bytes × (global·S + Σ capped·min(S, cap))."""
     s = np.asarray(context_len, dtype=float)
     global_layers, _ = kv_layer_counts(m)
@@ -87,13 +84,12 @@ def state_bytes_per_sequence(m: ModelShape, bytes_per_elem: ArrayLike) -> Number
 
 def cache_bytes_per_sequence(m: ModelShape, context_len: ArrayLike, kv_bytes_per_elem: ArrayLike) -> Number:
     """What one sequence holds in HBM: its KV cache at S tokens + its constant recurrent state."""
-    return np.add(kv_cache_bytes_per_sequence(m, context_len, kv_bytes_per_elem),
-                  state_bytes_per_sequence(m, kv_bytes_per_elem))
+    return np.add(
+        kv_cache_bytes_per_sequence(m, context_len, kv_bytes_per_elem), state_bytes_per_sequence(m, kv_bytes_per_elem)
+    )
 
 
-def kv_cache_bytes(
-    m: ModelShape, batch: ArrayLike, context_len: ArrayLike, kv_bytes_per_elem: ArrayLike
-) -> Number:
+def kv_cache_bytes(m: ModelShape, batch: ArrayLike, context_len: ArrayLike, kv_bytes_per_elem: ArrayLike) -> Number:
     """Cache of a batch: B × per-sequence bytes."""
     return np.multiply(batch, kv_cache_bytes_per_sequence(m, context_len, kv_bytes_per_elem))
 

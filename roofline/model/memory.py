@@ -56,15 +56,47 @@ from roofline.model.weight_bytes import (
 )
 
 __all__ = [
-    "WEIGHT_COMPONENTS", "LayerMix", "ModelShape", "Number", "ParamCounts", "attention_matrix_params",
-    "attention_params_per_layer", "attention_small_params", "cache_bytes_per_sequence", "capped_kv_layers",
-    "capped_token_sum", "component_bytes", "expected_experts_touched", "fits_in_memory", "hbm_capacity_bytes",
-    "kv_bytes_per_token_per_layer", "kv_cache_bytes", "kv_cache_bytes_per_sequence", "kv_cache_bytes_per_token",
-    "kv_cache_bytes_summed_over_decode", "kv_layer_counts", "layer_mix", "linear_attention_params", "mamba_params",
-    "max_batch_size", "max_context_length", "mean_bytes_per_param", "min_chips", "mixer_params", "mlp_params",
-    "model_weight_bytes", "moe_layer_count", "param_bytes", "param_counts", "routed_expert_params",
-    "state_bytes_per_sequence", "state_elements_per_layer", "total_memory_bytes", "weight_bytes_read",
-    "weight_bytes_read_per_step", "weight_params_by_component",
+    "WEIGHT_COMPONENTS",
+    "LayerMix",
+    "ModelShape",
+    "Number",
+    "ParamCounts",
+    "attention_matrix_params",
+    "attention_params_per_layer",
+    "attention_small_params",
+    "cache_bytes_per_sequence",
+    "capped_kv_layers",
+    "capped_token_sum",
+    "component_bytes",
+    "expected_experts_touched",
+    "fits_in_memory",
+    "hbm_capacity_bytes",
+    "kv_bytes_per_token_per_layer",
+    "kv_cache_bytes",
+    "kv_cache_bytes_per_sequence",
+    "kv_cache_bytes_per_token",
+    "kv_cache_bytes_summed_over_decode",
+    "kv_layer_counts",
+    "layer_mix",
+    "linear_attention_params",
+    "mamba_params",
+    "max_batch_size",
+    "max_context_length",
+    "mean_bytes_per_param",
+    "min_chips",
+    "mixer_params",
+    "mlp_params",
+    "model_weight_bytes",
+    "moe_layer_count",
+    "param_bytes",
+    "param_counts",
+    "routed_expert_params",
+    "state_bytes_per_sequence",
+    "state_elements_per_layer",
+    "total_memory_bytes",
+    "weight_bytes_read",
+    "weight_bytes_read_per_step",
+    "weight_params_by_component",
 ]
 
 
@@ -83,9 +115,7 @@ def fits_in_memory(total_bytes: ArrayLike, capacity_bytes: ArrayLike) -> np.ndar
     return np.less_equal(total_bytes, capacity_bytes)
 
 
-def max_batch_size(
-    capacity_bytes: ArrayLike, param_bytes_: ArrayLike, kv_bytes_per_seq: ArrayLike
-) -> Number:
+def max_batch_size(capacity_bytes: ArrayLike, param_bytes_: ArrayLike, kv_bytes_per_seq: ArrayLike) -> Number:
     """Largest B with P + B·kv_seq ≤ capacity: floor((capacity - P) / kv_seq), at least 0."""
     room = np.subtract(capacity_bytes, param_bytes_)
     return np.maximum(np.floor(room / np.asarray(kv_bytes_per_seq, dtype=float)), 0.0)

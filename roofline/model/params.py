@@ -105,8 +105,14 @@ def mamba_params(m: ModelShape) -> tuple[float, float]:
         return float(matrices), float(small)
     rank = m.mamba_dt_rank or 0
     matrices = d * 2 * inner + inner * (rank + 2 * n) + rank * inner + inner * d
-    small = (inner * kernel + inner + inner * n + inner + (rank + 2 * n if m.mamba_inner_norms else 0)
-             + ((2 * inner + d) if m.mamba_proj_bias else 0))
+    small = (
+        inner * kernel
+        + inner
+        + inner * n
+        + inner
+        + (rank + 2 * n if m.mamba_inner_norms else 0)
+        + ((2 * inner + d) if m.mamba_proj_bias else 0)
+    )
     return float(matrices), float(small)
 
 
@@ -141,9 +147,7 @@ def param_counts(m: ModelShape) -> ParamCounts:
     dense_ff = m.dense_d_ff if (moe_layers and m.dense_d_ff) else m.d_ff
     dense_mlp = dense_layers * mlp_params(d, dense_ff, m.gated_mlp, m.mlp_bias)
     expert = mlp_params(d, m.d_ff, m.gated_mlp, m.mlp_bias)
-    shared = m.num_shared_experts * mlp_params(
-        d, m.shared_expert_d_ff or m.d_ff, m.gated_mlp, m.mlp_bias
-    )
+    shared = m.num_shared_experts * mlp_params(d, m.shared_expert_d_ff or m.d_ff, m.gated_mlp, m.mlp_bias)
     router = d * m.num_experts if moe_layers else 0
     mlp_total = dense_mlp + moe_layers * (m.num_experts * expert + shared + router)
     mlp_active = dense_mlp + moe_layers * (m.experts_per_token * expert + shared + router)
@@ -154,7 +158,8 @@ def param_counts(m: ModelShape) -> ParamCounts:
     mixer = sum(mixer_params(m))
     return ParamCounts(
         embedding=float(embedding),
-        attention=float(mixer) if (mix.linear or mix.mamba or mix.no_mixer)
+        attention=float(mixer)
+        if (mix.linear or mix.mamba or mix.no_mixer)
         else m.num_layers * attention_params_per_layer(m),
         mlp=float(mlp_total),
         mlp_active=float(mlp_active),
@@ -164,6 +169,4 @@ def param_counts(m: ModelShape) -> ParamCounts:
 
 def routed_expert_params(m: ModelShape) -> float:
     """Parameters in routed experts: (L - dense layers)·E·mlp(D, F)."""
-    return moe_layer_count(m) * m.num_experts * mlp_params(
-        m.d_model, m.d_ff, m.gated_mlp, m.mlp_bias
-    )
+    return moe_layer_count(m) * m.num_experts * mlp_params(m.d_model, m.d_ff, m.gated_mlp, m.mlp_bias)

@@ -65,9 +65,17 @@ class LayerMix:
 
     def kinds(self) -> dict[str, int]:
         """Non-zero counts by kind name (``model show``'s layer_kinds)."""
-        named = {"full_attention": self.full, "sliding_attention": self.sliding,
-                 "chunked_attention": self.chunked, "linear_attention": self.linear, "mamba": self.mamba,
-                 "no_mixer": self.no_mixer, "dense_mlp": self.dense, "moe_mlp": self.moe, "no_mlp": self.no_mlp}
+        named = {
+            "full_attention": self.full,
+            "sliding_attention": self.sliding,
+            "chunked_attention": self.chunked,
+            "linear_attention": self.linear,
+            "mamba": self.mamba,
+            "no_mixer": self.no_mixer,
+            "dense_mlp": self.dense,
+            "moe_mlp": self.moe,
+            "no_mlp": self.no_mlp,
+        }
         return {k: v for k, v in named.items() if v}
 
 
@@ -87,7 +95,14 @@ def layer_mix(m: ModelShape) -> LayerMix:
         mlp_counts = {"moe": moe, "dense": m.num_layers - moe}
     else:
         mlp_counts = {t: mlps.count(t) for t in set(mlps)}
-    return LayerMix(mixers.get("full_attention", 0), mixers.get("sliding_attention", 0),
-                    mixers.get("chunked_attention", 0), mixers.get("linear_attention", 0), mixers.get("mamba", 0),
-                    mixers.get("none", 0), mlp_counts.get("dense", 0), mlp_counts.get("moe", 0),
-                    mlp_counts.get("none", 0))
+    return LayerMix(
+        mixers.get("full_attention", 0),
+        mixers.get("sliding_attention", 0),
+        mixers.get("chunked_attention", 0),
+        mixers.get("linear_attention", 0),
+        mixers.get("mamba", 0),
+        mixers.get("none", 0),
+        mlp_counts.get("dense", 0),
+        mlp_counts.get("moe", 0),
+        mlp_counts.get("none", 0),
+    )

@@ -70,8 +70,11 @@ def weight_bytes_read(m: ModelShape, bytes_of: dict[str, float], batch: ArrayLik
         return weight_bytes_read_per_step(m, param_counts(m).total, bytes_of["other"], batch)
     parts = component_bytes(m, bytes_of)
     routed = parts.pop("experts") + parts.pop("expert_other")
-    fraction = (expected_experts_touched(m.num_experts, m.experts_per_token, batch) / m.num_experts
-                if routed else 0.0 * np.asarray(batch))
+    fraction = (
+        expected_experts_touched(m.num_experts, m.experts_per_token, batch) / m.num_experts
+        if routed
+        else 0.0 * np.asarray(batch)
+    )
     return sum(parts.values()) + routed * fraction
 
 

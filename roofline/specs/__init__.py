@@ -29,7 +29,6 @@ from roofline.specs.catalog import (
     resolve,
 )
 from roofline.specs.types import (
-    _Spec,
     ATTENTION_TYPES,
     LAYER_TYPES,
     MLP_TYPES,
@@ -39,6 +38,7 @@ from roofline.specs.types import (
     HardwareSpec,
     ModelSpec,
     OpCalibration,
+    _Spec,
 )
 
 if TYPE_CHECKING:  # served lazily by __getattr__ below
@@ -46,17 +46,42 @@ if TYPE_CHECKING:  # served lazily by __getattr__ below
     from roofline.specs.schema import check_spec_field, dimension_of
 
 __all__ = [
-    "ATTENTION_TYPES", "LAYER_TYPES", "MLP_TYPES", "PACKAGE_DIR", "PRECISION_KEYS", "CalibrationSpec",
-    "EngineCalibration", "HardwareSpec", "ModelSpec", "OpCalibration", "SpecError", "catalog_dirs",
-    "catalog_origins", "check_spec_field", "check_tree", "dimension_of", "dump_yaml", "hardware_from_dict",
+    "ATTENTION_TYPES",
+    "LAYER_TYPES",
+    "MLP_TYPES",
+    "PACKAGE_DIR",
+    "PRECISION_KEYS",
+    "CalibrationSpec",
+    "EngineCalibration",
+    "HardwareSpec",
+    "ModelSpec",
+    "OpCalibration",
+    "SpecError",
+    "catalog_dirs",
+    "catalog_origins",
+    "check_spec_field",
+    "check_tree",
+    "dimension_of",
+    "dump_yaml",
+    "hardware_from_dict",
     "hardware_names",
-    "load_hardware", "load_model", "model_from_config_file", "model_from_dict", "model_names", "read_json",
+    "load_hardware",
+    "load_model",
+    "model_from_config_file",
+    "model_from_dict",
+    "model_names",
+    "read_json",
     "read_yaml",
 ]
 
 #: Names served lazily from the module that defines them (pydantic and YAML load only when used).
-_LAZY = {"check_spec_field": "schema", "dimension_of": "schema", "read_json": "files",
-         "read_yaml": "files", "check_tree": "files"}
+_LAZY = {
+    "check_spec_field": "schema",
+    "dimension_of": "schema",
+    "read_json": "files",
+    "read_yaml": "files",
+    "check_tree": "files",
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -144,8 +169,7 @@ def model_from_config_file(path: Path) -> ModelSpec:
     from roofline.specs.files import read_json
     from roofline.specs.hf.config import model_dict_from_hf_config
 
-    data = model_dict_from_hf_config(read_json(path), name=Path(path).parent.name or path.stem,
-                                     origin=str(path))
+    data = model_dict_from_hf_config(read_json(path), name=Path(path).parent.name or path.stem, origin=str(path))
     return model_from_dict(data, str(path))
 
 

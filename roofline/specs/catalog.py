@@ -114,8 +114,11 @@ def generated_spec(kind: Kind, path: Path) -> HardwareSpec | ModelSpec | None:
         raw = path.read_bytes()
     except (OSError, ValueError):
         return None
-    if not isinstance(entry, dict) or entry.get("format") != FORMAT or \
-            {k: entry.get(k) for k in ("bytes", "crc32")} != _fingerprint(raw):
+    if (
+        not isinstance(entry, dict)
+        or entry.get("format") != FORMAT
+        or {k: entry.get(k) for k in ("bytes", "crc32")} != _fingerprint(raw)
+    ):
         return None
     return hardware_from_data(entry["spec"]) if kind == "hardware" else model_from_data(entry["spec"])
 
@@ -126,10 +129,15 @@ def generate(kind: Kind) -> dict[str, dict[str, Any]]:
     from roofline.specs.schema import validated
 
     spec = HardwareSpec if kind == "hardware" else ModelSpec
-    return {name: {"format": FORMAT, "note": f"generated from {kind}/{name}.yaml by `python -m "
-                   "roofline.specs.catalog`; do not edit", **_fingerprint(path.read_bytes()),
-                   "spec": validated(spec, read_yaml(path), str(path))}
-            for name, path in sorted(builtin_catalog(kind).items())}
+    return {
+        name: {
+            "format": FORMAT,
+            "note": f"generated from {kind}/{name}.yaml by `python -m roofline.specs.catalog`; do not edit",
+            **_fingerprint(path.read_bytes()),
+            "spec": validated(spec, read_yaml(path), str(path)),
+        }
+        for name, path in sorted(builtin_catalog(kind).items())
+    }
 
 
 def generated_text(entry: dict[str, Any]) -> str:

@@ -40,11 +40,13 @@ class StrictLoader(_BaseLoader):  # type: ignore[misc, valid-type]
                 continue
             if not isinstance(key_node, yaml.ScalarNode):
                 raise yaml.constructor.ConstructorError(
-                    None, None, "a key must be a plain name, not a list or mapping", key_node.start_mark)
+                    None, None, "a key must be a plain name, not a list or mapping", key_node.start_mark
+                )
             key = (key_node.tag, key_node.value)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {shown(key_node.value)}", key_node.start_mark)
+                    None, None, f"duplicate key {shown(key_node.value)}", key_node.start_mark
+                )
             seen.add(key)
         return super().construct_mapping(node, deep)
 
@@ -57,12 +59,11 @@ def _check_nodes(root: yaml.Node) -> None:
         node, depth = stack.pop()
         if id(node) in seen:
             raise yaml.constructor.ConstructorError(
-                None, None, "YAML aliases (*name) are not allowed in spec files; "
-                "write the value out", node.start_mark)
+                None, None, "YAML aliases (*name) are not allowed in spec files; write the value out", node.start_mark
+            )
         seen.add(id(node))
         if depth > MAX_DEPTH or len(seen) > MAX_NODES:
-            limit = f"nested deeper than {MAX_DEPTH} levels" if depth > MAX_DEPTH else \
-                f"more than {MAX_NODES:,} values"
+            limit = f"nested deeper than {MAX_DEPTH} levels" if depth > MAX_DEPTH else f"more than {MAX_NODES:,} values"
             raise yaml.constructor.ConstructorError(None, None, limit, node.start_mark)
         if isinstance(node, yaml.MappingNode):
             stack.extend((part, depth + 1) for pair in node.value for part in pair)
@@ -82,8 +83,7 @@ def load_yaml_text(text: str, origin: str) -> dict[str, Any]:
     except (ValueError, OverflowError, RecursionError) as exc:  # e.g. an int of 5000 digits
         raise SpecError(f"{origin}: malformed YAML: {str(exc).splitlines()[0][:80]}") from None
     if not isinstance(data, dict):
-        raise SpecError(f"{origin}: expected a mapping of keys to values at the top level "
-                        f"(got {type(data).__name__})")
+        raise SpecError(f"{origin}: expected a mapping of keys to values at the top level (got {type(data).__name__})")
     return data
 
 
@@ -138,14 +138,14 @@ def check_tree(data: dict[str, Any], origin: str, finite: bool = True) -> None:
         value, where, depth = stack.pop()
         count += 1
         if depth > MAX_DEPTH or count > MAX_NODES:
-            problem = f"nested deeper than {MAX_DEPTH} levels" if depth > MAX_DEPTH else \
-                f"more than {MAX_NODES:,} values"
+            problem = (
+                f"nested deeper than {MAX_DEPTH} levels" if depth > MAX_DEPTH else f"more than {MAX_NODES:,} values"
+            )
             raise SpecError(f"{origin}: field {where or '(top level)'!r}: {problem}")
         if isinstance(value, dict):
             for key, item in value.items():
                 if not isinstance(key, str):
-                    raise SpecError(f"{origin}: key {shown(key)} under {where or '(top level)'!r} "
-                                    "must be text")
+                    raise SpecError(f"{origin}: key {shown(key)} under {where or '(top level)'!r} must be text")
                 stack.append((item, f"{where}.{key}" if where else key, depth + 1))
         elif isinstance(value, (list, tuple)):
             stack.extend((item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value))

@@ -109,8 +109,9 @@ def check_spec_field(cls: type[BaseModel], value: Any, info: ValidationInfo) -> 
         dimension = dimension_of(name)
         if low == 0 and open_low and dimension in _MIN_POSITIVE:
             low, open_low = _MIN_POSITIVE[dimension], False
-        return check_number(value, "", dimension=dimension, minimum=low, open_low=open_low,
-                            maximum=_FIELD_MAX.get(name))
+        return check_number(
+            value, "", dimension=dimension, minimum=low, open_low=open_low, maximum=_FIELD_MAX.get(name)
+        )
     if base is str:
         return check_name(value, "") if name in _NAME_FIELDS else check_text(value, "")
     return value
@@ -132,8 +133,7 @@ class _HardwareChecks(_Schema):
         for dtype, rate in value.items():
             if dtype not in DTYPE_BYTES:
                 raise ValueError(f"unknown dtype {shown(dtype)}; allowed: {', '.join(DTYPE_BYTES)}")
-            out[dtype] = check_number(rate, dtype, dimension="FLOP/s", minimum=1.0,
-                                      open_low=False)
+            out[dtype] = check_number(rate, dtype, dimension="FLOP/s", minimum=1.0, open_low=False)
         return out
 
 
@@ -159,8 +159,9 @@ def check_param_key(key: object, params: dict[str, Any]) -> None:
     if not at:
         return
     if not (base and devices.isascii() and devices.isdigit() and int(devices) >= 1):
-        raise ValueError(f"key {shown(key)}: the part after '@' must be a device count, a whole number "
-                         f">= 1 (e.g. latency_s@8)")
+        raise ValueError(
+            f"key {shown(key)}: the part after '@' must be a device count, a whole number >= 1 (e.g. latency_s@8)"
+        )
     if base == "latency_s" and f"bandwidth_bytes_per_s@{devices}" not in params:
         raise ValueError(f"key {shown(key)} needs bandwidth_bytes_per_s@{devices} beside it")
 
@@ -173,12 +174,21 @@ def _check_pattern(m: Any) -> None:
             raise ValueError(f"{key} has {len(kinds)} entries but num_layers is {m.num_layers}")
     kinds = m.layer_types or []
     if m.layer_types is not None and m.num_local_layers != kinds.count("sliding_attention"):
-        raise ValueError(f"num_local_layers ({m.num_local_layers}) differs from layer_types' "
-                         f"{kinds.count('sliding_attention')} sliding_attention layers")
-    needs = {"chunked_attention": ("attention_chunk_size",),
-             "linear_attention": ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
-                                  "linear_value_head_dim", "linear_conv_kernel"),
-             "mamba": ("mamba_d_inner", "mamba_state_size", "mamba_conv_kernel")}
+        raise ValueError(
+            f"num_local_layers ({m.num_local_layers}) differs from layer_types' "
+            f"{kinds.count('sliding_attention')} sliding_attention layers"
+        )
+    needs = {
+        "chunked_attention": ("attention_chunk_size",),
+        "linear_attention": (
+            "linear_num_key_heads",
+            "linear_num_value_heads",
+            "linear_key_head_dim",
+            "linear_value_head_dim",
+            "linear_conv_kernel",
+        ),
+        "mamba": ("mamba_d_inner", "mamba_state_size", "mamba_conv_kernel"),
+    }
     for kind, fields in needs.items():
         missing = [f for f in fields if getattr(m, f) is None]
         if kind in kinds and missing:
@@ -280,11 +290,17 @@ def _schemas() -> dict[type, type[BaseModel]]:
     op = _schema_from(OpCalibration, _CalibrationChecks, {})
     calibration = _schema_from(CalibrationSpec, _CalibrationChecks, {"ops": dict[str, op]})  # type: ignore[valid-type]
     engine = _schema_from(EngineCalibration, _CalibrationChecks, {})
-    hardware = _schema_from(HardwareSpec, _HardwareChecks, {
-        "calibration": calibration | None, "engine": dict[str, engine] | None})  # type: ignore[valid-type]
+    hardware = _schema_from(
+        HardwareSpec, _HardwareChecks, {"calibration": calibration | None, "engine": dict[str, engine] | None}
+    )  # type: ignore[valid-type]
     model = _schema_from(ModelSpec, _ModelChecks, {})
-    return {OpCalibration: op, CalibrationSpec: calibration, EngineCalibration: engine,
-            HardwareSpec: hardware, ModelSpec: model}
+    return {
+        OpCalibration: op,
+        CalibrationSpec: calibration,
+        EngineCalibration: engine,
+        HardwareSpec: hardware,
+        ModelSpec: model,
+    }
 
 
 def schema_for(spec: type) -> type[BaseModel]:

@@ -19,8 +19,9 @@ from roofline.core.units import RATE_DTYPE
 CONSTRAINTS = ("gt", "ge", "le")
 
 
-def spec_field(default: Any = dataclasses.MISSING, *, gt: float | None = None, ge: float | None = None,
-               le: float | None = None) -> Any:
+def spec_field(
+    default: Any = dataclasses.MISSING, *, gt: float | None = None, ge: float | None = None, le: float | None = None
+) -> Any:
     """A spec field with its allowed range (``gt``/``ge`` lower, ``le`` upper), checked by the schema."""
     limits = {k: v for k, v in (("gt", gt), ("ge", ge), ("le", le)) if v is not None}
     return field(default=default, metadata=limits)
@@ -152,9 +153,7 @@ class HardwareSpec(_Spec):
             return self.flops_per_s[dtype] if dtype in self.flops_per_s else self.flops_per_s[RATE_DTYPE[dtype]]
         except KeyError:
             have = ", ".join(self.flops_per_s)
-            raise SpecError(
-                f"hardware {self.name!r} has no {dtype} FLOP/s (flops_per_s has: {have})"
-            ) from None
+            raise SpecError(f"hardware {self.name!r} has no {dtype} FLOP/s (flops_per_s has: {have})") from None
 
 
 #: Mixer kinds of ``layer_types``: attention (full, sliding-window, chunked), linear attention
@@ -251,7 +250,6 @@ class ModelSpec(_Spec):
     precision: dict[str, str] | None = None
     source: str = ""
 
-
     @property
     def is_mla(self) -> bool:
         return self.kv_lora_rank is not None
@@ -266,8 +264,9 @@ def hardware_from_data(data: dict[str, Any]) -> HardwareSpec:
     data = dict(data)
     if data.get("calibration") is not None:
         cal = data["calibration"]
-        data["calibration"] = CalibrationSpec(**{**cal, "ops": {
-            k: OpCalibration(**v) for k, v in cal.get("ops", {}).items()}})
+        data["calibration"] = CalibrationSpec(
+            **{**cal, "ops": {k: OpCalibration(**v) for k, v in cal.get("ops", {}).items()}}
+        )
     if data.get("engine") is not None:
         data["engine"] = {k: EngineCalibration(**v) for k, v in data["engine"].items()}
     return HardwareSpec(**data)

@@ -56,8 +56,11 @@ def entries(kind: Kind) -> dict[str, Path]:
 def check_name(name: object, builtin: list[str], option: str = "name") -> str:
     """A name to save under: the pattern above, and not a built-in name."""
     if not isinstance(name, str) or not NAME_PATTERN.match(name) or name.endswith((".yaml", ".yml", ".json")):
-        raise OptionError(f"{option}: {shown(name)} cannot be a catalog name; use lower-case letters, digits, "
-                          "'.', '_' and '-' (at most 64, no path)", parameters=(option,))
+        raise OptionError(
+            f"{option}: {shown(name)} cannot be a catalog name; use lower-case letters, digits, "
+            "'.', '_' and '-' (at most 64, no path)",
+            parameters=(option,),
+        )
     if name in builtin:
         raise OptionError(f"{option}: {name!r} is a built-in name; choose another", parameters=(option,))
     return name
@@ -67,8 +70,9 @@ def target(kind: Kind, name: str, force: bool = False, option: str = "name") -> 
     """The file a save of ``name`` writes; an existing one is refused unless ``force``."""
     path = folder(kind) / f"{name}.yaml"
     if path.exists() and not force:
-        raise OptionError(f"{option}: {name!r} is already saved ({path}); pass --force to replace it",
-                          parameters=(option,))
+        raise OptionError(
+            f"{option}: {name!r} is already saved ({path}); pass --force to replace it", parameters=(option,)
+        )
     return path
 
 

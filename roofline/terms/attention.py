@@ -32,8 +32,9 @@ def _head_dims(dep: Deployment) -> tuple[float, float]:
     return float(m.head_dim), float(m.num_kv_heads)
 
 
-def decode_attention_fitted_s(dep: Deployment, seqs: ArrayLike, context: ArrayLike, layers: float,
-                              shards: float) -> Number:
+def decode_attention_fitted_s(
+    dep: Deployment, seqs: ArrayLike, context: ArrayLike, layers: float, shards: float
+) -> Number:
     """Σ over attention layers of the fitted decode kernel (windowed at min(S, W), chunked at min(S, C))."""
     m, dtype = dep.model, dep.precision.kv
     head_dim, kv_heads = _head_dims(dep)
@@ -41,12 +42,14 @@ def decode_attention_fitted_s(dep: Deployment, seqs: ArrayLike, context: ArrayLi
     batch = np.divide(seqs, batch_div)
     attended = layers / m.num_layers
     mix = memory.layer_mix(m)
-    total = mix.full * attended * kernels.attention_decode_time_s(dep.hw, dtype, batch, context, heads, kv_chip,
-                                                                  head_dim)
+    total = (
+        mix.full * attended * kernels.attention_decode_time_s(dep.hw, dtype, batch, context, heads, kv_chip, head_dim)
+    )
     for count, cap in ((mix.sliding, m.sliding_window), (mix.chunked, m.attention_chunk_size)):
         if count:
             total = total + count * attended * kernels.attention_decode_time_s(
-                dep.hw, dtype, batch, np.minimum(context, float(cap or 0)), heads, kv_chip, head_dim)
+                dep.hw, dtype, batch, np.minimum(context, float(cap or 0)), heads, kv_chip, head_dim
+            )
     return total
 
 
@@ -69,8 +72,9 @@ def prefill_attention_flops(dep: Deployment, seqs: ArrayLike, new: ArrayLike, ca
     return np.multiply(seqs, np.subtract(after, before))
 
 
-def prefill_attention_fitted_s(dep: Deployment, seqs: ArrayLike, new: ArrayLike, cached: ArrayLike,
-                               layers: float, shards: float) -> Number:
+def prefill_attention_fitted_s(
+    dep: Deployment, seqs: ArrayLike, new: ArrayLike, cached: ArrayLike, layers: float, shards: float
+) -> Number:
     """Σ over layers of the fitted prefill kernel for ``seqs`` chunks of ``new`` tokens after ``cached``."""
     m, dtype = dep.model, dep.precision.compute
     head_dim, kv_heads = _head_dims(dep)
@@ -83,6 +87,5 @@ def prefill_attention_fitted_s(dep: Deployment, seqs: ArrayLike, new: ArrayLike,
     if mix.attention == m.num_layers:
         return layers * t
     # Hybrid: the fitted kernel on the attention layers; the recurrence of the others at peak FLOP/s.
-    rest = np.multiply(np.multiply(seqs, new), compute.recurrent_flops_per_token(m)) / (
-        shards * dep.rates.flops_per_s)
+    rest = np.multiply(np.multiply(seqs, new), compute.recurrent_flops_per_token(m)) / (shards * dep.rates.flops_per_s)
     return layers / m.num_layers * (mix.attention * t + rest)

@@ -49,8 +49,9 @@ def allreduces_per_layer(dep: Deployment) -> float:
     return 1.0 if dep.model.parallel_block and dep.engine.fused_parallel_block else 2.0
 
 
-def ring_steps_per_layer(tp: int, alltoalls: Number, allreduces: float = 2.0, ep: int = 1,
-                         moe_share: float = 0.0) -> Number:
+def ring_steps_per_layer(
+    tp: int, alltoalls: Number, allreduces: float = 2.0, ep: int = 1, moe_share: float = 0.0
+) -> Number:
     """Peer-to-peer steps of one layer's collectives in a ring: 2(n−1) per all-reduce, n−1 per all-to-all.
 
     Dense layer: its all-reduces and the KV all-to-alls over tp; an MoE layer with ep > 1 swaps its MLP
@@ -72,8 +73,9 @@ def _spec_op(dep: Deployment, layout: fabric.Layout, op: str, total_bytes: Array
     return t.time_s, t.time_upper_s
 
 
-def _op_time(dep: Deployment, layout: fabric.Layout, op: str, total_bytes: ArrayLike,
-             devices: int) -> tuple[Number, Number, str]:
+def _op_time(
+    dep: Deployment, layout: fabric.Layout, op: str, total_bytes: ArrayLike, devices: int
+) -> tuple[Number, Number, str]:
     """(lower, predicted, source) of one collective of V = total_bytes over ``devices`` chips."""
     lower, upper = _spec_op(dep, layout, op, total_bytes)
     if dep.rates.uses("collective"):
@@ -107,7 +109,7 @@ def stage_comms(dep: Deployment, tokens: ArrayLike, decode_seqs: ArrayLike, laye
     ar_lo, ar_t, ar_src = _op_time(dep, layout, "allreduce", ar_bytes, par.tp)
     q_bytes = sharding.attention_query_bytes(decode_seqs, m.num_heads, m.head_dim, act)
     a2a_count: Number = float(sharding.attention_alltoalls_per_layer(m.num_kv_heads, par.tp))
-    a2a_lo, a2a_t, _ = (_op_time(dep, layout, "alltoall", q_bytes, par.tp) if a2a_count else (0.0, 0.0, ""))
+    a2a_lo, a2a_t, _ = _op_time(dep, layout, "alltoall", q_bytes, par.tp) if a2a_count else (0.0, 0.0, "")
     if a2a_count:  # only where the step has decode queries to exchange (none in a prefill-only step)
         a2a_count = np.where(np.asarray(decode_seqs) > 0, a2a_count, 0.0)
     ars = allreduces_per_layer(dep)

@@ -61,8 +61,9 @@ BOUNDED = 1e300
 def nonnegative_finite(x: ArrayLike) -> bool:
     """Whether every element of ``x`` is in [0, 1e300] (so sums of a few stay finite; two reductions)."""
     x = np.asarray(x)
-    return x.size == 0 or (bool(np.minimum.reduce(x, axis=None) >= 0.0)
-                           and bool(np.maximum.reduce(x, axis=None) <= BOUNDED))
+    return x.size == 0 or (
+        bool(np.minimum.reduce(x, axis=None) >= 0.0) and bool(np.maximum.reduce(x, axis=None) <= BOUNDED)
+    )
 
 
 def zeros_shaped(*like: ArrayLike) -> Number:

@@ -25,42 +25,68 @@ def attention_out_params(m: ModelSpec) -> float:
     return float(m.num_heads * (head_v or m.head_dim) * m.d_model)
 
 
-def mlp_gemm_pair(hw: HardwareSpec, dtype: str, tokens: ArrayLike, d_model: int, d_ff: float, gated: bool,
-                  shards: float, weight_bytes: float | None = None) -> Number:
+def mlp_gemm_pair(
+    hw: HardwareSpec,
+    dtype: str,
+    tokens: ArrayLike,
+    d_model: int,
+    d_ff: float,
+    gated: bool,
+    shards: float,
+    weight_bytes: float | None = None,
+) -> Number:
     """Gate+up [T, D]x[D, (2|1)·F/s] then down [T, F/s]x[F/s, D] (weights at ``weight_bytes`` each)."""
     up = kernels.gemm_time_s(hw, dtype, tokens, (2.0 if gated else 1.0) * d_ff / shards, d_model, weight_bytes)
     down = kernels.gemm_time_s(hw, dtype, tokens, d_model, d_ff / shards, weight_bytes)
     return up + down
 
 
-def attention_gemms(hw: HardwareSpec, dtype: str, m: ModelSpec, tokens: ArrayLike, shards: float,
-                    weight_bytes: float | None = None) -> Number:
+def attention_gemms(
+    hw: HardwareSpec, dtype: str, m: ModelSpec, tokens: ArrayLike, shards: float, weight_bytes: float | None = None
+) -> Number:
     """QKV [T, D]x[D, in/s] and O [T, out/(D·s)]x[., D] of one attention layer."""
     out = attention_out_params(m)
     qkv = memory.attention_params_per_layer(m) - out
-    return (kernels.gemm_time_s(hw, dtype, tokens, qkv / (m.d_model * shards), m.d_model, weight_bytes)
-            + kernels.gemm_time_s(hw, dtype, tokens, m.d_model, out / (m.d_model * shards), weight_bytes))
+    return kernels.gemm_time_s(
+        hw, dtype, tokens, qkv / (m.d_model * shards), m.d_model, weight_bytes
+    ) + kernels.gemm_time_s(hw, dtype, tokens, m.d_model, out / (m.d_model * shards), weight_bytes)
 
 
-def moe_gemms(hw: HardwareSpec, dtype: str, m: ModelSpec, tokens: ArrayLike, shards: float, ep: int,
-              weight_bytes: Mapping[str, float | None] | None = None) -> Number:
+def moe_gemms(
+    hw: HardwareSpec,
+    dtype: str,
+    m: ModelSpec,
+    tokens: ArrayLike,
+    shards: float,
+    ep: int,
+    weight_bytes: Mapping[str, float | None] | None = None,
+) -> Number:
     """Routed experts: E_t/ep per chip, each [T·k/E_t, D] through an expert MLP split tp/ep ways; + shared
     (an MLP component)."""
     wb = weight_bytes or {}
     touched = np.maximum(memory.expected_experts_touched(m.num_experts, m.experts_per_token, tokens), 1e-9)
     per_expert = np.multiply(tokens, m.experts_per_token) / touched
     expert_split = shards / ep
-    routed = (touched / ep) * mlp_gemm_pair(hw, dtype, per_expert, m.d_model, m.d_ff, m.gated_mlp, expert_split,
-                                            wb.get("experts"))
+    routed = (touched / ep) * mlp_gemm_pair(
+        hw, dtype, per_expert, m.d_model, m.d_ff, m.gated_mlp, expert_split, wb.get("experts")
+    )
     if m.num_shared_experts:
         shared_ff = m.num_shared_experts * (m.shared_expert_d_ff or m.d_ff)
         routed = routed + mlp_gemm_pair(hw, dtype, tokens, m.d_model, shared_ff, m.gated_mlp, shards, wb.get("mlp"))
     return routed
 
 
-def gemm_time_s(hw: HardwareSpec, dtype: str, m: ModelSpec, tokens: ArrayLike, lm_tokens: ArrayLike,
-                layers: float, shards: float, ep: int = 1,
-                weight_bytes: Mapping[str, float | None] | None = None) -> Number:
+def gemm_time_s(
+    hw: HardwareSpec,
+    dtype: str,
+    m: ModelSpec,
+    tokens: ArrayLike,
+    lm_tokens: ArrayLike,
+    layers: float,
+    shards: float,
+    ep: int = 1,
+    weight_bytes: Mapping[str, float | None] | None = None,
+) -> Number:
     """Σ fitted GEMM times of ``layers`` layers (dense and MoE in the model's ratio) + the LM head.
 
     The LM head runs on ``lm_tokens`` rows only: the positions that are sampled (one per sequence).
@@ -76,11 +102,14 @@ def gemm_time_s(hw: HardwareSpec, dtype: str, m: ModelSpec, tokens: ArrayLike, l
     for count, (matrices, _) in ((mix.linear, memory.linear_attention_params(m)), (mix.mamba, memory.mamba_params(m))):
         if count:  # in and out projections as one [T, D]x[D, .] and one [T, .]x[., D] GEMM of half the weights
             width = matrices / (2.0 * m.d_model * shards)
-            total = total + count * (kernels.gemm_time_s(hw, dtype, tokens, width, m.d_model, wb.get("attention"))
-                                     + kernels.gemm_time_s(hw, dtype, tokens, m.d_model, width, wb.get("attention")))
+            total = total + count * (
+                kernels.gemm_time_s(hw, dtype, tokens, width, m.d_model, wb.get("attention"))
+                + kernels.gemm_time_s(hw, dtype, tokens, m.d_model, width, wb.get("attention"))
+            )
     if dense_layers:
-        total = total + dense_layers * mlp_gemm_pair(hw, dtype, tokens, m.d_model, dense_ff, m.gated_mlp, shards,
-                                                     wb.get("mlp"))
+        total = total + dense_layers * mlp_gemm_pair(
+            hw, dtype, tokens, m.d_model, dense_ff, m.gated_mlp, shards, wb.get("mlp")
+        )
     if moe_layers:
         total = total + moe_layers * moe_gemms(hw, dtype, m, tokens, shards, ep, wb)
     total = share * total

@@ -102,27 +102,42 @@ def _gemm_shapes(dep: Deployment, tokens: float, lm_tokens: float) -> list[_Gemm
     dense_layers = m.num_layers - moe_layers
     dense_ff = float(m.dense_d_ff if (moe_layers and m.dense_d_ff) else m.d_ff)
     up = 2.0 if m.gated_mlp else 1.0
-    shapes = [_Gemm("QKV projection", m.num_layers, tokens, d, qkv / d, "n"),
-              _Gemm("O projection", m.num_layers, tokens, out / d, d, "k")]
+    shapes = [
+        _Gemm("QKV projection", m.num_layers, tokens, d, qkv / d, "n"),
+        _Gemm("O projection", m.num_layers, tokens, out / d, d, "k"),
+    ]
     if dense_layers:
-        shapes += [_Gemm("MLP gate+up" if m.gated_mlp else "MLP up", dense_layers, tokens, d, up * dense_ff, "n",
-                         component="mlp"),
-                   _Gemm("MLP down", dense_layers, tokens, dense_ff, d, "k", component="mlp")]
+        shapes += [
+            _Gemm(
+                "MLP gate+up" if m.gated_mlp else "MLP up", dense_layers, tokens, d, up * dense_ff, "n", component="mlp"
+            ),
+            _Gemm("MLP down", dense_layers, tokens, dense_ff, d, "k", component="mlp"),
+        ]
     if moe_layers:
-        touched = float(np.maximum(memory.expected_experts_touched(m.num_experts, m.experts_per_token, tokens),
-                                   1e-9))
+        touched = float(np.maximum(memory.expected_experts_touched(m.num_experts, m.experts_per_token, tokens), 1e-9))
         per_expert = tokens * m.experts_per_token / touched
         ep = float(dep.par.ep)
-        shapes += [_Gemm("routed experts gate+up", moe_layers * touched, per_expert, d, up * m.d_ff, "n", ep,
-                         "experts"),
-                   _Gemm("routed experts down", moe_layers * touched, per_expert, float(m.d_ff), d, "k", ep,
-                         "experts")]
+        shapes += [
+            _Gemm("routed experts gate+up", moe_layers * touched, per_expert, d, up * m.d_ff, "n", ep, "experts"),
+            _Gemm("routed experts down", moe_layers * touched, per_expert, float(m.d_ff), d, "k", ep, "experts"),
+        ]
         if m.num_shared_experts:
             shared_ff = float(m.num_shared_experts * (m.shared_expert_d_ff or m.d_ff))
-            shapes += [_Gemm("shared experts gate+up", moe_layers, tokens, d, up * shared_ff, "n", component="mlp"),
-                       _Gemm("shared experts down", moe_layers, tokens, shared_ff, d, "k", component="mlp")]
-    shapes.append(_Gemm("LM head (sampled rows)", 1.0, lm_tokens, d, float(m.vocab_size), "n",
-                        component="embeddings" if m.tie_embeddings else "lm_head"))
+            shapes += [
+                _Gemm("shared experts gate+up", moe_layers, tokens, d, up * shared_ff, "n", component="mlp"),
+                _Gemm("shared experts down", moe_layers, tokens, shared_ff, d, "k", component="mlp"),
+            ]
+    shapes.append(
+        _Gemm(
+            "LM head (sampled rows)",
+            1.0,
+            lm_tokens,
+            d,
+            float(m.vocab_size),
+            "n",
+            component="embeddings" if m.tie_embeddings else "lm_head",
+        )
+    )
     return [g for g in shapes if g.count > 0 and g.tokens > 0]
 
 
@@ -136,8 +151,7 @@ def _roofline_s(flops: float, timed_bytes: float, flops_rate: float, bandwidth: 
     return max(flops / flops_rate, timed_bytes / bandwidth)
 
 
-def _gemm_op(dep: Deployment, g: _Gemm, shards: float, flops_rate: float, bandwidth: float,
-             fitted: bool) -> Op:
+def _gemm_op(dep: Deployment, g: _Gemm, shards: float, flops_rate: float, bandwidth: float, fitted: bool) -> Op:
     prec = dep.precision
     flops = g.count * float(compute.matmul_flops(g.tokens, g.k, g.n))
     weights = g.count * float(memory.param_bytes(g.k * g.n, prec.bytes_by_component[g.component]))
@@ -146,14 +160,14 @@ def _gemm_op(dep: Deployment, g: _Gemm, shards: float, flops_rate: float, bandwi
         split = shards / g.experts_per_chip_divisor
         n, k = (g.n / split, g.k) if g.split == "n" else (g.n, g.k / split)
         per_chip = g.count / g.experts_per_chip_divisor
-        time = per_chip * float(kernels.gemm_time_s(dep.hw, prec.compute, g.tokens, n, k,
-                                                    prec.gemm_weight_bytes.get(g.component)))
+        time = per_chip * float(
+            kernels.gemm_time_s(dep.hw, prec.compute, g.tokens, n, k, prec.gemm_weight_bytes.get(g.component))
+        )
         source = gemm_source(dep)
     else:
         time = _roofline_s(flops, weights, flops_rate, bandwidth)
         source = "spec sheet roofline"
-    return Op(g.name, g.count, flops, weights, acts, 0.0, time, _bound(flops, weights, flops_rate, bandwidth),
-              source)
+    return Op(g.name, g.count, flops, weights, acts, 0.0, time, _bound(flops, weights, flops_rate, bandwidth), source)
 
 
 def _scalar(value: object) -> float:
@@ -175,38 +189,86 @@ def step_ops(dep: Deployment, work: Work) -> OpBreakdown:
     decode_seqs, prefill_seqs = _scalar(replica.decode_seqs), _scalar(replica.prefill_seqs)
     tokens = _scalar(replica.tokens)
     fitted_gemm = rates.uses("gemm")
-    ops = [_gemm_op(dep, g, chips, flops_rate, bandwidth, fitted_gemm)
-           for g in _gemm_shapes(dep, tokens, decode_seqs + prefill_seqs)]
+    ops = [
+        _gemm_op(dep, g, chips, flops_rate, bandwidth, fitted_gemm)
+        for g in _gemm_shapes(dep, tokens, decode_seqs + prefill_seqs)
+    ]
     gemm_flops = sum(op.flops for op in ops)
     gemm_weights = sum(op.weight_bytes for op in ops)
     if decode_seqs > 0:
         flops = decode_seqs * _scalar(compute.attention_flops_per_token(m, replica.decode_context))
         kv = _scalar(t.kv_read_bytes)
-        acts = 2.0 * m.num_layers * float(sharding.attention_query_bytes(decode_seqs, m.num_heads, m.head_dim,
-                                                                          prec.activation_bytes))
+        acts = (
+            2.0
+            * m.num_layers
+            * float(sharding.attention_query_bytes(decode_seqs, m.num_heads, m.head_dim, prec.activation_bytes))
+        )
         fitted = rates.uses("attention_decode")
         time = _scalar(t.attention_decode_s) if fitted else _roofline_s(flops, kv, flops_rate, bandwidth)
-        ops.append(Op("attention (decode)", m.num_layers, flops, 0.0, acts, kv, time,
-                      _bound(flops, kv, flops_rate, bandwidth),
-                      rates.sources.get("attention_decode", "") if fitted else "spec sheet roofline"))
+        ops.append(
+            Op(
+                "attention (decode)",
+                m.num_layers,
+                flops,
+                0.0,
+                acts,
+                kv,
+                time,
+                _bound(flops, kv, flops_rate, bandwidth),
+                rates.sources.get("attention_decode", "") if fitted else "spec sheet roofline",
+            )
+        )
     if prefill_seqs > 0:
         flops = _scalar(t.attention_flops)
         kv = _scalar(t.kv_written_bytes)
-        acts = 2.0 * m.num_layers * float(sharding.attention_query_bytes(_scalar(replica.prefill_tokens),
-                                                                          m.num_heads, m.head_dim,
-                                                                          prec.activation_bytes))
+        acts = (
+            2.0
+            * m.num_layers
+            * float(
+                sharding.attention_query_bytes(
+                    _scalar(replica.prefill_tokens), m.num_heads, m.head_dim, prec.activation_bytes
+                )
+            )
+        )
         fitted = rates.uses("attention_prefill")
         time = _scalar(t.attention_prefill_s) if fitted else _roofline_s(flops, kv, flops_rate, bandwidth)
-        ops.append(Op("attention (prefill, KV written)", m.num_layers, flops, 0.0, acts, kv, time,
-                      _bound(flops, kv, flops_rate, bandwidth),
-                      rates.sources.get("attention_prefill", "") if fitted else "spec sheet roofline"))
+        ops.append(
+            Op(
+                "attention (prefill, KV written)",
+                m.num_layers,
+                flops,
+                0.0,
+                acts,
+                kv,
+                time,
+                _bound(flops, kv, flops_rate, bandwidth),
+                rates.sources.get("attention_prefill", "") if fitted else "spec sheet roofline",
+            )
+        )
     rest_flops = max(_scalar(t.matmul_flops) - gemm_flops, 0.0)
     rest_bytes = max(_scalar(t.weight_read_bytes) - gemm_weights, 0.0)
     if rest_flops > 0 or rest_bytes > 0:
         rest_time = 0.0 if fitted_gemm else _roofline_s(rest_flops, rest_bytes, flops_rate, bandwidth)
-        ops.append(Op(OUTSIDE_GEMMS, 1.0, rest_flops, rest_bytes, 0.0, 0.0, rest_time,
-                      _bound(rest_flops, rest_bytes, flops_rate, bandwidth),
-                      "not timed: the fitted GEMM kernels cover the GEMMs only" if fitted_gemm
-                      else "spec sheet roofline"))
-    return OpBreakdown(tuple(ops), chips, rates.flops_per_s, rates.hbm_bandwidth_bytes_per_s,
-                       _scalar(t.local_s), _scalar(t.comms_exposed_s), _scalar(t.time_s), rates.source)
+        ops.append(
+            Op(
+                OUTSIDE_GEMMS,
+                1.0,
+                rest_flops,
+                rest_bytes,
+                0.0,
+                0.0,
+                rest_time,
+                _bound(rest_flops, rest_bytes, flops_rate, bandwidth),
+                "not timed: the fitted GEMM kernels cover the GEMMs only" if fitted_gemm else "spec sheet roofline",
+            )
+        )
+    return OpBreakdown(
+        tuple(ops),
+        chips,
+        rates.flops_per_s,
+        rates.hbm_bandwidth_bytes_per_s,
+        _scalar(t.local_s),
+        _scalar(t.comms_exposed_s),
+        _scalar(t.time_s),
+        rates.source,
+    )

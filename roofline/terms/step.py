@@ -155,8 +155,9 @@ def large_collective_s(dep: Deployment, c: comms.CommsTerms) -> Number | None:
     return np.where(large, k * np.asarray(c.allreduce_wire_bytes), 0.0)
 
 
-def engine_overhead_s(dep: Deployment, stage: Work, layers: float, share: float, bw: Number,
-                      gemm_s: Number, decode_kv_bytes: Number = 0.0) -> Number:
+def engine_overhead_s(
+    dep: Deployment, stage: Work, layers: float, share: float, bw: Number, gemm_s: Number, decode_kv_bytes: Number = 0.0
+) -> Number:
     """One stage's engine work outside the kernels (profile's ``engine:`` terms; 0 without an engine).
 
     share·(step overhead + sampled sequences·sampling + prefill sequences·prefill overhead)
@@ -168,19 +169,26 @@ def engine_overhead_s(dep: Deployment, stage: Work, layers: float, share: float,
     sampled = np.add(stage.decode_seqs, stage.prompts)
     if not e.active:  # every term 0: a read-only zero of the step's shape, no full-grid passes
         return zeros_shaped(sampled, stage.tokens, gemm_s)
-    per_step = e.step_overhead_s + np.multiply(sampled, e.sample_s_per_seq) + np.multiply(
-        stage.prompts, e.prefill_seq_overhead_s)
+    per_step = (
+        e.step_overhead_s
+        + np.multiply(sampled, e.sample_s_per_seq)
+        + np.multiply(stage.prompts, e.prefill_seq_overhead_s)
+    )
     # Replicated bytes: work each chip of a Megatron tp group repeats on the whole [T, D] (norms,
     # residual adds), over one chip's bandwidth; the others are split over the stage's chips.
     per_token = e.layer_bytes_per_token / bw + e.replicated_bytes_per_token / dep.rates.hbm_bandwidth_bytes_per_s
     per_layer = e.layer_overhead_s + np.multiply(stage.tokens, per_token)
     active = np.asarray(sampled) > 0
-    return (np.where(active, share * per_step + layers * per_layer, 0.0)
-            + e.gemm_slowdown * np.asarray(gemm_s) + gqa_kv_reread_s(dep, decode_kv_bytes, share, bw))
+    return (
+        np.where(active, share * per_step + layers * per_layer, 0.0)
+        + e.gemm_slowdown * np.asarray(gemm_s)
+        + gqa_kv_reread_s(dep, decode_kv_bytes, share, bw)
+    )
 
 
-def prompt_step_floor(dep: Deployment, stage: Work, share: float, pred: Number, upper: Number,
-                      code: np.ndarray) -> tuple[Number, Number, np.ndarray]:
+def prompt_step_floor(
+    dep: Deployment, stage: Work, share: float, pred: Number, upper: Number, code: np.ndarray
+) -> tuple[Number, Number, np.ndarray]:
     """(prediction, upper, bound code) of a stage with the engine's floor under prompt-only steps:
     max(share·floor, t) where the step has prompts and no decodes (an eager step: device work shorter
     than the host's launches hides under them), bound 'host' where the floor is the larger; unchanged
@@ -194,16 +202,23 @@ def prompt_step_floor(dep: Deployment, stage: Work, share: float, pred: Number, 
     if host.any():
         shape = np.broadcast_shapes(np.shape(code), host.shape)
         code = np.where(host, HOST_BOUND, np.broadcast_to(code, shape)).astype(np.int8)
-    return (np.where(prompt_only, np.maximum(pred, least), pred),
-            np.where(prompt_only, np.maximum(upper, least), upper), code)
+    return (
+        np.where(prompt_only, np.maximum(pred, least), pred),
+        np.where(prompt_only, np.maximum(upper, least), upper),
+        code,
+    )
 
 
 def _finite_within(stage_local: Number, c: comms.CommsTerms) -> bool:
     """Whether a stage's local work is float64, finite and ≥ 0 and its collectives broadcast into it
     (the condition of the exact shortcuts below)."""
     shape = np.shape(stage_local)
-    return (getattr(stage_local, "dtype", None) == np.float64 and fits_into(np.shape(c.time_s), shape)
-            and fits_into(np.shape(c.lower_s), shape) and nonnegative_finite(stage_local))
+    return (
+        getattr(stage_local, "dtype", None) == np.float64
+        and fits_into(np.shape(c.time_s), shape)
+        and fits_into(np.shape(c.lower_s), shape)
+        and nonnegative_finite(stage_local)
+    )
 
 
 def _least_over_broadcast(x: np.ndarray, small: Number) -> np.ndarray | None:
@@ -219,8 +234,9 @@ def _least_over_broadcast(x: np.ndarray, small: Number) -> np.ndarray | None:
 def _bitwise_equal(a: Number, b: Number) -> bool:
     """Whether two float64 arrays of one shape hold the same bits (so −0 ≠ +0)."""
     a, b = np.asarray(a), np.asarray(b)
-    return a.shape == b.shape and a.dtype == b.dtype == np.float64 and np.array_equal(a.view(np.int64),
-                                                                                      b.view(np.int64))
+    return (
+        a.shape == b.shape and a.dtype == b.dtype == np.float64 and np.array_equal(a.view(np.int64), b.view(np.int64))
+    )
 
 
 def pipeline_bubble_s(pp: float, mb: Number, stage_s: Number, send_s: Number, finite: bool) -> Number:
@@ -253,18 +269,28 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     # KV read: the decodes' caches, and the cached prefix a prefill chunk (chunked prefill, prefix hit,
     # speculative verify) attends to.
     # (Terms that are exactly 0 or factors exactly 1 for the whole call are skipped: terms/exact.py.)
-    decode_kv = np.multiply(stage.decode_seqs, memory.kv_cache_bytes_per_sequence(m, stage.decode_context,
-                                                                                 prec.kv_bytes))
-    kv_read = times(share, plus(
-        decode_kv,
-        np.multiply(stage.prefill_seqs, memory.kv_cache_bytes_per_sequence(m, stage.prefill_cached, prec.kv_bytes))))
-    kv_written = share * np.multiply(stage.prefill_seqs, np.subtract(
-        memory.kv_cache_bytes_per_sequence(m, np.add(stage.prefill_len, stage.prefill_cached), prec.kv_bytes),
-        memory.kv_cache_bytes_per_sequence(m, stage.prefill_cached, prec.kv_bytes)))
+    decode_kv = np.multiply(
+        stage.decode_seqs, memory.kv_cache_bytes_per_sequence(m, stage.decode_context, prec.kv_bytes)
+    )
+    kv_read = times(
+        share,
+        plus(
+            decode_kv,
+            np.multiply(stage.prefill_seqs, memory.kv_cache_bytes_per_sequence(m, stage.prefill_cached, prec.kv_bytes)),
+        ),
+    )
+    kv_written = share * np.multiply(
+        stage.prefill_seqs,
+        np.subtract(
+            memory.kv_cache_bytes_per_sequence(m, np.add(stage.prefill_len, stage.prefill_cached), prec.kv_bytes),
+            memory.kv_cache_bytes_per_sequence(m, stage.prefill_cached, prec.kv_bytes),
+        ),
+    )
     weights_read = share * memory.weight_bytes_read(m, prec.bytes_by_component, tokens)
     state = attention.state_bytes_per_step(dep, np.add(stage.decode_seqs, stage.prefill_seqs), layers)
-    attn_p_flops = share * attention.prefill_attention_flops(dep, stage.prefill_seqs, stage.prefill_len,
-                                                             stage.prefill_cached)
+    attn_p_flops = share * attention.prefill_attention_flops(
+        dep, stage.prefill_seqs, stage.prefill_len, stage.prefill_cached
+    )
     decode_mm = 2.0 * share * np.multiply(stage.decode_seqs, counts.active)
     prefill_mm = 2.0 * share * np.multiply(stage.prefill_tokens, counts.active)
     kv_time = plus(kv_read, state) / bw
@@ -274,19 +300,30 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     compute_time = decode_mm / flops_rate + (prefill_mm + spec_attn_p) / (flops_rate * mfu)
     if rates.uses("gemm"):
         lm_tokens = np.add(stage.decode_seqs, stage.prompts) * share
-        gemm = gemms.gemm_time_s(dep.hw, prec.compute, m, tokens, lm_tokens, layers, shards, par.ep,
-                                 prec.gemm_weight_bytes)
-        attn_prefill = (attention.prefill_attention_fitted_s(dep, stage.prefill_seqs, stage.prefill_len,
-                                                             stage.prefill_cached, layers, shards)
-                        if cal_prefill else attn_p_flops / (flops_rate * mfu))
+        gemm = gemms.gemm_time_s(
+            dep.hw, prec.compute, m, tokens, lm_tokens, layers, shards, par.ep, prec.gemm_weight_bytes
+        )
+        attn_prefill = (
+            attention.prefill_attention_fitted_s(
+                dep, stage.prefill_seqs, stage.prefill_len, stage.prefill_cached, layers, shards
+            )
+            if cal_prefill
+            else attn_p_flops / (flops_rate * mfu)
+        )
     else:
         gemm = np.maximum(compute_time, weight_time)
-        attn_prefill = (attention.prefill_attention_fitted_s(dep, stage.prefill_seqs, stage.prefill_len,
-                                                             stage.prefill_cached, layers, shards)
-                        if cal_prefill else _zeros(tokens))
-    attn_decode = (attention.decode_attention_fitted_s(dep, stage.decode_seqs, stage.decode_context, layers,
-                                                       shards) + state / bw
-                   if rates.uses("attention_decode") else kv_time)
+        attn_prefill = (
+            attention.prefill_attention_fitted_s(
+                dep, stage.prefill_seqs, stage.prefill_len, stage.prefill_cached, layers, shards
+            )
+            if cal_prefill
+            else _zeros(tokens)
+        )
+    attn_decode = (
+        attention.decode_attention_fitted_s(dep, stage.decode_seqs, stage.decode_context, layers, shards) + state / bw
+        if rates.uses("attention_decode")
+        else kv_time
+    )
     c = with_engine_collective_latency(dep, tokens, comms.stage_comms(dep, tokens, stage.decode_seqs, layers))
     overhead = engine_overhead_s(dep, stage, layers, share, bw, gemm, decode_kv)
     stage_local = plus(plus(attn_decode + gemm, attn_prefill), overhead)
@@ -302,8 +339,11 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
         stage_upper = stage_local + c.time_s
         least = _least_over_broadcast(stage_local, c.lower_s) if finite else None
         # max(local, lower) = local where lower ≤ local everywhere
-        stage_lower = stage_local if least is not None and bool(np.all(np.less_equal(c.lower_s, least))) \
+        stage_lower = (
+            stage_local
+            if least is not None and bool(np.all(np.less_equal(c.lower_s, least)))
             else np.maximum(stage_local, c.lower_s)
+        )
         if finite and dep.comms_overlap == 0.0:  # 0·local = 0: exposed has the collectives' own shape
             alone = np.maximum(0.0, c.time_s)
             shape = np.shape(stage_local)
@@ -311,8 +351,11 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
             # local + exposed = local + comms where exposed is comms itself (comms ≥ 0)
             stage_pred = stage_upper if _bitwise_equal(alone, c.time_s) else stage_local + exposed
             # never network where the exposed collectives ≤ the least local work they meet
-            quiet_net = np.shape(alone) == np.shape(c.lower_s) and least is not None and \
-                bool(np.all(np.less_equal(alone, least)))
+            quiet_net = (
+                np.shape(alone) == np.shape(c.lower_s)
+                and least is not None
+                and bool(np.all(np.less_equal(alone, least)))
+            )
         else:
             exposed = np.maximum(0.0, np.subtract(c.time_s, dep.comms_overlap * stage_local))
             stage_pred = stage_local + exposed
@@ -321,30 +364,59 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     stage_pred, stage_upper, code = prompt_step_floor(dep, stage, share, stage_pred, stage_upper, code)
     bubble = pipeline_bubble_s(pp, mb, stage_pred, send, quiet or (finite and nonnegative_finite(c.time_s)))
     return StepTerms(
-        tokens=replica.tokens, kv_read_bytes=kv_read, weight_read_bytes=weights_read, kv_written_bytes=kv_written,
-        matmul_flops=decode_mm + prefill_mm, attention_flops=attn_p_flops,
-        kv_time_s=kv_time, weight_time_s=weight_time, compute_time_s=compute_time, gemm_time_s=gemm,
-        attention_decode_s=attn_decode, attention_prefill_s=attn_prefill, overhead_s=overhead,
-        stage_local_s=stage_local, local_s=times(pp, stage_local),
-        comms_time_s=pp * (c.time_s + send), comms_lower_s=pp * (c.lower_s + send),
-        comms_exposed_s=times(pp, plus(exposed, send)), comms_bytes=c.bytes_per_step,
-        pipeline_send_s=pp * send, pipeline_bubble_s=bubble,
+        tokens=replica.tokens,
+        kv_read_bytes=kv_read,
+        weight_read_bytes=weights_read,
+        kv_written_bytes=kv_written,
+        matmul_flops=decode_mm + prefill_mm,
+        attention_flops=attn_p_flops,
+        kv_time_s=kv_time,
+        weight_time_s=weight_time,
+        compute_time_s=compute_time,
+        gemm_time_s=gemm,
+        attention_decode_s=attn_decode,
+        attention_prefill_s=attn_prefill,
+        overhead_s=overhead,
+        stage_local_s=stage_local,
+        local_s=times(pp, stage_local),
+        comms_time_s=pp * (c.time_s + send),
+        comms_lower_s=pp * (c.lower_s + send),
+        comms_exposed_s=times(pp, plus(exposed, send)),
+        comms_bytes=c.bytes_per_step,
+        pipeline_send_s=pp * send,
+        pipeline_bubble_s=bubble,
         microbatches=mb,
         time_s=times(pp, plus(stage_pred, send)),
         lower_s=times(pp, plus(stage_lower, send)),
         upper_s=times(pp, plus(stage_upper, send)),
-        bound_code=code, state_bytes=state,
-        sources={**rates.sources, "gemm": gemm_source(dep), "comms": c.source, "engine": dep.engine.source,
-                 **({"prefill_floor": f"a prompt-only step takes at least {dep.engine.prefill_floor_s * 1e3:.3g} ms "
-                                      "(the engine's prefill_floor_s: an eager step's host launches)"}
-                    if dep.engine.prefill_floor_s else {}),
-                 **({"large_collectives": f"all-reduces of messages ≥ {dep.engine.large_collective_bytes / 2**20:g} "
-                                          f"MiB take {dep.engine.large_collective_s_per_byte * 1e12:.3g} ps more per "
-                                          "byte each chip moves (the engine's large_collective_s_per_byte)"}
-                    if dep.engine.large_collective_s_per_byte else {}),
-                 "overlap": f"collectives overlap {dep.comms_overlap:g} of local work "
-                            f"({'TPU: XLA overlaps' if dep.hw.kind == 'tpu' else 'GPU: on the critical path'})",
-                 "formulas": f"{BOOK}, 'Theoretical estimates for LLM latency and throughput'"},
+        bound_code=code,
+        state_bytes=state,
+        sources={
+            **rates.sources,
+            "gemm": gemm_source(dep),
+            "comms": c.source,
+            "engine": dep.engine.source,
+            **(
+                {
+                    "prefill_floor": f"a prompt-only step takes at least {dep.engine.prefill_floor_s * 1e3:.3g} ms "
+                    "(the engine's prefill_floor_s: an eager step's host launches)"
+                }
+                if dep.engine.prefill_floor_s
+                else {}
+            ),
+            **(
+                {
+                    "large_collectives": f"all-reduces of messages ≥ {dep.engine.large_collective_bytes / 2**20:g} "
+                    f"MiB take {dep.engine.large_collective_s_per_byte * 1e12:.3g} ps more per "
+                    "byte each chip moves (the engine's large_collective_s_per_byte)"
+                }
+                if dep.engine.large_collective_s_per_byte
+                else {}
+            ),
+            "overlap": f"collectives overlap {dep.comms_overlap:g} of local work "
+            f"({'TPU: XLA overlaps' if dep.hw.kind == 'tpu' else 'GPU: on the critical path'})",
+            "formulas": f"{BOOK}, 'Theoretical estimates for LLM latency and throughput'",
+        },
     )
 
 
@@ -356,7 +428,12 @@ def gemm_source(dep: Deployment) -> str:
     if not (narrow and dep.rates.uses("gemm")):
         return label
     prec = dep.precision
-    which = prec.weights if not prec.mixed else ", ".join(
-        f"{c} {prec.weight_dtype(c)}" for c in sorted(narrow) if c != "other") or prec.weights
-    return (f"{label}; weights read at their own bytes ({which}; weight-only quantization priced by "
-            f"the {prec.compute} kernel model)")
+    which = (
+        prec.weights
+        if not prec.mixed
+        else ", ".join(f"{c} {prec.weight_dtype(c)}" for c in sorted(narrow) if c != "other") or prec.weights
+    )
+    return (
+        f"{label}; weights read at their own bytes ({which}; weight-only quantization priced by "
+        f"the {prec.compute} kernel model)"
+    )

@@ -49,8 +49,14 @@ class Work:
     def scaled(self, factor: ArrayLike) -> Work:
         """The same work with the sequence counts divided by ``factor`` (one replica's or microbatch's share)."""
         prompts = None if self.prefill_prompts is None else np.divide(self.prefill_prompts, factor)
-        return Work(np.divide(self.decode_seqs, factor), self.decode_context,
-                    np.divide(self.prefill_seqs, factor), self.prefill_len, self.prefill_cached, prompts)
+        return Work(
+            np.divide(self.decode_seqs, factor),
+            self.decode_context,
+            np.divide(self.prefill_seqs, factor),
+            self.prefill_len,
+            self.prefill_cached,
+            prompts,
+        )
 
     def dealt(self, replicas: ArrayLike) -> Work:
         """The busiest of r replicas' share: sequences and prompts are dealt out, ⌈n/r⌉ (a request runs
@@ -59,10 +65,15 @@ class Work:
         if self.per_replica or not np.any(np.not_equal(replicas, 1.0)):
             return self
         decodes, prefills = (replica_loads(n, replicas)[0] for n in (self.decode_seqs, self.prefill_seqs))
-        prompts = None if self.prefill_prompts is None else np.where(
-            np.greater(self.prefill_seqs, 0.0),
-            np.multiply(self.prefill_prompts, np.divide(prefills, np.maximum(self.prefill_seqs, 1e-300))),
-            np.divide(self.prefill_prompts, replicas))
+        prompts = (
+            None
+            if self.prefill_prompts is None
+            else np.where(
+                np.greater(self.prefill_seqs, 0.0),
+                np.multiply(self.prefill_prompts, np.divide(prefills, np.maximum(self.prefill_seqs, 1e-300))),
+                np.divide(self.prefill_prompts, replicas),
+            )
+        )
         return Work(decodes, self.decode_context, prefills, self.prefill_len, self.prefill_cached, prompts)
 
 

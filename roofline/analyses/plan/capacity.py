@@ -48,7 +48,10 @@ def kv_crossover_batch(weight_bytes: ArrayLike, kv_bytes_per_seq: ArrayLike) -> 
 
 
 def bandwidth_for_tpot(
-    tpot_s: ArrayLike, batch: ArrayLike, kv_bytes_per_seq: ArrayLike, weight_bytes: ArrayLike,
+    tpot_s: ArrayLike,
+    batch: ArrayLike,
+    kv_bytes_per_seq: ArrayLike,
+    weight_bytes: ArrayLike,
     compute_time_s: ArrayLike,
 ) -> Number:
     """HBM bytes/s for step ≤ T: max((B·KV + P_bytes)/T, B·KV/(T - 2BP/C)); inf if T ≤ 2BP/C."""
@@ -87,7 +90,10 @@ def rate_for_tpot(tpot_slo_s: ArrayLike, step_time_s: ArrayLike, mean_prefill_s:
 
 
 def sequences_in_flight(
-    rate: ArrayLike, mean_prefill_s: ArrayLike, mean_prefill_sq_s2: ArrayLike, step_time_s: ArrayLike,
+    rate: ArrayLike,
+    mean_prefill_s: ArrayLike,
+    mean_prefill_sq_s2: ArrayLike,
+    step_time_s: ArrayLike,
     decode_steps: ArrayLike,
 ) -> Number:
     """Little's law L = λ·W with W = TTFT(λ) + n·step/(1 - λE[S]), TTFT(λ) = E[S] + M/G/1 wait."""
@@ -100,12 +106,18 @@ def sequences_in_flight(
 
 
 def rate_for_concurrency(
-    batch: ArrayLike, mean_prefill_s: ArrayLike, mean_prefill_sq_s2: ArrayLike, step_time_s: ArrayLike,
-    decode_steps: ArrayLike, iterations: int = 60,
+    batch: ArrayLike,
+    mean_prefill_s: ArrayLike,
+    mean_prefill_sq_s2: ArrayLike,
+    step_time_s: ArrayLike,
+    decode_steps: ArrayLike,
+    iterations: int = 60,
 ) -> Number:
     """Largest λ whose sequences in flight fit the batch B (bisection; in-flight grows with λ)."""
-    hi = np.broadcast_to(1.0 / np.asarray(mean_prefill_s, dtype=float), np.broadcast_shapes(
-        np.shape(batch), np.shape(mean_prefill_s), np.shape(step_time_s))).copy()
+    hi = np.broadcast_to(
+        1.0 / np.asarray(mean_prefill_s, dtype=float),
+        np.broadcast_shapes(np.shape(batch), np.shape(mean_prefill_s), np.shape(step_time_s)),
+    ).copy()
     lo = np.zeros_like(hi)
     for _ in range(iterations):
         mid = (lo + hi) / 2.0
@@ -144,8 +156,14 @@ class InverseAnswers:
 
 
 def inverse_questions(
-    model: ModelSpec, hw: HardwareSpec, chips: int, batch: int, context: int, tpot_s: float,
-    precision: Precision | None = None, memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
+    model: ModelSpec,
+    hw: HardwareSpec,
+    chips: int,
+    batch: int,
+    context: int,
+    tpot_s: float,
+    precision: Precision | None = None,
+    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
 ) -> InverseAnswers:
     """Longest context at B; batch where KV reads overtake weights; HBM bandwidth, chips and batch for T.
 
@@ -167,7 +185,8 @@ def inverse_questions(
         bandwidth_for_tpot_bytes_per_s=bandwidth,
         bandwidth_per_chip_for_tpot_bytes_per_s=bandwidth / chips,
         chips_for_tpot=float(chips_for_tpot(float(one_chip.step_time_s) - float(one_chip.overhead_time_s), target))
-        if target > 0 else np.inf,
+        if target > 0
+        else np.inf,
         min_chips_for_memory=float(res.min_chips),
         max_batch_for_tpot=largest_batch_within(model, hw, chips, context, precision, tpot_s),
         max_batch_for_memory=float(res.max_batch),
@@ -177,8 +196,15 @@ def inverse_questions(
     )
 
 
-def largest_batch_within(model: ModelSpec, hw: HardwareSpec, chips: int, context: int, precision: Precision,
-                         tpot_s: float, limit: int = 1 << 16) -> float:
+def largest_batch_within(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    chips: int,
+    context: int,
+    precision: Precision,
+    tpot_s: float,
+    limit: int = 1 << 16,
+) -> float:
     """Largest batch whose decode step (the step model's prediction) is ≤ T; 0 if none (a search, no formula)."""
     batches = np.arange(1, limit + 1, dtype=float)
     steps = np.asarray(decode_step(model, hw, chips, batches, context, precision).step_time_s, dtype=float)
@@ -241,8 +267,9 @@ class PlanResult:
     best_per_hardware: dict[str, Deployment] = field(default_factory=dict)
 
 
-def binding_constraint(limits: dict[str, float], larger_batch_fits: bool, larger_batch_step_s: float,
-                       tpot_slo_s: float | None) -> str:
+def binding_constraint(
+    limits: dict[str, float], larger_batch_fits: bool, larger_batch_step_s: float, tpot_slo_s: float | None
+) -> str:
     """Name what sets the replica count: the smallest per-replica rate limit; when that is the
     batch (Little's law), say why the batch is not larger: memory, the TPOT SLO, or nothing (qps)."""
     name = min(limits, key=lambda k: limits[k])
@@ -261,22 +288,44 @@ def _chip_axis(hardware: Sequence[HardwareSpec], max_chips: int) -> np.ndarray:
     return np.array([2**k for k in range(0, 20) if 2**k <= top], dtype=np.int64)
 
 
-def _prefill_moments(model: ModelSpec, hw: HardwareSpec, layout: tuple[int, int, int], lengths: LengthDistribution,
-                     precision: Precision, mfu: float, memory_utilization: float,
-                     ep: int | None = None, engine: str | None = None) -> tuple[float, float, float, float]:
+def _prefill_moments(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    layout: tuple[int, int, int],
+    lengths: LengthDistribution,
+    precision: Precision,
+    mfu: float,
+    memory_utilization: float,
+    ep: int | None = None,
+    engine: str | None = None,
+) -> tuple[float, float, float, float]:
     """E[S] and E[S²] of one request's prefill (analysis.request, batch 1) on a (chips, tp, pp) slice,
     and the memory of its tightest request on the replica that holds it, with that replica's usable
     HBM (request's check, :func:`~roofline.analyses.step.held_memory`: KV at I + O beside its prefill)."""
     chips, tp, pp = layout
-    dep = deployment(model, hw, chips, precision, tp=tp, pp=pp if pp > 1 else None, ep=ep,
-                     memory_utilization=memory_utilization, engine=engine)
+    dep = deployment(
+        model,
+        hw,
+        chips,
+        precision,
+        tp=tp,
+        pp=pp if pp > 1 else None,
+        ep=ep,
+        memory_utilization=memory_utilization,
+        engine=engine,
+    )
     res = request_from(dep, lengths.input_len, lengths.output_len, 1, mfu)
     ttft = np.asarray(res.ttft_s, dtype=float)
-    need, room = (np.broadcast_to(np.asarray(v, dtype=float), ttft.shape)
-                  for v in (res.replica_bytes, res.replica_usable_bytes))
+    need, room = (
+        np.broadcast_to(np.asarray(v, dtype=float), ttft.shape) for v in (res.replica_bytes, res.replica_usable_bytes)
+    )
     worst = int(np.argmax(need - room))
-    return (float(weighted_mean(ttft, lengths.weight)), float(weighted_mean(ttft**2, lengths.weight)),
-            float(need[worst]), float(room[worst]))
+    return (
+        float(weighted_mean(ttft, lengths.weight)),
+        float(weighted_mean(ttft**2, lengths.weight)),
+        float(need[worst]),
+        float(room[worst]),
+    )
 
 
 def plan(
@@ -309,10 +358,21 @@ def plan(
         raise OptionError("hardware: give at least one chip", parameters=("hardware",))
     prices = dict(prices or {})
     by_name = {hw.name: hw for hw in hardware}
-    sw = decode_sweep(model, hardware, batch=np.asarray(batches), chips=_chip_axis(hardware, max_chips),
-                      context=(int(round(lengths.decode_context)),), weights=weights, kv_dtypes=kv_dtypes,
-                      prices=prices, tp=tp, pp=pp, memory_utilization=memory_utilization, ep=ep,
-                      engine=engine)
+    sw = decode_sweep(
+        model,
+        hardware,
+        batch=np.asarray(batches),
+        chips=_chip_axis(hardware, max_chips),
+        context=(int(round(lengths.decode_context)),),
+        weights=weights,
+        kv_dtypes=kv_dtypes,
+        prices=prices,
+        tp=tp,
+        pp=pp,
+        memory_utilization=memory_utilization,
+        ep=ep,
+        engine=engine,
+    )
     cols = sw.columns
     hw_col, w_col, kv_col = sw.column("hardware"), sw.column("weights"), sw.column("kv_dtype")
     chips, batch = cols["chips"].astype(float), cols["batch"].astype(float)
@@ -329,7 +389,8 @@ def plan(
             for key in {(int(chips[r]), int(cols["tp"][r]), int(cols["pp"][r])) for r in rows}:
                 sel = rows[(chips[rows] == key[0]) & (cols["tp"][rows] == key[1]) & (cols["pp"][rows] == key[2])]
                 p_mean[sel], p_sq[sel], longest[sel], usable_hbm[sel] = _prefill_moments(
-                    model, by_name[blk["hardware"]], key, lengths, prec, mfu, memory_utilization, ep, engine)
+                    model, by_name[blk["hardware"]], key, lengths, prec, mfu, memory_utilization, ep, engine
+                )
     usable = in_domain & np.asarray(memory.fits_in_memory(longest, usable_hbm))
     step_s = cols["step_time_s"]
     decode_steps = max(lengths.mean_output - 1.0, 0.0)
@@ -341,9 +402,11 @@ def plan(
     }
     rate = np.minimum.reduce(list(limits.values()))
     ok = usable & (rate > 0)
-    reasons = {"memory": sw.dropped_out_of_memory + int(np.sum(in_domain & ~usable)),
-               "TTFT SLO": int(np.sum(usable & (limits["TTFT SLO"] <= 0))),
-               "TPOT SLO": int(np.sum(usable & (limits["TPOT SLO"] <= 0)))}
+    reasons = {
+        "memory": sw.dropped_out_of_memory + int(np.sum(in_domain & ~usable)),
+        "TTFT SLO": int(np.sum(usable & (limits["TTFT SLO"] <= 0))),
+        "TPOT SLO": int(np.sum(usable & (limits["TPOT SLO"] <= 0))),
+    }
     price = np.array([prices.get(h, by_name[h].price_per_chip_hour) for h in hw_col], dtype=float)
     replicas = replicas_needed(qps, rate)
     dollars = np.where(ok, cost_per_hour(price, chips * replicas), np.inf)
@@ -352,31 +415,60 @@ def plan(
 
     def deployment(i: int) -> Deployment:
         bigger = step_of.get((int(cols["block"][i]), int(chips[i]), int(batch[i]) * 2))
-        binding = binding_constraint({k: float(v[i]) for k, v in limits.items()}, bigger is not None,
-                                     bigger if bigger is not None else np.inf, tpot_slo_s)
+        binding = binding_constraint(
+            {k: float(v[i]) for k, v in limits.items()},
+            bigger is not None,
+            bigger if bigger is not None else np.inf,
+            tpot_slo_s,
+        )
         if replicas[i] == 1 and longest[i] > usable_hbm[i] / 2:
             binding = "memory"  # one replica carries the traffic; holding the weights sets its size
         return Deployment(
-            hardware=str(hw_col[i]), chips_per_replica=int(chips[i]), tp=int(cols["tp"][i]),
+            hardware=str(hw_col[i]),
+            chips_per_replica=int(chips[i]),
+            tp=int(cols["tp"][i]),
             sharding=f"tensor-parallel over {int(cols['tp'][i])} chips"
-                     + (f" x {int(cols['pp'][i])} pipeline stages" if cols["pp"][i] > 1 else "")
-                     + f" within a replica, {int(replicas[i])} data-parallel replica(s)",
-            batch=int(batch[i]), weights=str(w_col[i]), kv_dtype=str(kv_col[i]), replicas=int(replicas[i]),
-            total_chips=int(chips[i] * replicas[i]), dollars_per_hour=float(dollars[i]),
+            + (f" x {int(cols['pp'][i])} pipeline stages" if cols["pp"][i] > 1 else "")
+            + f" within a replica, {int(replicas[i])} data-parallel replica(s)",
+            batch=int(batch[i]),
+            weights=str(w_col[i]),
+            kv_dtype=str(kv_col[i]),
+            replicas=int(replicas[i]),
+            total_chips=int(chips[i] * replicas[i]),
+            dollars_per_hour=float(dollars[i]),
             cost_per_million_output_tokens=float(cost_per_million_output_tokens(dollars[i], qps, lengths.mean_output)),
             **_latencies(qps / replicas[i], p_mean[i], p_sq[i], step_s[i], decode_steps),
-            memory_bytes=float(cols["total_bytes"][i]), hbm_bytes=float(cols["hbm_capacity_bytes"][i]),
-            binding=binding, price_per_chip_hour=float(price[i]), pp=int(cols["pp"][i]))
+            memory_bytes=float(cols["total_bytes"][i]),
+            hbm_bytes=float(cols["hbm_capacity_bytes"][i]),
+            binding=binding,
+            price_per_chip_hour=float(price[i]),
+            pp=int(cols["pp"][i]),
+        )
 
     chosen = [deployment(i) for i in ranked[:top]]
     per_hardware: dict[str, Deployment] = {}
     for i in ranked:
         if str(hw_col[i]) not in per_hardware:
             per_hardware[str(hw_col[i])] = deployment(i)
-    sources = {**sw.sources, "queueing": "M/G/1 prefill wait, TPOT / (1 - ρ), Little's law (roofline.analyses.plan.capacity)",
-               "lengths": lengths.source, "prefill": f"{BOOK}: analysis.request, batch 1, MFU {mfu:g}"}
-    return PlanResult(chosen[0] if chosen else None, chosen, qps, ttft_slo_s, tpot_slo_s, lengths.source,
-                      sw.evaluated, int(np.sum(ok)), reasons, sources, per_hardware)
+    sources = {
+        **sw.sources,
+        "queueing": "M/G/1 prefill wait, TPOT / (1 - ρ), Little's law (roofline.analyses.plan.capacity)",
+        "lengths": lengths.source,
+        "prefill": f"{BOOK}: analysis.request, batch 1, MFU {mfu:g}",
+    }
+    return PlanResult(
+        chosen[0] if chosen else None,
+        chosen,
+        qps,
+        ttft_slo_s,
+        tpot_slo_s,
+        lengths.source,
+        sw.evaluated,
+        int(np.sum(ok)),
+        reasons,
+        sources,
+        per_hardware,
+    )
 
 
 def _latencies(rate: float, p_mean: float, p_sq: float, step_s: float, decode_steps: float) -> dict[str, float]:
@@ -384,7 +476,13 @@ def _latencies(rate: float, p_mean: float, p_sq: float, step_s: float, decode_st
     rho = rate * p_mean
     ttft = p_mean + float(mg1_wait_s(rate, p_mean, p_sq))
     tpot = step_s / (1.0 - rho)
-    return {"ttft_s": float(ttft), "prefill_s": float(p_mean), "tpot_s": float(tpot), "decode_step_s": float(step_s),
-            "request_latency_s": float(ttft + decode_steps * tpot), "rate_per_replica": float(rate),
-            "sequences_per_replica": float(sequences_in_flight(rate, p_mean, p_sq, step_s, decode_steps)),
-            "prefill_utilisation": float(rho)}
+    return {
+        "ttft_s": float(ttft),
+        "prefill_s": float(p_mean),
+        "tpot_s": float(tpot),
+        "decode_step_s": float(step_s),
+        "request_latency_s": float(ttft + decode_steps * tpot),
+        "rate_per_replica": float(rate),
+        "sequences_per_replica": float(sequences_in_flight(rate, p_mean, p_sq, step_s, decode_steps)),
+        "prefill_utilisation": float(rho),
+    }

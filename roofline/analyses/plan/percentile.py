@@ -40,17 +40,36 @@ def _percentile(p: object, name: str) -> float:
     return float(getattr(p, name))
 
 
-def size_candidate(model: ModelSpec, hw: HardwareSpec, d: Deployment, qps: float, lengths: LengthDistribution,
-                   percentile: str, ttft_slo_s: float | None, tpot_slo_s: float | None, requests: int,
-                   seed: int, memory_utilization: float, engine: str | None = None) -> SimulatedSizing:
+def size_candidate(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    d: Deployment,
+    qps: float,
+    lengths: LengthDistribution,
+    percentile: str,
+    ttft_slo_s: float | None,
+    tpot_slo_s: float | None,
+    requests: int,
+    seed: int,
+    memory_utilization: float,
+    engine: str | None = None,
+) -> SimulatedSizing:
     """Smallest replica count (from the closed form's up) whose simulated percentile latencies meet the SLOs."""
     from roofline.analyses.simulate import OpenLoop, SchedulerConfig, simulate
     from roofline.analyses.simulate.adapter import cost_for
     from roofline.analyses.step import Precision
 
     longest = float(max(lengths.input_len + lengths.output_len))
-    cost = cost_for(model, hw, d.tp, Precision(d.weights, d.kv_dtype), memory_utilization,
-                    pp=d.pp if d.pp > 1 else None, max_context=longest + 1.0, engine=engine)
+    cost = cost_for(
+        model,
+        hw,
+        d.tp,
+        Precision(d.weights, d.kv_dtype),
+        memory_utilization,
+        pp=d.pp if d.pp > 1 else None,
+        max_context=longest + 1.0,
+        engine=engine,
+    )
     scheduler = SchedulerConfig(max_num_seqs=d.batch, max_num_batched_tokens=max(8192, d.batch))
     replicas = d.replicas
     for _ in range(MAX_EXTRA_REPLICAS + 1):
@@ -65,10 +84,20 @@ def size_candidate(model: ModelSpec, hw: HardwareSpec, d: Deployment, qps: float
     return SimulatedSizing(d, replicas, ttft, tpot, False, requests)
 
 
-def plan_at_percentile(model: ModelSpec, hardware: list[HardwareSpec], qps: float, lengths: LengthDistribution,
-                       percentile: str, ttft_slo_s: float | None = None, tpot_slo_s: float | None = None,
-                       candidates: int = 6, requests: int = 2000, seed: int = 0, workers: int = 2,
-                       **plan_options: object) -> tuple[PlanResult, list[SimulatedSizing]]:
+def plan_at_percentile(
+    model: ModelSpec,
+    hardware: list[HardwareSpec],
+    qps: float,
+    lengths: LengthDistribution,
+    percentile: str,
+    ttft_slo_s: float | None = None,
+    tpot_slo_s: float | None = None,
+    candidates: int = 6,
+    requests: int = 2000,
+    seed: int = 0,
+    workers: int = 2,
+    **plan_options: object,
+) -> tuple[PlanResult, list[SimulatedSizing]]:
     """The closed-form plan, then its cheapest ``candidates`` re-sized by simulation at ``percentile``."""
     if percentile not in PERCENTILES:
         raise RooflineError(f"percentile (--percentile) must be one of {', '.join(PERCENTILES)} (got {percentile!r})")
@@ -78,8 +107,10 @@ def plan_at_percentile(model: ModelSpec, hardware: list[HardwareSpec], qps: floa
     by_name = {hw.name: hw for hw in hardware}
     mu = float(plan_options.get("memory_utilization", 0.9))  # type: ignore[arg-type]
     engine = plan_options.get("engine")
-    jobs = [(model, by_name[d.hardware], d, qps, lengths, percentile, ttft_slo_s, tpot_slo_s, requests, seed, mu,
-             engine) for d in screen.candidates]
+    jobs = [
+        (model, by_name[d.hardware], d, qps, lengths, percentile, ttft_slo_s, tpot_slo_s, requests, seed, mu, engine)
+        for d in screen.candidates
+    ]
     if workers > 1 and len(jobs) > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             sized = list(pool.map(size_candidate, *zip(*jobs, strict=True)))
@@ -90,15 +121,30 @@ def plan_at_percentile(model: ModelSpec, hardware: list[HardwareSpec], qps: floa
         if not s.meets:
             continue
         dollars = float(cost_per_hour(s.candidate.price_per_chip_hour, s.candidate.chips_per_replica * s.replicas))
-        priced.append((dollars, replace(
-            s.candidate, replicas=s.replicas, total_chips=s.candidate.chips_per_replica * s.replicas,
-            dollars_per_hour=dollars,
-            cost_per_million_output_tokens=float(cost_per_million_output_tokens(dollars, qps, lengths.mean_output)),
-            ttft_s=s.ttft_s, tpot_s=s.tpot_s, binding=f"{percentile} by simulation")))
+        priced.append(
+            (
+                dollars,
+                replace(
+                    s.candidate,
+                    replicas=s.replicas,
+                    total_chips=s.candidate.chips_per_replica * s.replicas,
+                    dollars_per_hour=dollars,
+                    cost_per_million_output_tokens=float(
+                        cost_per_million_output_tokens(dollars, qps, lengths.mean_output)
+                    ),
+                    ttft_s=s.ttft_s,
+                    tpot_s=s.tpot_s,
+                    binding=f"{percentile} by simulation",
+                ),
+            )
+        )
     priced.sort(key=lambda item: item[0])
     best = priced[0][1] if priced else None
-    sources = {**screen.sources, "sizing": f"{percentile} TTFT/TPOT from roofline.analyses.simulate ({requests} requests per "
-                                           "candidate, Poisson arrivals, continuous batching) over the "
-                                           f"{len(jobs)} cheapest closed-form candidates"}
+    sources = {
+        **screen.sources,
+        "sizing": f"{percentile} TTFT/TPOT from roofline.analyses.simulate ({requests} requests per "
+        "candidate, Poisson arrivals, continuous batching) over the "
+        f"{len(jobs)} cheapest closed-form candidates",
+    }
     result = replace(screen, best=best, candidates=[d for _, d in priced], feasible=len(priced), sources=sources)
     return result, sized

@@ -11,6 +11,18 @@ from roofline.analyses.simulate.metrics import Percentiles, SimulationResult, Ti
 from roofline.analyses.simulate.run import BALANCERS, FleetConfig, simulate
 
 __all__ = [
-    "AffineStepCost", "BALANCERS", "ClosedLoop", "FleetConfig", "OpenLoop", "Percentiles", "SchedulerConfig",
-    "SimulationResult", "StepCost", "TimeSeries", "Trace", "causal_pairs", "read_trace", "simulate",
+    "AffineStepCost",
+    "BALANCERS",
+    "ClosedLoop",
+    "FleetConfig",
+    "OpenLoop",
+    "Percentiles",
+    "SchedulerConfig",
+    "SimulationResult",
+    "StepCost",
+    "TimeSeries",
+    "Trace",
+    "causal_pairs",
+    "read_trace",
+    "simulate",
 ]

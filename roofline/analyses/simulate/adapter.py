@@ -54,14 +54,24 @@ class DeploymentStepCost:
         key = (n, tokens, cached)
         row = self._rows.get(key)
         if row is None:
-            work = Work(decode_seqs=float(n), decode_context=self._grid, prefill_seqs=1.0 if tokens else 0.0,
-                        prefill_len=float(tokens), prefill_cached=float(cached))
+            work = Work(
+                decode_seqs=float(n),
+                decode_context=self._grid,
+                prefill_seqs=1.0 if tokens else 0.0,
+                prefill_len=float(tokens),
+                prefill_cached=float(cached),
+            )
             row = np.broadcast_to(np.asarray(step_terms(self.dep, work).time_s, dtype=float), self._grid.shape)
             self._rows[key] = row
         return row
 
-    def step_time_s(self, decode_seqs: ArrayLike, decode_kv_tokens: ArrayLike, prefill_tokens: ArrayLike,
-                    prefill_attention_pairs: ArrayLike) -> np.ndarray:
+    def step_time_s(
+        self,
+        decode_seqs: ArrayLike,
+        decode_kv_tokens: ArrayLike,
+        prefill_tokens: ArrayLike,
+        prefill_attention_pairs: ArrayLike,
+    ) -> np.ndarray:
         """Seconds of each step: the tabulated step model, interpolated over the mean decode context."""
         if np.ndim(decode_seqs) == np.ndim(prefill_tokens) == np.ndim(prefill_attention_pairs) == 0:
             # one (decodes, chunk) row, as the simulator asks: a step, or a run of decode steps
@@ -69,8 +79,12 @@ class DeploymentStepCost:
             cached = float(_cached_offset(tokens, float(prefill_attention_pairs)))
             kv = np.asarray(decode_kv_tokens, dtype=float)
             return self._priced(int(n), int(tokens), int(np.rint(cached)), kv / max(n, 1.0))
-        n, kv, t, pairs = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (
-            decode_seqs, decode_kv_tokens, prefill_tokens, prefill_attention_pairs)))
+        n, kv, t, pairs = np.broadcast_arrays(
+            *(
+                np.asarray(v, dtype=float)
+                for v in (decode_seqs, decode_kv_tokens, prefill_tokens, prefill_attention_pairs)
+            )
+        )
         out = np.empty(n.shape)
         flat = [a.reshape(-1) for a in (n, kv, t, pairs)]
         context = np.divide(flat[1], np.maximum(flat[0], 1.0))
@@ -84,8 +98,7 @@ class DeploymentStepCost:
     def _priced(self, n: int, tokens: int, cached: int, context: np.ndarray) -> np.ndarray:
         """The (n, tokens, cached) row interpolated at mean decode contexts ``context``."""
         if context.size and context.max() > self._grid[-1]:
-            raise RooflineError(f"simulated context {np.max(context):.0f} exceeds the tabulated "
-                                f"{self._grid[-1]:.0f}")
+            raise RooflineError(f"simulated context {np.max(context):.0f} exceeds the tabulated {self._grid[-1]:.0f}")
         return np.interp(context, self._grid, self._row(n, tokens, cached))
 
     def kv_transfer_time_s(self, tokens: float) -> float:
@@ -96,23 +109,36 @@ class DeploymentStepCost:
         return kv_transfer_s(self.dep, tokens * kv_token)
 
 
-def cost_for(model: ModelSpec, hw: HardwareSpec, tp: int | None = 1, precision: Precision = DEFAULT_PRECISION,
-             memory_utilization: float = DEFAULT_MEMORY_UTILIZATION, pp: int | None = None, ep: int | None = None,
-             max_context: float = 1 << 17, reserve_tokens: float = 8192,
-             engine: str | None = None) -> DeploymentStepCost:
+def cost_for(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    tp: int | None = 1,
+    precision: Precision = DEFAULT_PRECISION,
+    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
+    pp: int | None = None,
+    ep: int | None = None,
+    max_context: float = 1 << 17,
+    reserve_tokens: float = 8192,
+    engine: str | None = None,
+) -> DeploymentStepCost:
     """The step cost of one replica (tp·pp chips), its KV capacity in tokens within the usable HBM."""
     tp_d = tp or 1
     chips = tp_d * (pp or 1)
-    dep = deployment(model, hw, chips, precision, tp=tp_d, pp=pp, ep=ep, memory_utilization=memory_utilization,
-                     engine=engine)
+    dep = deployment(
+        model, hw, chips, precision, tp=tp_d, pp=pp, ep=ep, memory_utilization=memory_utilization, engine=engine
+    )
     kv_token = float(memory.kv_cache_bytes_per_token(model, precision.kv_bytes))
     usable = float(dep.usable_hbm_bytes(reserve_tokens)) - dep.weight_bytes
     capacity = int(usable // kv_token) if usable > 0 else 0
     if capacity < 1:
-        raise RooflineError(f"{model.name} weights ({dep.weight_bytes / 1e9:.1f} GB) leave no KV cache in "
-                            f"{memory_utilization:g} of {chips}x {hw.name} HBM; raise --tp or --pp")
+        raise RooflineError(
+            f"{model.name} weights ({dep.weight_bytes / 1e9:.1f} GB) leave no KV cache in "
+            f"{memory_utilization:g} of {chips}x {hw.name} HBM; raise --tp or --pp"
+        )
     return DeploymentStepCost(
-        dep=dep, kv_capacity_tokens=capacity, max_context=max_context,
+        dep=dep,
+        kv_capacity_tokens=capacity,
+        max_context=max_context,
         source=f"step model (roofline.terms) of {dep.par.describe()} on {chips}x {hw.name}; {dep.rates.source}; "
-               f"{dep.engine.source}; {memory_utilization:g} of HBM",
+        f"{dep.engine.source}; {memory_utilization:g} of HBM",
     )

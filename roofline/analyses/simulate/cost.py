@@ -65,8 +65,15 @@ class AffineStepCost:
     transfer_s_per_token: float = 0.0
 
     def __post_init__(self) -> None:
-        terms = (self.fixed_s, self.per_seq_s, self.per_kv_token_s, self.per_prefill_token_s, self.per_pair_s,
-                 self.transfer_latency_s, self.transfer_s_per_token)
+        terms = (
+            self.fixed_s,
+            self.per_seq_s,
+            self.per_kv_token_s,
+            self.per_prefill_token_s,
+            self.per_pair_s,
+            self.transfer_latency_s,
+            self.transfer_s_per_token,
+        )
         if min(terms) < 0 or self.kv_capacity_tokens < 1:
             raise RooflineError("AffineStepCost: terms must be >= 0 and kv_capacity_tokens >= 1")
 

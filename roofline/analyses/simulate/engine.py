@@ -43,8 +43,10 @@ class SchedulerConfig:
         if self.max_num_seqs < 1 or self.block_size < 1:
             raise RooflineError("--max-num-seqs and --block-size must be at least 1")
         if self.max_num_batched_tokens < self.max_num_seqs:
-            raise RooflineError(f"--max-num-batched-tokens ({self.max_num_batched_tokens}) must be at least "
-                                f"--max-num-seqs ({self.max_num_seqs}), as vLLM requires")
+            raise RooflineError(
+                f"--max-num-batched-tokens ({self.max_num_batched_tokens}) must be at least "
+                f"--max-num-seqs ({self.max_num_seqs}), as vLLM requires"
+            )
         if not 0.0 <= self.prefix_hit_rate < 1.0:
             raise RooflineError(f"--prefix-hit-rate must be in [0, 1) (got {self.prefix_hit_rate})")
 
@@ -57,16 +59,19 @@ def blocks_for(tokens: int, block_size: int) -> int:
 class Engine:
     """A replica's scheduler state, clock and cumulative records (see the module docstring)."""
 
-    def __init__(self, cost: StepCost, config: SchedulerConfig, table: RequestTable,
-                 prefill_only: bool = False) -> None:
+    def __init__(
+        self, cost: StepCost, config: SchedulerConfig, table: RequestTable, prefill_only: bool = False
+    ) -> None:
         self.cost, self.table, self.prefill_only = cost, table, prefill_only
         self.bs = config.block_size
         self.max_seqs, self.max_tokens = config.max_num_seqs, config.max_num_batched_tokens
         self.hit_rate = config.prefix_hit_rate
         self.total_blocks = int(cost.kv_capacity_tokens) // self.bs
         if self.total_blocks < 1:
-            raise RooflineError(f"the KV cache holds {cost.kv_capacity_tokens} tokens, less than one "
-                                f"block of {self.bs}: the weights leave no room")
+            raise RooflineError(
+                f"the KV cache holds {cost.kv_capacity_tokens} tokens, less than one "
+                f"block of {self.bs}: the weights leave no room"
+            )
         self.free = self.total_blocks
         self.clock = 0.0
         self.waiting: deque[int] = deque()
@@ -351,6 +356,16 @@ class Engine:
         return self._array
 
     def _record(self) -> None:
-        self.records.append((self.clock, self.c_batch, self.c_kv, self.c_insys, self.c_queue,
-                             float(self.c_tokens), len(self.running), len(self.waiting),
-                             (self.total_blocks - self.free) / self.total_blocks))
+        self.records.append(
+            (
+                self.clock,
+                self.c_batch,
+                self.c_kv,
+                self.c_insys,
+                self.c_queue,
+                float(self.c_tokens),
+                len(self.running),
+                len(self.waiting),
+                (self.total_blocks - self.free) / self.total_blocks,
+            )
+        )

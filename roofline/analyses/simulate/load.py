@@ -120,8 +120,10 @@ def _trace_row(path: Path, line: int, row: dict[str, str]) -> tuple[float, int, 
     try:
         t = float(row["arrival_time_s"])
     except (TypeError, ValueError):
-        raise RooflineError(f"--trace {path}: line {line}: arrival_time_s must be a number of seconds "
-                            f"(got {row.get('arrival_time_s')!r})") from None
+        raise RooflineError(
+            f"--trace {path}: line {line}: arrival_time_s must be a number of seconds "
+            f"(got {row.get('arrival_time_s')!r})"
+        ) from None
     if not (math.isfinite(t) and t >= 0):
         raise RooflineError(f"--trace {path}: line {line}: arrival_time_s must be >= 0 (got {t:g})")
     lengths = []

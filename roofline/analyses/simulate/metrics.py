@@ -37,8 +37,12 @@ class TimeSeries:
     kv_use: np.ndarray
 
     def as_dict(self) -> dict[str, list[float]]:
-        return {"time_s": self.time_s.tolist(), "batch": self.batch.tolist(), "queue": self.queue.tolist(),
-                "kv_use": self.kv_use.tolist()}
+        return {
+            "time_s": self.time_s.tolist(),
+            "batch": self.batch.tolist(),
+            "queue": self.queue.tolist(),
+            "kv_use": self.kv_use.tolist(),
+        }
 
 
 @dataclass(frozen=True)
@@ -78,19 +82,35 @@ class SimulationResult:
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready keys (the per-request samples are left out)."""
         return {
-            "ttft_s": self.ttft_s.as_dict(), "tpot_s": self.tpot_s.as_dict(), "itl_s": self.itl_s.as_dict(),
+            "ttft_s": self.ttft_s.as_dict(),
+            "tpot_s": self.tpot_s.as_dict(),
+            "itl_s": self.itl_s.as_dict(),
             "e2e_s": self.e2e_s.as_dict(),
-            "output_tokens_per_s": self.output_tokens_per_s, "requests_per_s": self.requests_per_s,
-            "goodput": {"requests_per_s": self.goodput_requests_per_s, "fraction": self.goodput_fraction,
-                        "ttft_slo_s": self.ttft_slo_s, "tpot_slo_s": self.tpot_slo_s},
-            "mean_batch": self.mean_batch, "mean_kv_utilization": self.mean_kv_utilization,
-            "mean_in_system": self.mean_in_system, "mean_queue": self.mean_queue,
-            "preemptions": self.preemptions, "completed": self.completed, "dropped": self.dropped,
-            "dropped_reasons": dict(self.dropped_reasons), "arrived": self.arrived,
+            "output_tokens_per_s": self.output_tokens_per_s,
+            "requests_per_s": self.requests_per_s,
+            "goodput": {
+                "requests_per_s": self.goodput_requests_per_s,
+                "fraction": self.goodput_fraction,
+                "ttft_slo_s": self.ttft_slo_s,
+                "tpot_slo_s": self.tpot_slo_s,
+            },
+            "mean_batch": self.mean_batch,
+            "mean_kv_utilization": self.mean_kv_utilization,
+            "mean_in_system": self.mean_in_system,
+            "mean_queue": self.mean_queue,
+            "preemptions": self.preemptions,
+            "completed": self.completed,
+            "dropped": self.dropped,
+            "dropped_reasons": dict(self.dropped_reasons),
+            "arrived": self.arrived,
             "warmup": {"requests": self.warmup_requests, "rule": self.warmup_rule},
-            "measured_requests": self.measured_requests, "window_s": list(self.window_s),
-            "duration_s": self.duration_s, "steps": self.steps, "load": self.load,
-            "time_series": self.series.as_dict(), "sources": dict(self.sources),
+            "measured_requests": self.measured_requests,
+            "window_s": list(self.window_s),
+            "duration_s": self.duration_s,
+            "steps": self.steps,
+            "load": self.load,
+            "time_series": self.series.as_dict(),
+            "sources": dict(self.sources),
         }
 
 
@@ -150,8 +170,7 @@ def time_series(decode: list[Engine], every: list[Engine], end_s: float, max_poi
             out[i] = rec[np.maximum(np.searchsorted(rec[:, 0], grid, side="right") - 1, 0), col]
         return out
 
-    return TimeSeries(grid, column(decode, 6).sum(axis=0), column(every, 7).sum(axis=0),
-                      column(decode, 8).mean(axis=0))
+    return TimeSeries(grid, column(decode, 6).sum(axis=0), column(every, 7).sum(axis=0), column(decode, 8).mean(axis=0))
 
 
 def transfer_overlap_s(transfers: list[tuple[float, float]], t0: float, t1: float) -> float:
@@ -162,10 +181,19 @@ def transfer_overlap_s(transfers: list[tuple[float, float]], t0: float, t1: floa
     return float(np.clip(np.minimum(arr[:, 1], t1) - np.maximum(arr[:, 0], t0), 0.0, None).sum())
 
 
-def summarize(table: RequestTable, engines: list[Engine], decode: list[Engine],
-              transfers: list[tuple[float, float]], warmup: int, warmup_rule: str, load: str,
-              ttft_slo_s: float | None, tpot_slo_s: float | None, max_points: int,
-              sources: dict[str, str]) -> SimulationResult:
+def summarize(
+    table: RequestTable,
+    engines: list[Engine],
+    decode: list[Engine],
+    transfers: list[tuple[float, float]],
+    warmup: int,
+    warmup_rule: str,
+    load: str,
+    ttft_slo_s: float | None,
+    tpot_slo_s: float | None,
+    max_points: int,
+    sources: dict[str, str],
+) -> SimulationResult:
     """Latencies of the measured requests; throughput and means over the measurement window."""
     arrival, first, finish = (np.asarray(x, dtype=float) for x in (table.arrival, table.first, table.finish))
     out = np.asarray(table.out, dtype=float)
@@ -194,17 +222,33 @@ def summarize(table: RequestTable, engines: list[Engine], decode: list[Engine],
     for reason in table.dropped.values():
         reasons[reason] = reasons.get(reason, 0) + 1
     return SimulationResult(
-        ttft_s=percentiles(ttft), tpot_s=percentiles(tpot), itl_s=weighted_percentiles(*itl_samples(engines)),
+        ttft_s=percentiles(ttft),
+        tpot_s=percentiles(tpot),
+        itl_s=weighted_percentiles(*itl_samples(engines)),
         e2e_s=percentiles(e2e),
-        output_tokens_per_s=window_integral(engines, 5, t0, t1) / span, requests_per_s=rps,
-        goodput_requests_per_s=rps * good if measured.any() else math.nan, goodput_fraction=good,
+        output_tokens_per_s=window_integral(engines, 5, t0, t1) / span,
+        requests_per_s=rps,
+        goodput_requests_per_s=rps * good if measured.any() else math.nan,
+        goodput_fraction=good,
         mean_batch=window_integral(decode, 1, t0, t1) / span / len(decode),
         mean_kv_utilization=window_integral(decode, 2, t0, t1) / span / len(decode),
-        mean_in_system=in_system / span, mean_queue=window_integral(engines, 4, t0, t1) / span,
-        preemptions=sum(e.preemptions for e in engines), completed=int(done.sum()), dropped=len(table.dropped),
-        dropped_reasons=reasons, arrived=n, warmup_requests=warmup, warmup_rule=warmup_rule,
-        measured_requests=int(measured.sum()), window_s=(t0, t1), duration_s=end,
-        steps=sum(e.steps for e in engines), load=load, ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s,
+        mean_in_system=in_system / span,
+        mean_queue=window_integral(engines, 4, t0, t1) / span,
+        preemptions=sum(e.preemptions for e in engines),
+        completed=int(done.sum()),
+        dropped=len(table.dropped),
+        dropped_reasons=reasons,
+        arrived=n,
+        warmup_requests=warmup,
+        warmup_rule=warmup_rule,
+        measured_requests=int(measured.sum()),
+        window_s=(t0, t1),
+        duration_s=end,
+        steps=sum(e.steps for e in engines),
+        load=load,
+        ttft_slo_s=ttft_slo_s,
+        tpot_slo_s=tpot_slo_s,
         series=time_series(decode, engines, end, max_points),
-        samples={"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e}, sources=sources,
+        samples={"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e},
+        sources=sources,
     )

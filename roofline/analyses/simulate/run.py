@@ -102,16 +102,28 @@ def simulate(
     warm, rule = warmup_count(n, warmup)
     table = RequestTable([int(x) for x in inp], [int(x) for x in out], [i >= warm for i in range(n)])
     decode = [Engine(cost, scheduler, table) for _ in range(fleet.replicas)]
-    prefill = [Engine(prefill_cost or cost, scheduler, table, prefill_only=True)
-               for _ in range(fleet.prefill_replicas)]
+    prefill = [Engine(prefill_cost or cost, scheduler, table, prefill_only=True) for _ in range(fleet.prefill_replicas)]
     back = Pool(decode, fleet.balancer)
     sim = _Run(table, Pool(prefill, fleet.balancer) if prefill else back, back, cost, load, n)
     sim.loop(arrivals)
-    sources = {"step cost": getattr(cost, "source", type(cost).__name__),
-               "scheduler": "vLLM V1-style continuous batching, chunked prefill, preemption by recompute",
-               "seed": str(seed)}
-    return summarize(table, prefill + decode, decode, sim.transfers, warm, rule, load.describe(),
-                     ttft_slo_s, tpot_slo_s, max_points, sources)
+    sources = {
+        "step cost": getattr(cost, "source", type(cost).__name__),
+        "scheduler": "vLLM V1-style continuous batching, chunked prefill, preemption by recompute",
+        "seed": str(seed),
+    }
+    return summarize(
+        table,
+        prefill + decode,
+        decode,
+        sim.transfers,
+        warm,
+        rule,
+        load.describe(),
+        ttft_slo_s,
+        tpot_slo_s,
+        max_points,
+        sources,
+    )
 
 
 class _Run:
@@ -169,8 +181,9 @@ class _Run:
                     self.handed_over(rid, t)
         done = sum(math.isfinite(f) for f in self.table.finish)
         if done + len(self.table.dropped) != self.n:
-            raise RuntimeError(f"simulator lost requests: {done} completed + {len(self.table.dropped)} "
-                               f"dropped != {self.n}")
+            raise RuntimeError(
+                f"simulator lost requests: {done} completed + {len(self.table.dropped)} dropped != {self.n}"
+            )
 
     def arrive(self, rid: int, t: float) -> None:
         """A new request: dropped if one replica's cache cannot hold it, else routed to the front pool."""

@@ -70,8 +70,11 @@ class FrontierKeeper:
     def _reduce(self, merged: SweepColumns) -> None:
         codes = self._groups(merged)
         present = np.unique(codes)
-        members = {int(g): np.flatnonzero(codes == g) for g in present} if present.size > 1 else \
-            {int(g): np.arange(codes.size) for g in present}
+        members = (
+            {int(g): np.flatnonzero(codes == g) for g in present}
+            if present.size > 1
+            else {int(g): np.arange(codes.size) for g in present}
+        )
         union = []
         for name, x_col, x_sense, y_col, y_sense in self.objectives:
             key, ys = oriented(merged[x_col], merged[y_col], x_sense, y_sense)
@@ -124,15 +127,38 @@ def decode_frontier(
     """
     for name in objectives:
         objective_columns(name)
-    plan = _setup(model, hardware, batch, chips, context, weights, kv_dtypes, tp, compute_dtype, prices,
-                  topologies, pp, memory_utilization, labels)
+    plan = _setup(
+        model,
+        hardware,
+        batch,
+        chips,
+        context,
+        weights,
+        kv_dtypes,
+        tp,
+        compute_dtype,
+        prices,
+        topologies,
+        pp,
+        memory_utilization,
+        labels,
+    )
     blocks = _labels(model, plan.blocks)
     keeper = FrontierKeeper(plan.tables, objectives, _group_of_part(blocks, plan.tables.part_block, group))
     batch_axis, _, context_axis = plan.axes
-    store = PointStore(max(int(buffer_points), CHUNK), batch_axis.size, context_axis.size, len(plan.parts),
-                       flush=keeper.flush)
+    store = PointStore(
+        max(int(buffer_points), CHUNK), batch_axis.size, context_axis.size, len(plan.parts), flush=keeper.flush
+    )
     out = _evaluate(model, plan.blocks, plan.axes, store, memory_utilization, ep, plan.sources, engine)
     keeper.flush(store)
     kept = keeper.kept if keeper.kept is not None else SweepColumns(store.columns(), plan.tables, POINT_COLUMNS)
-    return SweepResult(kept, blocks, out.evaluated, out.dropped, out.dropped_by_hardware,
-                       _finish_sources(plan.sources, model), out.dropped_slots, plan.skipped)
+    return SweepResult(
+        kept,
+        blocks,
+        out.evaluated,
+        out.dropped,
+        out.dropped_by_hardware,
+        _finish_sources(plan.sources, model),
+        out.dropped_slots,
+        plan.skipped,
+    )

@@ -62,8 +62,14 @@ class PointStore:
     cursor restarts at 0 (a streaming frontier); without it the capacity must bound every point.
     """
 
-    def __init__(self, capacity: int, n_batch: int, n_context: int, n_parts: int,
-                 flush: Callable[[PointStore], None] | None = None) -> None:
+    def __init__(
+        self,
+        capacity: int,
+        n_batch: int,
+        n_context: int,
+        n_parts: int,
+        flush: Callable[[PointStore], None] | None = None,
+    ) -> None:
         capacity = max(int(capacity), 0)
         self.arrays: dict[str, np.ndarray] = {name: np.empty(capacity) for name in FLOAT_COLUMNS}
         self.arrays["bound_code"] = np.empty(capacity, np.int8)
@@ -73,15 +79,22 @@ class PointStore:
 
     def columns(self) -> dict[str, np.ndarray]:
         """Views of the filled part of every stored column."""
-        return {name: arr[:self.size] for name, arr in self.arrays.items()}
+        return {name: arr[: self.size] for name, arr in self.arrays.items()}
 
     def trimmed(self) -> dict[str, np.ndarray]:
         """The filled columns; copied when under half the capacity (frees the rest)."""
         cols = self.columns()
         return {k: v.copy() for k, v in cols.items()} if 2 * self.size < self.capacity else cols
 
-    def append(self, part: int, rows: tuple[int, int], cols: tuple[int, int], keep: np.ndarray,
-               values: tuple[np.ndarray, ...], code: np.ndarray) -> int:
+    def append(
+        self,
+        part: int,
+        rows: tuple[int, int],
+        cols: tuple[int, int],
+        keep: np.ndarray,
+        values: tuple[np.ndarray, ...],
+        code: np.ndarray,
+    ) -> int:
         """Write the kept points of a (rows × cols) grid; returns how many were kept."""
         shape = (rows[1] - rows[0], cols[1] - cols[0])
         every = bool(keep.all())
@@ -97,8 +110,11 @@ class PointStore:
         a = self.arrays
         batch_ix = np.arange(cols[0], cols[1])[None, :]
         context_ix = np.arange(rows[0], rows[1])[:, None]
-        for name, v in zip((*FLOAT_COLUMNS, "bound_code", "batch_index", "context_index"),
-                           (*values, code, batch_ix, context_ix), strict=True):
+        for name, v in zip(
+            (*FLOAT_COLUMNS, "bound_code", "batch_index", "context_index"),
+            (*values, code, batch_ix, context_ix),
+            strict=True,
+        ):
             if every:
                 a[name][at].reshape(shape)[...] = v
             else:
@@ -145,9 +161,16 @@ def settle_allocator() -> None:
     np.empty(1 << 21)
 
 
-def evaluate_part(dep: Deployment, batch: np.ndarray, context: np.ndarray, counts: np.ndarray,
-                  store: PointStore, part: int, chunk: int = CHUNK,
-                  row_kept: np.ndarray | None = None) -> tuple[int, str]:
+def evaluate_part(
+    dep: Deployment,
+    batch: np.ndarray,
+    context: np.ndarray,
+    counts: np.ndarray,
+    store: PointStore,
+    part: int,
+    chunk: int = CHUNK,
+    row_kept: np.ndarray | None = None,
+) -> tuple[int, str]:
     """Append the points of one chip count that fit: batch[:counts[i]] at each context[i].
 
     ``counts`` (per context) is the screen's upper bound; the step's own ``fits`` drops the rest.
@@ -157,19 +180,20 @@ def evaluate_part(dep: Deployment, batch: np.ndarray, context: np.ndarray, count
     settle_allocator()
     kept, comms_source = 0, ""
     for rows, cols in grids(counts, chunk):
-        b = batch[None, cols[0]:cols[1]]
-        s = context[rows[0]:rows[1], None]
+        b = batch[None, cols[0] : cols[1]]
+        s = context[rows[0] : rows[1], None]
         t = step_terms(dep, decode_work(b, s))
         mem = step_memory(dep, b, s)
-        within = counts[rows[0]:rows[1]]
+        within = counts[rows[0] : rows[1]]
         if within.min() >= cols[1]:  # every row's count reaches past the grid: only the fit decides
             keep = np.broadcast_to(mem.fits, (within.size, cols[1] - cols[0]))
         else:
             keep = np.logical_and(mem.fits, np.arange(cols[0], cols[1])[None, :] < within[:, None])
-        n = store.append(part, rows, cols, keep,
-                         (t.time_s, t.lower_s, t.upper_s, t.comms_lower_s, mem.total_bytes), t.bound_code)
+        n = store.append(
+            part, rows, cols, keep, (t.time_s, t.lower_s, t.upper_s, t.comms_lower_s, mem.total_bytes), t.bound_code
+        )
         if row_kept is not None:
-            row_kept[rows[0]:rows[1]] += cols[1] - cols[0] if n == keep.size else np.count_nonzero(keep, axis=1)
+            row_kept[rows[0] : rows[1]] += cols[1] - cols[0] if n == keep.size else np.count_nonzero(keep, axis=1)
         kept += n
         comms_source = comms_source or t.sources.get("comms", "")
     if not comms_source:
@@ -178,8 +202,20 @@ def evaluate_part(dep: Deployment, batch: np.ndarray, context: np.ndarray, count
 
 
 #: Columns :class:`SweepColumns` derives from the stored ones and the tables.
-DERIVED = ("chips", "tp", "pp", "batch", "context", "block", "bound", "tokens_per_s", "tokens_per_s_per_chip",
-           "tokens_per_s_per_user", "cost_per_million_tokens", "hbm_capacity_bytes")
+DERIVED = (
+    "chips",
+    "tp",
+    "pp",
+    "batch",
+    "context",
+    "block",
+    "bound",
+    "tokens_per_s",
+    "tokens_per_s_per_chip",
+    "tokens_per_s_per_user",
+    "cost_per_million_tokens",
+    "hbm_capacity_bytes",
+)
 
 
 class SweepColumns(Mapping[str, np.ndarray]):

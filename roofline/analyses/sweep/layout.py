@@ -42,10 +42,17 @@ class _Block:
     critical_batch: float
 
 
-def _plan(model: ModelSpec, hardware: Sequence[HardwareSpec], names: Sequence[str],
-          axes: tuple[np.ndarray, np.ndarray, np.ndarray], precisions: list[Precision],
-          groups: list[tuple[int, int, np.ndarray, str | None]], prices: Mapping[str, float],
-          memory_utilization: float, sources: dict[str, str]) -> list[_Block]:
+def _plan(
+    model: ModelSpec,
+    hardware: Sequence[HardwareSpec],
+    names: Sequence[str],
+    axes: tuple[np.ndarray, np.ndarray, np.ndarray],
+    precisions: list[Precision],
+    groups: list[tuple[int, int, np.ndarray, str | None]],
+    prices: Mapping[str, float],
+    memory_utilization: float,
+    sources: dict[str, str],
+) -> list[_Block]:
     """Every block of the sweep with the screen's feasible batch counts (known before any evaluation)."""
     batch_axis, chips_axis, context_axis = axes
     blocks: list[_Block] = []
@@ -57,27 +64,52 @@ def _plan(model: ModelSpec, hardware: Sequence[HardwareSpec], names: Sequence[st
         for precision in precisions:
             # The whole-slice max batch bounds every tp's (replicas each hold the weights):
             # one screen per dtype pair; the step's own `fits` drops what it lets through.
-            screen = decode_step(model, hw, chips_axis[:, None].astype(float), 1,
-                                 context_axis[None, :].astype(float), precision, price,
-                                 memory_utilization=memory_utilization, rates=rates)
+            screen = decode_step(
+                model,
+                hw,
+                chips_axis[:, None].astype(float),
+                1,
+                context_axis[None, :].astype(float),
+                precision,
+                price,
+                memory_utilization=memory_utilization,
+                rates=rates,
+            )
             max_batch = np.broadcast_to(screen.max_batch, (chips_axis.size, context_axis.size))
             counts = np.searchsorted(batch_axis, max_batch.reshape(-1), side="right").reshape(max_batch.shape)
             for degree, stages, rows, shape in groups:
-                blocks.append(_Block(hw, name, rates, precision, price, degree, stages, rows, shape, counts[rows],
-                                     float(screen.critical_batch)))
+                blocks.append(
+                    _Block(
+                        hw,
+                        name,
+                        rates,
+                        precision,
+                        price,
+                        degree,
+                        stages,
+                        rows,
+                        shape,
+                        counts[rows],
+                        float(screen.critical_batch),
+                    )
+                )
     return blocks
 
 
-def _tables(blocks: list[_Block], parts: list[tuple[int, int]], batch_axis: np.ndarray,
-            context_axis: np.ndarray) -> Tables:
+def _tables(
+    blocks: list[_Block], parts: list[tuple[int, int]], batch_axis: np.ndarray, context_axis: np.ndarray
+) -> Tables:
     block_of = np.array([p[0] for p in parts], dtype=np.int32)
     return Tables(
-        batch=batch_axis, context=context_axis, part_block=block_of,
+        batch=batch_axis,
+        context=context_axis,
+        part_block=block_of,
         part_chips=np.array([p[1] for p in parts], dtype=np.int64),
         part_tp=np.array([blocks[i].tp for i in block_of], dtype=np.int64),
         part_pp=np.array([blocks[i].pp for i in block_of], dtype=np.int64),
         part_price=np.array([blocks[i].price for i in block_of], dtype=float),
-        part_hbm_bytes=np.array([blocks[i].hw.hbm_bytes for i in block_of], dtype=float))
+        part_hbm_bytes=np.array([blocks[i].hw.hbm_bytes for i in block_of], dtype=float),
+    )
 
 
 def _parts(blocks: list[_Block], chips_axis: np.ndarray) -> list[tuple[int, int]]:
@@ -85,21 +117,48 @@ def _parts(blocks: list[_Block], chips_axis: np.ndarray) -> list[tuple[int, int]
     return [(i, int(chips_axis[row])) for i, blk in enumerate(blocks) for row in blk.rows]
 
 
-def _memory_at(model: ModelSpec, hw: HardwareSpec, precision: Precision, price: float, tp: int, pp: int,
-               topology_text: str | None, ep: int | None, memory_utilization: float, chips: np.ndarray,
-               batch: np.ndarray, context: np.ndarray) -> tuple[Any, Any]:
+def _memory_at(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    precision: Precision,
+    price: float,
+    tp: int,
+    pp: int,
+    topology_text: str | None,
+    ep: int | None,
+    memory_utilization: float,
+    chips: np.ndarray,
+    batch: np.ndarray,
+    context: np.ndarray,
+) -> tuple[Any, Any]:
     """(weights + KV bytes, usable HBM bytes) of a block's configurations, the busiest replica's times r
     (it decides the fit): the step model's memory (:func:`~roofline.analyses.step.step_memory`, what
     ``decode_step`` reports), without its step terms."""
-    dep = deployment(model, hw, chips, precision, tp=tp, pp=pp if pp > 1 else None, ep=ep,
-                     topology_text=topology_text, memory_utilization=memory_utilization, price_per_chip_hour=price)
+    dep = deployment(
+        model,
+        hw,
+        chips,
+        precision,
+        tp=tp,
+        pp=pp if pp > 1 else None,
+        ep=ep,
+        topology_text=topology_text,
+        memory_utilization=memory_utilization,
+        price_per_chip_hour=price,
+    )
     mem = step_memory(dep, batch, context)
     return (np.multiply(dep.replicas, mem.replica_bytes), np.multiply(dep.replicas, mem.replica_usable_bytes))
 
 
 def _dropped_slots(
-    block: int, tp: int, pp: int, batch: np.ndarray, chips: np.ndarray, context: np.ndarray,
-    kept: Sequence[int], memory: Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[Any, Any]],
+    block: int,
+    tp: int,
+    pp: int,
+    batch: np.ndarray,
+    chips: np.ndarray,
+    context: np.ndarray,
+    kept: Sequence[int],
+    memory: Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[Any, Any]],
 ) -> list[DroppedSlot]:
     """Each (chips, context) slot of a block that lost batches: the kept ones are a prefix of ``batch``.
 
@@ -115,9 +174,21 @@ def _dropped_slots(
     first = np.array([float(batch[k]) for _, k in lost])
     total, usable = memory(c_arr, first, s_arr)
     total, usable = (np.broadcast_to(np.asarray(v, dtype=float), first.shape) for v in (total, usable))
-    return [DroppedSlot(block, c, tp, pp, s, int(batch[k - 1]) if k else 0, int(batch[k]), int(batch.size - k),
-                        float(total[i]), float(usable[i]))
-            for i, ((c, s), k) in enumerate(lost)]
+    return [
+        DroppedSlot(
+            block,
+            c,
+            tp,
+            pp,
+            s,
+            int(batch[k - 1]) if k else 0,
+            int(batch[k]),
+            int(batch.size - k),
+            float(total[i]),
+            float(usable[i]),
+        )
+        for i, ((c, s), k) in enumerate(lost)
+    ]
 
 
 @dataclass(frozen=True)
@@ -130,9 +201,16 @@ class _Outcome:
     dropped_slots: tuple[DroppedSlot, ...]
 
 
-def _evaluate(model: ModelSpec, blocks: list[_Block], axes: tuple[np.ndarray, np.ndarray, np.ndarray],
-              store: PointStore, memory_utilization: float, ep: int | None,
-              sources: dict[str, str], engine: str | None = None) -> _Outcome:
+def _evaluate(
+    model: ModelSpec,
+    blocks: list[_Block],
+    axes: tuple[np.ndarray, np.ndarray, np.ndarray],
+    store: PointStore,
+    memory_utilization: float,
+    ep: int | None,
+    sources: dict[str, str],
+    engine: str | None = None,
+) -> _Outcome:
     """Run the kernel over every part of every block into ``store``, counting what it dropped."""
     batch_axis, chips_axis, context_axis = axes
     batch_f, context_f = batch_axis.astype(float), context_axis.astype(float)
@@ -151,22 +229,40 @@ def _evaluate(model: ModelSpec, blocks: list[_Block], axes: tuple[np.ndarray, np
                 part += 1
                 comms_sources.setdefault(blk.name, {})[known[key]] = None
                 continue
-            dep = deployment(model, blk.hw, float(chips_axis[row]), blk.precision, tp=blk.tp,
-                             pp=blk.pp if blk.pp > 1 else None, ep=ep, topology_text=blk.shape,
-                             memory_utilization=memory_utilization, price_per_chip_hour=blk.price, rates=blk.rates,
-                             engine=engine)
-            _, comms = evaluate_part(dep, batch_f, context_f, blk.counts[local], store, part,
-                                     row_kept=row_kept[local])
+            dep = deployment(
+                model,
+                blk.hw,
+                float(chips_axis[row]),
+                blk.precision,
+                tp=blk.tp,
+                pp=blk.pp if blk.pp > 1 else None,
+                ep=ep,
+                topology_text=blk.shape,
+                memory_utilization=memory_utilization,
+                price_per_chip_hour=blk.price,
+                rates=blk.rates,
+                engine=engine,
+            )
+            _, comms = evaluate_part(dep, batch_f, context_f, blk.counts[local], store, part, row_kept=row_kept[local])
             part += 1
             known[key] = comms
             comms_sources.setdefault(blk.name, {})[comms] = None
         kept = int(row_kept.sum())
         n_eval = batch_axis.size * blk.rows.size * context_axis.size
         if kept < n_eval:
-            memory = functools.partial(_memory_at, model, blk.hw, blk.precision, blk.price, blk.tp, blk.pp,
-                                       blk.shape, ep, memory_utilization)
-            slots += _dropped_slots(index, blk.tp, blk.pp, batch_axis, chips_axis[blk.rows], context_axis,
-                                    row_kept.reshape(-1).tolist(), memory)
+            memory = functools.partial(
+                _memory_at, model, blk.hw, blk.precision, blk.price, blk.tp, blk.pp, blk.shape, ep, memory_utilization
+            )
+            slots += _dropped_slots(
+                index,
+                blk.tp,
+                blk.pp,
+                batch_axis,
+                chips_axis[blk.rows],
+                context_axis,
+                row_kept.reshape(-1).tolist(),
+                memory,
+            )
         evaluated += n_eval
         dropped += n_eval - kept
         dropped_by_hw[blk.name] = dropped_by_hw.get(blk.name, 0) + n_eval - kept
@@ -176,9 +272,19 @@ def _evaluate(model: ModelSpec, blocks: list[_Block], axes: tuple[np.ndarray, np
 
 
 def _labels(model: ModelSpec, blocks: list[_Block]) -> tuple[dict[str, Any], ...]:
-    return tuple({"model": model.name, "hardware": b.name, "weights": b.precision.weights,
-                  "kv_dtype": b.precision.kv, "compute_dtype": b.precision.compute, "topology": b.shape or "",
-                  "critical_batch": b.critical_batch, "price_per_chip_hour": float(b.price)} for b in blocks)
+    return tuple(
+        {
+            "model": model.name,
+            "hardware": b.name,
+            "weights": b.precision.weights,
+            "kv_dtype": b.precision.kv,
+            "compute_dtype": b.precision.compute,
+            "topology": b.shape or "",
+            "critical_batch": b.critical_batch,
+            "price_per_chip_hour": float(b.price),
+        }
+        for b in blocks
+    )
 
 
 @dataclass(frozen=True)
@@ -204,15 +310,29 @@ def slice_chips(topologies: Sequence[str], chips: ArrayLike | None) -> list[int]
         if sorted(set(sizes)) != given:
             counts = ", ".join(str(n) for n in dict.fromkeys(sizes))
             listed = ",".join(str(c) for c in given[:8]) + (",..." if len(given) > 8 else "")
-            raise OptionError(f"topologies={','.join(topologies)} has {counts} chips, not chips={listed}",
-                              parameters=("topologies", "chips"))
+            raise OptionError(
+                f"topologies={','.join(topologies)} has {counts} chips, not chips={listed}",
+                parameters=("topologies", "chips"),
+            )
     return sizes
 
 
-def _setup(model: ModelSpec, hardware: Sequence[HardwareSpec], batch: ArrayLike, chips: ArrayLike | None,
-           context: ArrayLike, weights: Sequence[str], kv_dtypes: Sequence[str], tp: Sequence[int] | None,
-           compute_dtype: str, prices: Mapping[str, float] | None, topologies: Sequence[str] | None,
-           pp: Sequence[int] | None, memory_utilization: float, labels: Sequence[str] | None) -> _Setup:
+def _setup(
+    model: ModelSpec,
+    hardware: Sequence[HardwareSpec],
+    batch: ArrayLike,
+    chips: ArrayLike | None,
+    context: ArrayLike,
+    weights: Sequence[str],
+    kv_dtypes: Sequence[str],
+    tp: Sequence[int] | None,
+    compute_dtype: str,
+    prices: Mapping[str, float] | None,
+    topologies: Sequence[str] | None,
+    pp: Sequence[int] | None,
+    memory_utilization: float,
+    labels: Sequence[str] | None,
+) -> _Setup:
     """Validate a sweep's options and plan its blocks and parts."""
     if not hardware:
         raise OptionError("hardware: give at least one chip", parameters=("hardware",))
@@ -231,13 +351,15 @@ def _setup(model: ModelSpec, hardware: Sequence[HardwareSpec], batch: ArrayLike,
     skipped: list[str] = []
     groups = parallel_groups(axes[1], tp, pp, topologies, skipped)
     if axes[1].size * axes[2].size > MAX_SWEEP_SLOTS:
-        raise OptionError(f"the sweep has {axes[1].size:,} chip counts x {axes[2].size:,} contexts, more "
-                          f"than the {MAX_SWEEP_SLOTS:,} this tool screens at once; give fewer chips= or context= "
-                          "values", parameters=("chips", "context"))
+        raise OptionError(
+            f"the sweep has {axes[1].size:,} chip counts x {axes[2].size:,} contexts, more "
+            f"than the {MAX_SWEEP_SLOTS:,} this tool screens at once; give fewer chips= or context= "
+            "values",
+            parameters=("chips", "context"),
+        )
     precisions = [Precision(w, kv, compute_dtype) for w in weights for kv in kv_dtypes]
     sources: dict[str, str] = {}
-    blocks = _plan(model, hardware, names, axes, precisions, groups, dict(prices or {}), memory_utilization,
-                   sources)
+    blocks = _plan(model, hardware, names, axes, precisions, groups, dict(prices or {}), memory_utilization, sources)
     parts = _parts(blocks, axes[1])
     return _Setup(axes, blocks, parts, _tables(blocks, parts, axes[0], axes[2]), sources, tuple(skipped))
 

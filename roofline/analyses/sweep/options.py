@@ -25,6 +25,7 @@ MAX_SWEEP_SLOTS = 1_000_000
 #: Most values one list option (``--batch 1,2,...``) may hold.
 MAX_LIST_VALUES = 4096
 
+
 def parse_int_list(text: str, option: str, maximum: int = 2**31 - 1) -> np.ndarray:
     """'1,2,8' -> [1, 2, 8]; 'A..B' -> powers of two from A up to B (then B); each in [1, maximum]."""
     hint = f"give whole numbers from 1 to {maximum} like '1,2,8' or a doubling range like '1..4096'"
@@ -54,16 +55,15 @@ def check_dtypes(values: Sequence[str], option: str) -> tuple[str, ...]:
     """Validate dtype names, naming the option and the allowed values."""
     for value in values:
         if value not in DTYPE_BYTES:
-            raise OptionError(f"{option}: unknown dtype {shown(value)}; allowed: {', '.join(DTYPE_BYTES)}",
-                              parameters=(option,))
+            raise OptionError(
+                f"{option}: unknown dtype {shown(value)}; allowed: {', '.join(DTYPE_BYTES)}", parameters=(option,)
+            )
     if not values:
         raise OptionError(f"{option}: give at least one dtype", parameters=(option,))
     return tuple(dict.fromkeys(values))
 
 
-def feasible_points(
-    batch: np.ndarray, max_batch: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+def feasible_points(batch: np.ndarray, max_batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For sorted ``batch`` and ``max_batch`` per slot: (slot index, batch) of each B ≤ max.
 
     Fit in HBM is monotone in batch (P + B·KV ≤ HBM  ⇔  B ≤ max batch), so the points that
@@ -77,7 +77,9 @@ def feasible_points(
 
 
 def tp_groups(
-    chips: np.ndarray, tp: Sequence[int] | None, topologies: Sequence[str] | None = None,
+    chips: np.ndarray,
+    tp: Sequence[int] | None,
+    topologies: Sequence[str] | None = None,
     skipped: list[str] | None = None,
 ) -> list[tuple[int, np.ndarray, str | None]]:
     """(tp degree, indices into ``chips``, slice shape) of each decode_step call.
@@ -99,14 +101,17 @@ def tp_groups(
             # A tp group spans leading ICI axes: degree 1 or a product of the first k axis sizes.
             allowed = {1, *itertools.accumulate(sizes, operator.mul)}
             groups += [(d, row, text) for d in (degrees or [n]) if d in allowed]
-            notes += [f"topology {text} with tp {d}: a tp group spans leading axes, so tp must be one of "
-                      f"{', '.join(map(str, sorted(allowed)))}" for d in (degrees or [n]) if d not in allowed]
+            notes += [
+                f"topology {text} with tp {d}: a tp group spans leading axes, so tp must be one of "
+                f"{', '.join(map(str, sorted(allowed)))}"
+                for d in (degrees or [n])
+                if d not in allowed
+            ]
     elif degrees is None:
         groups = [(int(c), np.asarray([i]), None) for i, c in enumerate(chips)]
     else:
         groups = [(int(t), np.flatnonzero(chips % t == 0), None) for t in degrees]
-        notes += [f"{int(c)} chips with tp {t}: {t} does not divide {int(c)}"
-                  for t in degrees for c in chips if c % t]
+        notes += [f"{int(c)} chips with tp {t}: {t} does not divide {int(c)}" for t in degrees for c in chips if c % t]
         groups = [g for g in groups if g[1].size]
     if not groups:
         where = f"topologies={list(topologies)}" if topologies else f"chips={chips.tolist()}"
@@ -115,7 +120,10 @@ def tp_groups(
 
 
 def parallel_groups(
-    chips: np.ndarray, tp: Sequence[int] | None, pp: Sequence[int] | None, topologies: Sequence[str] | None = None,
+    chips: np.ndarray,
+    tp: Sequence[int] | None,
+    pp: Sequence[int] | None,
+    topologies: Sequence[str] | None = None,
     skipped: list[str] | None = None,
 ) -> list[tuple[int, int, np.ndarray, str | None]]:
     """(tp, pp, indices into ``chips``, slice shape) of each block: tp groups × pipeline depths.
@@ -129,8 +137,7 @@ def parallel_groups(
     if stages == [1]:
         return [(d, 1, rows, shape) for d, rows, shape in tp_groups(chips, tp, topologies, skipped)]
     if topologies:
-        raise OptionError("pp with topologies is not supported: give chips and tp",
-                          parameters=("pp", "topologies"))
+        raise OptionError("pp with topologies is not supported: give chips and tp", parameters=("pp", "topologies"))
     notes = [] if skipped is None else skipped
     groups: list[tuple[int, int, np.ndarray, str | None]] = []
     for p in stages:
@@ -141,10 +148,16 @@ def parallel_groups(
         if tp is None:
             notes += [f"{int(c)} chips with pp {p}: {p} does not divide {int(c)}" for c in chips if c % p]
         else:
-            notes += [f"{int(c)} chips with tp {t} x pp {p}: {t * p} does not divide {int(c)}"
-                      for t in sorted(set(tp)) for c in chips if c % (t * p)]
+            notes += [
+                f"{int(c)} chips with tp {t} x pp {p}: {t * p} does not divide {int(c)}"
+                for t in sorted(set(tp))
+                for c in chips
+                if c % (t * p)
+            ]
     groups = [g for g in groups if g[2].size]
     if not groups:
-        raise OptionError(f"tp/pp: no tp x pp in {list(tp or [])} x {stages} divides chips={chips.tolist()}",
-                          parameters=("tp", "pp", "chips"))
+        raise OptionError(
+            f"tp/pp: no tp x pp in {list(tp or [])} x {stages} divides chips={chips.tolist()}",
+            parameters=("tp", "pp", "chips"),
+        )
     return groups

@@ -40,13 +40,42 @@ POINT_COLUMNS = (
     "block",
 )
 #: Per-block labels: one (model, chip, dtypes) block shares them.
-BLOCK_FIELDS = ("model", "hardware", "weights", "kv_dtype", "compute_dtype", "topology", "critical_batch",
-                "price_per_chip_hour")
+BLOCK_FIELDS = (
+    "model",
+    "hardware",
+    "weights",
+    "kv_dtype",
+    "compute_dtype",
+    "topology",
+    "critical_batch",
+    "price_per_chip_hour",
+)
 #: Columns of a row in ``--json`` / ``--csv`` output, in order.
-COLUMNS = ("model", "hardware", "chips", "topology", "tp", "pp", "batch", "context", "weights", "kv_dtype",
-           "compute_dtype", "step_time_s", "step_time_lower_s", "step_time_upper_s", "comms_time_s", "tokens_per_s",
-           "tokens_per_s_per_chip", "tokens_per_s_per_user", "cost_per_million_tokens", "bound",
-           "total_bytes", "hbm_capacity_bytes", "critical_batch")
+COLUMNS = (
+    "model",
+    "hardware",
+    "chips",
+    "topology",
+    "tp",
+    "pp",
+    "batch",
+    "context",
+    "weights",
+    "kv_dtype",
+    "compute_dtype",
+    "step_time_s",
+    "step_time_lower_s",
+    "step_time_upper_s",
+    "comms_time_s",
+    "tokens_per_s",
+    "tokens_per_s_per_chip",
+    "tokens_per_s_per_user",
+    "cost_per_million_tokens",
+    "bound",
+    "total_bytes",
+    "hbm_capacity_bytes",
+    "critical_batch",
+)
 
 
 @dataclass(frozen=True)
@@ -88,8 +117,16 @@ class SweepResult:
         idx = np.asarray(mask)
         cols = self.columns
         picked = cols.select(idx) if isinstance(cols, SweepColumns) else {k: v[idx] for k, v in cols.items()}
-        return SweepResult(picked, self.blocks, self.evaluated, self.dropped_out_of_memory,
-                           self.dropped_by_hardware, self.sources, self.dropped_slots, self.skipped)
+        return SweepResult(
+            picked,
+            self.blocks,
+            self.evaluated,
+            self.dropped_out_of_memory,
+            self.dropped_by_hardware,
+            self.sources,
+            self.dropped_slots,
+            self.skipped,
+        )
 
     def with_step_time(self, column: str) -> SweepResult:
         """The same points priced at another step-time column (``step_time_lower_s``: the bound).
@@ -100,11 +137,23 @@ class SweepResult:
         step_s = np.asarray(cols[column], dtype=float)
         tps = step.tokens_per_s(cols["batch"], step_s)
         price = self.column("price_per_chip_hour").astype(float)
-        cols.update(step_time_s=step_s, tokens_per_s=tps, tokens_per_s_per_chip=tps / cols["chips"],
-                    tokens_per_s_per_user=1.0 / step_s,
-                    cost_per_million_tokens=cost.cost_per_million_tokens(price, cols["chips"], tps))
-        return SweepResult(cols, self.blocks, self.evaluated, self.dropped_out_of_memory,
-                           self.dropped_by_hardware, self.sources, self.dropped_slots, self.skipped)
+        cols.update(
+            step_time_s=step_s,
+            tokens_per_s=tps,
+            tokens_per_s_per_chip=tps / cols["chips"],
+            tokens_per_s_per_user=1.0 / step_s,
+            cost_per_million_tokens=cost.cost_per_million_tokens(price, cols["chips"], tps),
+        )
+        return SweepResult(
+            cols,
+            self.blocks,
+            self.evaluated,
+            self.dropped_out_of_memory,
+            self.dropped_by_hardware,
+            self.sources,
+            self.dropped_slots,
+            self.skipped,
+        )
 
     def group_labels(self, group: str) -> np.ndarray:
         """Per-point labels to split frontiers by: a block field, or 'all' (one group)."""
@@ -162,8 +211,8 @@ class DroppedSlot:
     usable_hbm_bytes: float
 
 
-
 def _check_group(group: str) -> None:
     if group not in ("hardware", "weights", "kv_dtype", "model", "compute_dtype"):
-        raise OptionError(f"group: unknown {shown(group)}; allowed: hardware, weights, kv_dtype, all",
-                          parameters=("group",))
+        raise OptionError(
+            f"group: unknown {shown(group)}; allowed: hardware, weights, kv_dtype, all", parameters=("group",)
+        )

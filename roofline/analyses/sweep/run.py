@@ -37,10 +37,31 @@ from roofline.core.errors import OptionError
 from roofline.deploy import DEFAULT_MEMORY_UTILIZATION
 from roofline.specs import HardwareSpec, ModelSpec
 
-__all__ = ["BLOCK_FIELDS", "COLUMNS", "MAX_LIST_VALUES", "MAX_SWEEP_POINTS", "MAX_SWEEP_SLOTS", "POINT_COLUMNS",
-           "DroppedSlot", "SweepResult", "_Block", "_Outcome", "_Setup", "_check_group", "_evaluate",
-           "_finish_sources", "_labels", "_plan", "_setup", "check_dtypes", "decode_sweep", "feasible_points",
-           "parallel_groups", "parse_int_list", "tp_groups"]
+__all__ = [
+    "BLOCK_FIELDS",
+    "COLUMNS",
+    "MAX_LIST_VALUES",
+    "MAX_SWEEP_POINTS",
+    "MAX_SWEEP_SLOTS",
+    "POINT_COLUMNS",
+    "DroppedSlot",
+    "SweepResult",
+    "_Block",
+    "_Outcome",
+    "_Setup",
+    "_check_group",
+    "_evaluate",
+    "_finish_sources",
+    "_labels",
+    "_plan",
+    "_setup",
+    "check_dtypes",
+    "decode_sweep",
+    "feasible_points",
+    "parallel_groups",
+    "parse_int_list",
+    "tp_groups",
+]
 
 
 def decode_sweep(
@@ -73,18 +94,41 @@ def decode_sweep(
     and a sweep holding more than ``max_points`` (default :data:`MAX_SWEEP_POINTS`) is refused
     before any is evaluated.
     """
-    plan = _setup(model, hardware, batch, chips, context, weights, kv_dtypes, tp, compute_dtype, prices,
-                  topologies, pp, memory_utilization, labels)
+    plan = _setup(
+        model,
+        hardware,
+        batch,
+        chips,
+        context,
+        weights,
+        kv_dtypes,
+        tp,
+        compute_dtype,
+        prices,
+        topologies,
+        pp,
+        memory_utilization,
+        labels,
+    )
     limit = MAX_SWEEP_POINTS if max_points is None else int(max_points)
     if plan.capacity > limit:
         raise OptionError(
             f"the sweep would hold more than {limit:,} configurations that fit in HBM "
             f"(about {limit * 500 / 1e9:.0f} GB); use a smaller grid: fewer batch=, "
             "chips=, context= or dtype values, or a doubling range such as 1..4096",
-            parameters=("batch", "chips", "context"))
+            parameters=("batch", "chips", "context"),
+        )
     batch_axis, _, context_axis = plan.axes
     store = PointStore(plan.capacity, batch_axis.size, context_axis.size, len(plan.parts))
     out = _evaluate(model, plan.blocks, plan.axes, store, memory_utilization, ep, plan.sources, engine)
     columns = SweepColumns(store.trimmed(), plan.tables, POINT_COLUMNS)
-    return SweepResult(columns, _labels(model, plan.blocks), out.evaluated, out.dropped, out.dropped_by_hardware,
-                       _finish_sources(plan.sources, model), out.dropped_slots, plan.skipped)
+    return SweepResult(
+        columns,
+        _labels(model, plan.blocks),
+        out.evaluated,
+        out.dropped,
+        out.dropped_by_hardware,
+        _finish_sources(plan.sources, model),
+        out.dropped_slots,
+        plan.skipped,
+    )

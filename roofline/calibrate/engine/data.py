@@ -17,12 +17,15 @@ from roofline.specs import hardware_names
 DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "e2e"
 #: Shipped file -> (public tables relative to the shared measurements folder, format).
 SHIPPED: dict[str, tuple[tuple[str, ...], str]] = {
-    "trtllm-static-batch.csv": (("published_tables/trtllm_static_batch_throughput_v0.5_v0.6.1.csv",),
-                                "trtllm-static"),
+    "trtllm-static-batch.csv": (("published_tables/trtllm_static_batch_throughput_v0.5_v0.6.1.csv",), "trtllm-static"),
     "trtllm-first-token.csv": (("published_tables/trtllm_first_token_latency_bs1_v0.5.csv",), "trtllm-first-token"),
-    "trtllm-perf-overview.csv": (("published_tables/trtllm_perf_overview_v1.0_total_output_tps.csv",
-                                  "published_tables/trtllm_perf_overview_latest_per_gpu_llama33_70b.csv"),
-                                 "trtllm-perf-overview"),
+    "trtllm-perf-overview.csv": (
+        (
+            "published_tables/trtllm_perf_overview_v1.0_total_output_tps.csv",
+            "published_tables/trtllm_perf_overview_latest_per_gpu_llama33_70b.csv",
+        ),
+        "trtllm-perf-overview",
+    ),
     "splitwise-sim.csv": (("splitwise-sim/data/perf_model.csv",), "splitwise"),
 }
 

@@ -27,16 +27,32 @@ from roofline.kernels.lsq import Param, at_bound, fit_params
 from roofline.specs import EngineCalibration, HardwareSpec
 
 #: One unit of each term for the finite differences (exact: the prediction is affine in each).
-UNITS = {"step_overhead_s": 1e-3, "layer_overhead_s": 1e-5, "layer_bytes_per_token": 1e5,
-         "replicated_bytes_per_token": 1e5, "sample_s_per_seq": 1e-4, "prefill_seq_overhead_s": 1e-3,
-         "gemm_slowdown": 0.1,
-         "collective_hop_s": 1e-6, "gqa_kv_reread": 0.1, "large_collective_s_per_byte": 1e-12}
+UNITS = {
+    "step_overhead_s": 1e-3,
+    "layer_overhead_s": 1e-5,
+    "layer_bytes_per_token": 1e5,
+    "replicated_bytes_per_token": 1e5,
+    "sample_s_per_seq": 1e-4,
+    "prefill_seq_overhead_s": 1e-3,
+    "gemm_slowdown": 0.1,
+    "collective_hop_s": 1e-6,
+    "gqa_kv_reread": 0.1,
+    "large_collective_s_per_byte": 1e-12,
+}
 #: Bounds of each term (SI); the lower bound stands for "absent".
-BOUNDS = {"step_overhead_s": (1e-9, 0.2), "layer_overhead_s": (1e-11, 2e-3), "layer_bytes_per_token": (1e-3, 1e9),
-          "replicated_bytes_per_token": (1e-3, 1e9),
-          "sample_s_per_seq": (1e-11, 5e-3), "prefill_seq_overhead_s": (1e-9, 0.5), "gemm_slowdown": (1e-6, 5.0),
-          "collective_hop_s": (1e-10, 2e-5), "gqa_kv_reread": (1e-6, 1.0), "large_collective_s_per_byte": (1e-17, 1e-9),
-          ENGINE_FLOOR: (1e-6, 1.0)}
+BOUNDS = {
+    "step_overhead_s": (1e-9, 0.2),
+    "layer_overhead_s": (1e-11, 2e-3),
+    "layer_bytes_per_token": (1e-3, 1e9),
+    "replicated_bytes_per_token": (1e-3, 1e9),
+    "sample_s_per_seq": (1e-11, 5e-3),
+    "prefill_seq_overhead_s": (1e-9, 0.5),
+    "gemm_slowdown": (1e-6, 5.0),
+    "collective_hop_s": (1e-10, 2e-5),
+    "gqa_kv_reread": (1e-6, 1.0),
+    "large_collective_s_per_byte": (1e-17, 1e-9),
+    ENGINE_FLOOR: (1e-6, 1.0),
+}
 #: The large all-reduce term, and the message sizes the fit tries as its threshold: powers of two
 #: from 16 to 256 MiB; :func:`fit_choosing_threshold` keeps one of them or none.
 LARGE = "large_collective_s_per_byte"
@@ -81,8 +97,9 @@ class Design:
         pj = self.prefill_jacobian
         if pj is not None:
             pj = pj.copy()
-            pj[LARGE_INDEX] = 0.0 if i is None or self.large_prefill_columns is None \
-                else float(self.large_prefill_columns[i])
+            pj[LARGE_INDEX] = (
+                0.0 if i is None or self.large_prefill_columns is None else float(self.large_prefill_columns[i])
+            )
         return replace(self, jacobian=jac, prefill_jacobian=pj)
 
     def predict(self, theta: np.ndarray) -> float:
@@ -109,9 +126,13 @@ def handset_engine(row: E2ERow, hw: HardwareSpec) -> EngineTerms:
     cal = (hw.engine or {}).get(engine_key(row))
     if cal is None:
         return NO_ENGINE
-    return replace(NO_ENGINE, comms_overlap=float(cal.comms_overlap),
-                   fused_parallel_block=bool(cal.fused_parallel_block), key=engine_key(row),
-                   source=f"engine fit: hand-set properties of {hw.name}'s {engine_key(row)} entry")
+    return replace(
+        NO_ENGINE,
+        comms_overlap=float(cal.comms_overlap),
+        fused_parallel_block=bool(cal.fused_parallel_block),
+        key=engine_key(row),
+        source=f"engine fit: hand-set properties of {hw.name}'s {engine_key(row)} entry",
+    )
 
 
 def designs_for(row: E2ERow, hw: HardwareSpec) -> list[Design]:
@@ -122,8 +143,10 @@ def designs_for(row: E2ERow, hw: HardwareSpec) -> list[Design]:
     if not wanted:
         return []
     units = {name: predict_row(row, hw, unit_engine(name, handset)) for name in ENGINE_TERMS if name != LARGE}
-    large = [predict_row(row, hw, replace(unit_engine(LARGE, handset), large_collective_bytes=b))
-             for b in LARGE_THRESHOLDS_BYTES]
+    large = [
+        predict_row(row, hw, replace(unit_engine(LARGE, handset), large_collective_bytes=b))
+        for b in LARGE_THRESHOLDS_BYTES
+    ]
     probes = [predict_row(row, hw, replace(handset, **{ENGINE_FLOOR: f})) for f in PROBE_FLOORS_S]
 
     def affine(q: str, key: str) -> tuple[float, np.ndarray, np.ndarray]:
@@ -146,8 +169,9 @@ def designs_for(row: E2ERow, hw: HardwareSpec) -> list[Design]:
     return out
 
 
-def _floor_scale(q: str, key: str, y0: float, p0: float, probes: Sequence[dict[str, float]],
-                 has_prefill: bool) -> tuple[float, bool]:
+def _floor_scale(
+    q: str, key: str, y0: float, p0: float, probes: Sequence[dict[str, float]], has_prefill: bool
+) -> tuple[float, bool]:
     """(scale, ok): how a floor above the prompt-only step enters y, read at two probe floors; ok when
     y − y₀ = scale·(F − p₀) at both (the floor enters the design exactly) or it does not enter at all."""
     gains = [_as_y(q, p[key]) - y0 for p in probes]
@@ -170,14 +194,14 @@ def fit_terms(designs: Sequence[Design], seed: int = 0) -> dict[str, float]:
     prompt-only steps is fitted only where it enters every design exactly (:attr:`Design.floor_ok`);
     elsewhere it stays at its lower bound (absent)."""
     if len(designs) < len(FITTED_ENGINE_TERMS):
-        raise RooflineError(f"engine fit needs at least {len(FITTED_ENGINE_TERMS)} measured quantities "
-                            f"(got {len(designs)})")
+        raise RooflineError(
+            f"engine fit needs at least {len(FITTED_ENGINE_TERMS)} measured quantities (got {len(designs)})"
+        )
     y0 = np.array([d.y0 for d in designs])
     jac = np.stack([d.jacobian for d in designs])
     scale = np.array([d.floor_scale for d in designs])
     p0 = np.array([d.prefill_y0 for d in designs])
-    pj = np.stack([np.zeros(len(ENGINE_TERMS)) if d.prefill_jacobian is None else d.prefill_jacobian
-                   for d in designs])
+    pj = np.stack([np.zeros(len(ENGINE_TERMS)) if d.prefill_jacobian is None else d.prefill_jacobian for d in designs])
     measured = np.array([_as_y(d.quantity, d.measured) for d in designs])
     with_floor = all(d.floor_ok for d in designs)
 
@@ -235,6 +259,7 @@ def fit_choosing_threshold(designs: Sequence[Design], seed: int = 0) -> Choice:
     """:func:`fit_terms` without the large all-reduce term and at each distinct threshold; the threshold
     whose fit has the least mean squared log error, if it lowers the Bayesian information criterion
     n·ln(MSE) + k·ln(n) against the fit without the term (k = LARGE_PARAMS), else none."""
+
     def fitted(i: int | None) -> tuple[float, Choice]:
         ds = [d.at_threshold(i) for d in designs]
         values = fit_terms(ds, seed)
@@ -299,16 +324,26 @@ class EngineFit:
 
     def profile_entry(self) -> dict[str, object]:
         """The ``engine[key]`` mapping of a profile (the hand-set properties kept as they were)."""
-        return {**{n: float(v) for n, v in self.terms.items()},
-                "large_collective_bytes": self.large_collective_bytes, "comms_overlap": self.comms_overlap,
-                "fused_parallel_block": self.fused_parallel_block, "rows": self.rows,
-                "sources": self.sources, "at_bound": sorted(self.at_lower + self.at_upper),
-                "at_upper_bound": sorted(self.at_upper),
-                "fit": {k: float(v) for k, v in self.stats.items() if np.isfinite(v)}}
+        return {
+            **{n: float(v) for n, v in self.terms.items()},
+            "large_collective_bytes": self.large_collective_bytes,
+            "comms_overlap": self.comms_overlap,
+            "fused_parallel_block": self.fused_parallel_block,
+            "rows": self.rows,
+            "sources": self.sources,
+            "at_bound": sorted(self.at_lower + self.at_upper),
+            "at_upper_bound": sorted(self.at_upper),
+            "fit": {k: float(v) for k, v in self.stats.items() if np.isfinite(v)},
+        }
 
 
-def fit_engine(key: str, designs: Sequence[Design], seed: int = 0,
-               handset: EngineCalibration | None = None, comms_overlap: float = 0.0) -> EngineFit:
+def fit_engine(
+    key: str,
+    designs: Sequence[Design],
+    seed: int = 0,
+    handset: EngineCalibration | None = None,
+    comms_overlap: float = 0.0,
+) -> EngineFit:
     """Fit one engine on its designs and score it: kernel terms only, in-sample, held out by case.
 
     ``handset``: the entry being refitted, whose hand-set properties the new entry keeps; without
@@ -317,23 +352,31 @@ def fit_engine(key: str, designs: Sequence[Design], seed: int = 0,
     values, designs = choice.values, [d.at_threshold(choice.threshold) for d in designs]
     theta = theta_of(values)
     held = kfold_predictions(designs, seed=seed)
-    held_ape = np.array([abs(held[(d.row.id, d.quantity)] - d.measured) / d.measured
-                         for d in designs if (d.row.id, d.quantity) in held])
+    held_ape = np.array(
+        [abs(held[(d.row.id, d.quantity)] - d.measured) / d.measured for d in designs if (d.row.id, d.quantity) in held]
+    )
     bounds = {p.name: p for p in spec()}
     flagged = at_bound(spec(), values)
     lower = [n for n in flagged if abs(np.log(values[n] / bounds[n].lo)) < abs(np.log(values[n] / bounds[n].hi))]
     # the top counts only where a term is pinned there (within 1%), not 1% of a range of decades below it
     upper = [n for n in FITTED_ENGINE_TERMS if values[n] >= (1.0 - UPPER_SLACK) * bounds[n].hi]
-    stats = {"before_mape": float(ape(designs, np.zeros(len(FITTED_ENGINE_TERMS))).mean()),
-             "after_mape": float(ape(designs, theta).mean()),
-             "holdout_mape": float(held_ape.mean()) if held_ape.size else float("nan"),
-             "holdout_cases": float(held_ape.size)}
-    return EngineFit(key, {n: (0.0 if n in lower else v) for n, v in values.items()}, lower,
-                     upper, len({d.row.id for d in designs}),
-                     sorted({d.row.source for d in designs}), stats,
-                     *((float(handset.comms_overlap), bool(handset.fused_parallel_block)) if handset
-                       else (comms_overlap, False)),
-                     large_collective_bytes=0.0 if LARGE in lower else choice.threshold_bytes)
+    stats = {
+        "before_mape": float(ape(designs, np.zeros(len(FITTED_ENGINE_TERMS))).mean()),
+        "after_mape": float(ape(designs, theta).mean()),
+        "holdout_mape": float(held_ape.mean()) if held_ape.size else float("nan"),
+        "holdout_cases": float(held_ape.size),
+    }
+    return EngineFit(
+        key,
+        {n: (0.0 if n in lower else v) for n, v in values.items()},
+        lower,
+        upper,
+        len({d.row.id for d in designs}),
+        sorted({d.row.source for d in designs}),
+        stats,
+        *((float(handset.comms_overlap), bool(handset.fused_parallel_block)) if handset else (comms_overlap, False)),
+        large_collective_bytes=0.0 if LARGE in lower else choice.threshold_bytes,
+    )
 
 
 #: Fewest measured quantities an engine entry is fitted on by itself.

@@ -58,10 +58,31 @@ from roofline.calibrate.engine.vllm_results import (
 from roofline.core.errors import RooflineError
 
 __all__ = [
-    "E2E_CONSISTENCY", "FIRST_TOKEN_COLUMNS", "FORMATS", "HARDWARE", "KV_ASSUMED", "MODELS", "OVERVIEW_COLUMNS",
-    "PRECISION", "SPLITWISE_COLUMNS", "SPLITWISE_LICENSE", "SPLITWISE_REFERENCE", "STATIC_COLUMNS", "TABLES",
-    "TRTLLM_LICENSE", "VLLM_MAX_LENGTH_POINTS", "VLLM_METRICS", "ImportOptions", "TableImporter", "checked",
-    "detect_format", "import_file", "import_vllm", "is_end_to_end", "read_vllm_json", "vllm_model_name",
+    "E2E_CONSISTENCY",
+    "FIRST_TOKEN_COLUMNS",
+    "FORMATS",
+    "HARDWARE",
+    "KV_ASSUMED",
+    "MODELS",
+    "OVERVIEW_COLUMNS",
+    "PRECISION",
+    "SPLITWISE_COLUMNS",
+    "SPLITWISE_LICENSE",
+    "SPLITWISE_REFERENCE",
+    "STATIC_COLUMNS",
+    "TABLES",
+    "TRTLLM_LICENSE",
+    "VLLM_MAX_LENGTH_POINTS",
+    "VLLM_METRICS",
+    "ImportOptions",
+    "TableImporter",
+    "checked",
+    "detect_format",
+    "import_file",
+    "import_vllm",
+    "is_end_to_end",
+    "read_vllm_json",
+    "vllm_model_name",
 ]
 
 FORMATS = ("auto", "vllm", "trtllm-static", "trtllm-first-token", "trtllm-perf-overview", "splitwise", "schema")
@@ -94,8 +115,10 @@ def detect_format(path: Path, header: list[str] | None) -> str:
         return "trtllm-perf-overview"
     if {"prompt_time", "token_time"} <= cols:
         return "splitwise"
-    raise E2EError(f"{path}: cannot tell the format from the header ({', '.join(sorted(cols)[:8])}...); "
-                   f"pass --format, one of: {', '.join(FORMATS[1:])}")
+    raise E2EError(
+        f"{path}: cannot tell the format from the header ({', '.join(sorted(cols)[:8])}...); "
+        f"pass --format, one of: {', '.join(FORMATS[1:])}"
+    )
 
 
 def is_end_to_end(path: str | Path) -> bool:
@@ -136,8 +159,7 @@ def checked(rows: list[E2ERow], origin: str) -> list[E2ERow]:
 
 def _override(row: E2ERow, opt: ImportOptions) -> E2ERow:
     """Options given for a table's rows replace its values (hardware, model, source, licence)."""
-    changes = {k: v for k, v in (("hardware", opt.hardware), ("model", opt.model), ("source", opt.source))
-               if v}
+    changes = {k: v for k, v in (("hardware", opt.hardware), ("model", opt.model), ("source", opt.source)) if v}
     if opt.license:
         changes["license"] = opt.license
     return replace(row, **changes) if changes else row

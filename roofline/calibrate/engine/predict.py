@@ -64,10 +64,17 @@ def row_deployment(row: E2ERow, hw: HardwareSpec, engine: EngineTerms | None = N
     (memory utilization 1); max-load rows size their batch with the default usable fraction.
     """
     measured_batch = row.load in ("static", "concurrency")
-    return deployment(load_model(row.model), hw, row.tp * row.pp, row_precision(row), tp=row.tp,
-                      pp=row.pp if row.pp > 1 else None, ep=row.ep if row.ep > 1 else None,
-                      memory_utilization=1.0 if measured_batch else DEFAULT_MEMORY_UTILIZATION,
-                      engine=row_engine(row, hw) if engine is None else engine)
+    return deployment(
+        load_model(row.model),
+        hw,
+        row.tp * row.pp,
+        row_precision(row),
+        tp=row.tp,
+        pp=row.pp if row.pp > 1 else None,
+        ep=row.ep if row.ep > 1 else None,
+        memory_utilization=1.0 if measured_batch else DEFAULT_MEMORY_UTILIZATION,
+        engine=row_engine(row, hw) if engine is None else engine,
+    )
 
 
 def wave_batch(row: E2ERow, dep: Deployment, input_len: int, output_len: int) -> int:
@@ -83,8 +90,9 @@ def max_fitting_batch(dep: Deployment, context: float) -> int:
     return int(step_from(dep, 1, context).max_batch)
 
 
-def predict_row(row: E2ERow, hw_ref: str | HardwareSpec | None = None,
-                engine: EngineTerms | None = None) -> dict[str, float]:
+def predict_row(
+    row: E2ERow, hw_ref: str | HardwareSpec | None = None, engine: EngineTerms | None = None
+) -> dict[str, float]:
     """Predicted ttft_s, tpot_s, output_tokens_per_s, requests_per_s of one row (see module doc).
 
     ``engine`` overrides the profile's entry for the row's engine (the engine fit uses it).
@@ -105,12 +113,18 @@ def predict_row(row: E2ERow, hw_ref: str | HardwareSpec | None = None,
         res = serve(dep, "interleaved", isl, osl, 1, arrival_rate=rate / row.dp)
         cont = res.continuous or {}
         if cont.get("decode_replicas") == 1:
-            return {"ttft_s": float(cont["ttft_s"]), "tpot_s": float(cont["tpot_s"]),
-                    "output_tokens_per_s": rate * o, "requests_per_s": rate}
+            return {
+                "ttft_s": float(cont["ttft_s"]),
+                "tpot_s": float(cont["tpot_s"]),
+                "output_tokens_per_s": rate * o,
+                "requests_per_s": rate,
+            }
     batch = mixed_max_batch(max_fitting_batch(dep, i + o), osl)  # with its prompts in flight held too
     if batch < 1:
-        raise RooflineError(f"{row.id}: {row.model} does not fit one decode and a prompt in flight on {chips}x "
-                            f"{hw.name} at context {i + o:g}")
+        raise RooflineError(
+            f"{row.id}: {row.model} does not fit one decode and a prompt in flight on {chips}x "
+            f"{hw.name} at context {i + o:g}"
+        )
     if row.num_requests is not None:
         batch = min(batch, max(int(math.ceil(row.num_requests / row.dp)), 1))
     return _serve(dep, "mixed", isl, osl, batch, row.dp)
@@ -120,5 +134,4 @@ def _serve(dep: Deployment, mode: str, isl: int, osl: int, batch: int, replicas:
     res = serve(dep, mode, isl, osl, batch)
     # A measured batch ran, so it fit on the real chip even where the catalog's capacity says otherwise.
     tokens = res.tokens_per_s_per_chip_unchecked * res.chips * replicas
-    return {"ttft_s": res.ttft_s, "tpot_s": res.tpot_s, "output_tokens_per_s": tokens,
-            "requests_per_s": tokens / osl}
+    return {"ttft_s": res.ttft_s, "tpot_s": res.tpot_s, "output_tokens_per_s": tokens, "requests_per_s": tokens / osl}

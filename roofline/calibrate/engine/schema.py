@@ -61,16 +61,64 @@ from roofline.core.files import write_bytes_atomic
 from roofline.core.units import DTYPE_BYTES
 
 LOADS = ("static", "concurrency", "rate")
-TEXT_COLUMNS = ("id", "source", "reference", "license", "model", "hardware", "weight_dtype", "kv_dtype",
-                "compute_dtype", "engine", "engine_version", "lengths", "load", "notes")
+TEXT_COLUMNS = (
+    "id",
+    "source",
+    "reference",
+    "license",
+    "model",
+    "hardware",
+    "weight_dtype",
+    "kv_dtype",
+    "compute_dtype",
+    "engine",
+    "engine_version",
+    "lengths",
+    "load",
+    "notes",
+)
 DEGREE_COLUMNS = ("tp", "pp", "ep", "dp")
 COUNT_COLUMNS = ("batch", "concurrency", "num_requests")
-MEASURED_COLUMNS = ("ttft_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_s", "tpot_p50_s", "tpot_p90_s",
-                    "tpot_p99_s", "itl_s", "e2e_s", "output_tokens_per_s", "requests_per_s")
+MEASURED_COLUMNS = (
+    "ttft_s",
+    "ttft_p50_s",
+    "ttft_p90_s",
+    "ttft_p99_s",
+    "tpot_s",
+    "tpot_p50_s",
+    "tpot_p90_s",
+    "tpot_p99_s",
+    "itl_s",
+    "e2e_s",
+    "output_tokens_per_s",
+    "requests_per_s",
+)
 COLUMNS = (
-    "id", "source", "reference", "license", "model", "hardware", "tp", "pp", "ep", "dp", "weight_dtype",
-    "kv_dtype", "compute_dtype", "engine", "engine_version", "input_len", "output_len", "lengths", "load",
-    "batch", "concurrency", "arrival_rate", "num_requests", *MEASURED_COLUMNS, "notes",
+    "id",
+    "source",
+    "reference",
+    "license",
+    "model",
+    "hardware",
+    "tp",
+    "pp",
+    "ep",
+    "dp",
+    "weight_dtype",
+    "kv_dtype",
+    "compute_dtype",
+    "engine",
+    "engine_version",
+    "input_len",
+    "output_len",
+    "lengths",
+    "load",
+    "batch",
+    "concurrency",
+    "arrival_rate",
+    "num_requests",
+    *MEASURED_COLUMNS,
+    "notes",
 )
 REQUIRED = ("id", "source", "model", "hardware", "weight_dtype", "kv_dtype", "compute_dtype", "engine", "load")
 DTYPE_COLUMNS = ("weight_dtype", "kv_dtype", "compute_dtype")
@@ -146,14 +194,20 @@ class E2ERow:
 
     def conditions(self) -> str:
         """One line of the run's conditions, e.g. for a hover label."""
-        load = {"static": f"static batch {self.batch}", "concurrency": f"concurrency {self.concurrency}",
-                "rate": f"rate {_fmt(self.arrival_rate)} req/s"}[self.load]
-        par = f"tp {self.tp}" + "".join(f" {k} {v}" for k, v in (("pp", self.pp), ("ep", self.ep),
-                                                                   ("dp", self.dp)) if v > 1)
+        load = {
+            "static": f"static batch {self.batch}",
+            "concurrency": f"concurrency {self.concurrency}",
+            "rate": f"rate {_fmt(self.arrival_rate)} req/s",
+        }[self.load]
+        par = f"tp {self.tp}" + "".join(
+            f" {k} {v}" for k, v in (("pp", self.pp), ("ep", self.ep), ("dp", self.dp)) if v > 1
+        )
         engine = f"{self.engine} {self.engine_version}".strip()
-        return (f"{self.model} on {self.chips}x {self.hardware} ({par}), weights {self.weight_dtype}, "
-                f"KV {self.kv_dtype}, compute {self.compute_dtype}, {engine}, "
-                f"{_fmt(self.mean_input_len)} in / {_fmt(self.mean_output_len)} out, {load}")
+        return (
+            f"{self.model} on {self.chips}x {self.hardware} ({par}), weights {self.weight_dtype}, "
+            f"KV {self.kv_dtype}, compute {self.compute_dtype}, {engine}, "
+            f"{_fmt(self.mean_input_len)} in / {_fmt(self.mean_output_len)} out, {load}"
+        )
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -213,8 +267,11 @@ def parse_row(cells: dict[str, str], origin: str, line: int) -> E2ERow:
         values[name] = _positive_int(get[name], origin, line, name) if get.get(name) else 1
     for name in COUNT_COLUMNS:
         values[name] = _positive_int(get[name], origin, line, name) if get.get(name) else None
-    values["arrival_rate"] = (_positive_float(get["arrival_rate"], origin, line, "arrival_rate", allow_inf=True)
-                              if get.get("arrival_rate") else None)
+    values["arrival_rate"] = (
+        _positive_float(get["arrival_rate"], origin, line, "arrival_rate", allow_inf=True)
+        if get.get("arrival_rate")
+        else None
+    )
     for name in ("input_len", "output_len", *MEASURED_COLUMNS):
         values[name] = _positive_float(get[name], origin, line, name) if get.get(name) else None
     _check_lengths(values, origin, line)
@@ -222,8 +279,7 @@ def parse_row(cells: dict[str, str], origin: str, line: int) -> E2ERow:
     if values[need] is None:
         raise E2EError(f"{origin}: row {line}: column {need!r} is empty; load {values['load']!r} needs it")
     if all(values[name] is None for name in MEASURED_COLUMNS):
-        raise E2EError(f"{origin}: row {line}: no measured value; give at least one of "
-                       f"{', '.join(MEASURED_COLUMNS)}")
+        raise E2EError(f"{origin}: row {line}: no measured value; give at least one of {', '.join(MEASURED_COLUMNS)}")
     return E2ERow(**values)  # type: ignore[arg-type]
 
 
@@ -233,12 +289,16 @@ def _check_lengths(values: dict[str, object], origin: str, line: int) -> None:
             parse_lengths(str(values["lengths"]))
         except RooflineError as exc:
             detail = str(exc).removeprefix("--lengths: ")
-            raise _bad(origin, line, "lengths", str(values["lengths"]),
-                       f"input:output[:weight],... e.g. 512:128:3,4096:512:1 ({detail})") from None
+            raise _bad(
+                origin,
+                line,
+                "lengths",
+                str(values["lengths"]),
+                f"input:output[:weight],... e.g. 512:128:3,4096:512:1 ({detail})",
+            ) from None
     elif values["input_len"] is None or values["output_len"] is None:
         missing = "input_len" if values["input_len"] is None else "output_len"
-        raise E2EError(f"{origin}: row {line}: column {missing!r} is empty; give input_len and output_len "
-                       "(or lengths)")
+        raise E2EError(f"{origin}: row {line}: column {missing!r} is empty; give input_len and output_len (or lengths)")
 
 
 # --------------------------------------------------------------------------- files
@@ -289,8 +349,10 @@ def parse_rows(header: Sequence[str], rows: Iterable[dict[str, str]], origin: st
             raise E2EError(f"{origin}: row {line}: more cells than header columns")
         row = parse_row(cells, origin, line)
         if row.id in seen:
-            raise E2EError(f"{origin}: row {line}: column 'id' is {row.id!r}, already used in row {seen[row.id]}; "
-                           "allowed: an id unique within the file")
+            raise E2EError(
+                f"{origin}: row {line}: column 'id' is {row.id!r}, already used in row {seen[row.id]}; "
+                "allowed: an id unique within the file"
+            )
         seen[row.id] = line
         out.append(row)
     return out

@@ -8,16 +8,28 @@ from roofline.calibrate.engine.schema import E2EError
 
 #: GPU names in the published tables -> built-in hardware names (gb200 has no built-in profile).
 HARDWARE = {
-    "h100-sxm-80gb": "h100-sxm", "h100": "h100-sxm", "h100-80gb": "h100-sxm", "h200": "h200",
-    "a100-sxm-80gb": "a100-80gb", "a100-80gb": "a100-80gb", "a100": "a100-80gb", "b200": "b200",
+    "h100-sxm-80gb": "h100-sxm",
+    "h100": "h100-sxm",
+    "h100-80gb": "h100-sxm",
+    "h200": "h200",
+    "a100-sxm-80gb": "a100-80gb",
+    "a100-80gb": "a100-80gb",
+    "a100": "a100-80gb",
+    "b200": "b200",
     "gb200": "gb200",
 }
 #: Model names in the published tables -> catalog names.  TensorRT-LLM's "LLaMA-7B" and
 #: "LLaMA-70B" have the Llama 2 shapes (LLaMA-1 had no 70B; its 7B has the same shape).
 MODELS = {
-    "gpt-j-6b": "gpt-j-6b", "llama-7b": "llama-2-7b", "llama-70b": "llama-2-70b",
-    "falcon-180b": "falcon-180b", "llama-3.1-8b": "llama-3.1-8b", "llama-3.3-70b": "llama-3.3-70b",
-    "llama-3.1-70b": "llama-3.1-70b", "llama-3.1-405b": "llama-3.1-405b", "llama2-70b": "llama-2-70b",
+    "gpt-j-6b": "gpt-j-6b",
+    "llama-7b": "llama-2-7b",
+    "llama-70b": "llama-2-70b",
+    "falcon-180b": "falcon-180b",
+    "llama-3.1-8b": "llama-3.1-8b",
+    "llama-3.3-70b": "llama-3.3-70b",
+    "llama-3.1-70b": "llama-3.1-70b",
+    "llama-3.1-405b": "llama-3.1-405b",
+    "llama2-70b": "llama-2-70b",
     "bloom-176b": "bloom-176b",
 }
 

@@ -13,8 +13,12 @@ from roofline.core.units import MS
 TRTLLM_LICENSE = "Apache-2.0"
 #: Published precision labels -> (weights, KV cache, compute).  TensorRT-LLM's FP8 builds and
 #: ModelOpt FP8/FP4 checkpoints are read as FP8 KV caches (the tables do not state it: assumed).
-PRECISION = {"fp8": ("fp8", "fp8", "fp8"), "fp16": ("fp16", "fp16", "fp16"), "fp4": ("fp4", "fp8", "fp4"),
-             "bf16": ("bf16", "bf16", "bf16")}
+PRECISION = {
+    "fp8": ("fp8", "fp8", "fp8"),
+    "fp16": ("fp16", "fp16", "fp16"),
+    "fp4": ("fp4", "fp8", "fp4"),
+    "bf16": ("bf16", "bf16", "bf16"),
+}
 KV_ASSUMED = "KV dtype not published: assumed fp8 for an FP8/FP4 build"
 
 
@@ -25,8 +29,19 @@ def _precision(label: str, origin: str) -> tuple[str, str, str]:
         raise E2EError(f"{origin}: unknown precision {label!r}; allowed: {', '.join(PRECISION)}") from None
 
 
-STATIC_COLUMNS = ("trtllm_version", "model", "gpu", "precision", "batch_size", "tp", "isl", "osl",
-                  "throughput_value", "throughput_unit_as_published", "source")
+STATIC_COLUMNS = (
+    "trtllm_version",
+    "model",
+    "gpu",
+    "precision",
+    "batch_size",
+    "tp",
+    "isl",
+    "osl",
+    "throughput_value",
+    "throughput_unit_as_published",
+    "source",
+)
 
 
 def _static_rows(header: list[str], rows: list[dict[str, str]], origin: str) -> list[E2ERow]:
@@ -45,16 +60,35 @@ def _static_rows(header: list[str], rows: list[dict[str, str]], origin: str) -> 
             if "does not say" in unit:
                 how += " (header says only 'out tok/s'; read as per GPU)"
         else:
-            raise E2EError(f"{origin}: row {line}: column 'throughput_unit_as_published' is {unit!r}; allowed: "
-                           "'out tok/s/GPU', 'out tok/s (total)' or the A100 v0.6.1 label")
+            raise E2EError(
+                f"{origin}: row {line}: column 'throughput_unit_as_published' is {unit!r}; allowed: "
+                "'out tok/s/GPU', 'out tok/s (total)' or the A100 v0.6.1 label"
+            )
         model, hw, ver = _model(r["model"], origin), _hardware(r["gpu"], origin), r["trtllm_version"].strip()
         w, kv, c = _precision(r["precision"], origin)
         notes = [how, "gptSessionBenchmark static batching"] + ([KV_ASSUMED] if w != "fp16" else [])
-        out.append(E2ERow(
-            id=f"trtllm-static/{ver}/{model}/{hw}/{w}/tp{tp}/b{batch}/i{isl}-o{osl}", source="trtllm-static-batch",
-            reference=r["source"].strip(), license=TRTLLM_LICENSE, model=model, hardware=hw, tp=tp,
-            weight_dtype=w, kv_dtype=kv, compute_dtype=c, engine="trtllm", engine_version=ver, input_len=isl,
-            output_len=osl, load="static", batch=batch, output_tokens_per_s=total, notes="; ".join(notes)))
+        out.append(
+            E2ERow(
+                id=f"trtllm-static/{ver}/{model}/{hw}/{w}/tp{tp}/b{batch}/i{isl}-o{osl}",
+                source="trtllm-static-batch",
+                reference=r["source"].strip(),
+                license=TRTLLM_LICENSE,
+                model=model,
+                hardware=hw,
+                tp=tp,
+                weight_dtype=w,
+                kv_dtype=kv,
+                compute_dtype=c,
+                engine="trtllm",
+                engine_version=ver,
+                input_len=isl,
+                output_len=osl,
+                load="static",
+                batch=batch,
+                output_tokens_per_s=total,
+                notes="; ".join(notes),
+            )
+        )
     return out
 
 
@@ -69,19 +103,47 @@ def _first_token_rows(header: list[str], rows: list[dict[str, str]], origin: str
         tp, batch, isl = _int(r, "tp", origin, line), _int(r, "batch_size", origin, line), _int(r, "isl", origin, line)
         model, hw = _model(r["model"], origin), _hardware(r["gpu"], origin)
         w, kv, c = _precision(r["precision"], origin)
-        notes = [f"published {r['first_token_latency_ms'].strip()} ms first-token latency",
-                 "output_len 1: only the first token is timed", "latency data from v0.5"]
-        out.append(E2ERow(
-            id=f"trtllm-first-token/0.5.0/{model}/{hw}/{w}/tp{tp}/b{batch}/i{isl}", source="trtllm-first-token",
-            reference=r["source"].strip(), license=TRTLLM_LICENSE, model=model, hardware=hw, tp=tp, weight_dtype=w,
-            kv_dtype=kv, compute_dtype=c, engine="trtllm", engine_version="0.5.0", input_len=isl, output_len=1,
-            load="static", batch=batch, ttft_s=_number(r, "first_token_latency_ms", origin, line) * MS,
-            notes="; ".join(notes + ([KV_ASSUMED] if w != "fp16" else []))))
+        notes = [
+            f"published {r['first_token_latency_ms'].strip()} ms first-token latency",
+            "output_len 1: only the first token is timed",
+            "latency data from v0.5",
+        ]
+        out.append(
+            E2ERow(
+                id=f"trtllm-first-token/0.5.0/{model}/{hw}/{w}/tp{tp}/b{batch}/i{isl}",
+                source="trtllm-first-token",
+                reference=r["source"].strip(),
+                license=TRTLLM_LICENSE,
+                model=model,
+                hardware=hw,
+                tp=tp,
+                weight_dtype=w,
+                kv_dtype=kv,
+                compute_dtype=c,
+                engine="trtllm",
+                engine_version="0.5.0",
+                input_len=isl,
+                output_len=1,
+                load="static",
+                batch=batch,
+                ttft_s=_number(r, "first_token_latency_ms", origin, line) * MS,
+                notes="; ".join(notes + ([KV_ASSUMED] if w != "fp16" else [])),
+            )
+        )
     return out
 
 
-OVERVIEW_COLUMNS = ("model", "gpu", "num_gpus", "tp", "weight_precision", "isl", "osl", "total_output_tokens_per_s",
-                    "source")
+OVERVIEW_COLUMNS = (
+    "model",
+    "gpu",
+    "num_gpus",
+    "tp",
+    "weight_precision",
+    "isl",
+    "osl",
+    "total_output_tokens_per_s",
+    "source",
+)
 
 
 def _overview_rows(header: list[str], rows: list[dict[str, str]], origin: str) -> list[E2ERow]:
@@ -101,12 +163,34 @@ def _overview_rows(header: list[str], rows: list[dict[str, str]], origin: str) -
         total = _number(r, "total_output_tokens_per_s", origin, line)
         commit = re.search(r"@\s*([0-9a-f]{7})", r["source"])
         tag = ver or (commit.group(1) if commit else "unknown")
-        out.append(E2ERow(
-            id=f"trtllm-perf-overview/{tag}/{model}/{hw}/{w}/tp{tp}pp{pp}/i{isl}-o{osl}",
-            source="trtllm-perf-overview", reference=r["source"].strip(), license=TRTLLM_LICENSE, model=model,
-            hardware=hw, tp=tp, pp=pp, dp=gpus // (tp * pp), weight_dtype=w, kv_dtype=kv, compute_dtype=c,
-            engine="trtllm", engine_version=ver, input_len=isl, output_len=osl, load="rate",
-            arrival_rate=math.inf, output_tokens_per_s=total,
-            notes="; ".join([f"published {total:g} total output tok/s on {gpus} GPU(s)",
-                             "trtllm-bench max throughput (PyTorch flow, uniform ISL/OSL)", KV_ASSUMED])))
+        out.append(
+            E2ERow(
+                id=f"trtllm-perf-overview/{tag}/{model}/{hw}/{w}/tp{tp}pp{pp}/i{isl}-o{osl}",
+                source="trtllm-perf-overview",
+                reference=r["source"].strip(),
+                license=TRTLLM_LICENSE,
+                model=model,
+                hardware=hw,
+                tp=tp,
+                pp=pp,
+                dp=gpus // (tp * pp),
+                weight_dtype=w,
+                kv_dtype=kv,
+                compute_dtype=c,
+                engine="trtllm",
+                engine_version=ver,
+                input_len=isl,
+                output_len=osl,
+                load="rate",
+                arrival_rate=math.inf,
+                output_tokens_per_s=total,
+                notes="; ".join(
+                    [
+                        f"published {total:g} total output tok/s on {gpus} GPU(s)",
+                        "trtllm-bench max throughput (PyTorch flow, uniform ISL/OSL)",
+                        KV_ASSUMED,
+                    ]
+                ),
+            )
+        )
     return out

@@ -79,9 +79,14 @@ class Validation:
     tier: str = ""
 
     def as_dict(self) -> dict[str, object]:
-        return {"cases": [c.as_dict() for c in self.cases], "summary": self.summary,
-                "summary_spec": self.summary_spec, "summary_by_source_holdout": self.summary_by_source_holdout,
-                "tier": self.tier, "skipped": [asdict(s) for s in self.skipped]}
+        return {
+            "cases": [c.as_dict() for c in self.cases],
+            "summary": self.summary,
+            "summary_spec": self.summary_spec,
+            "summary_by_source_holdout": self.summary_by_source_holdout,
+            "tier": self.tier,
+            "skipped": [asdict(s) for s in self.skipped],
+        }
 
 
 def abs_pct_error(predicted: float, measured: float) -> float:
@@ -106,10 +111,23 @@ def row_cases(row: E2ERow, predicted: Mapping[str, float], profile: str = "") ->
         pred = predicted.get(key)
         if meas is None or pred is None or not (math.isfinite(pred) and pred > 0):
             continue
-        out.append(Case(id=row.id, source=row.source, quantity=quantity, measured=meas[0], predicted=float(pred),
-                        ratio=float(pred) / meas[0], statistic=meas[1], model=row.model, hardware=row.hardware,
-                        profile=profile or row.hardware, tp=row.tp, dtype=row.weight_dtype,
-                        conditions=row.conditions()))
+        out.append(
+            Case(
+                id=row.id,
+                source=row.source,
+                quantity=quantity,
+                measured=meas[0],
+                predicted=float(pred),
+                ratio=float(pred) / meas[0],
+                statistic=meas[1],
+                model=row.model,
+                hardware=row.hardware,
+                profile=profile or row.hardware,
+                tp=row.tp,
+                dtype=row.weight_dtype,
+                conditions=row.conditions(),
+            )
+        )
     return out
 
 
@@ -118,8 +136,12 @@ def error_stats(cases: Sequence[Case]) -> dict[str, object]:
     if not cases:
         return {"n": 0, "mape": None, "median_ape": None, "gmean_ratio": None}
     apes = [abs_pct_error(c.predicted, c.measured) for c in cases]
-    return {"n": len(cases), "mape": statistics.fmean(apes), "median_ape": statistics.median(apes),
-            "gmean_ratio": math.exp(statistics.fmean(math.log(c.ratio) for c in cases))}
+    return {
+        "n": len(cases),
+        "mape": statistics.fmean(apes),
+        "median_ape": statistics.median(apes),
+        "gmean_ratio": math.exp(statistics.fmean(math.log(c.ratio) for c in cases)),
+    }
 
 
 def _group_key(case: Case, attribute: str) -> str:
@@ -175,8 +197,13 @@ def _with_predictions(cases: Sequence[Case], predictions: Mapping[tuple[str, str
     return out
 
 
-def validate(rows: Sequence[E2ERow], profiles: Sequence[HardwareSpec] = (),
-             predict: Predictor = predict_row, holdout: bool = False, shipped: bool = True) -> Validation:
+def validate(
+    rows: Sequence[E2ERow],
+    profiles: Sequence[HardwareSpec] = (),
+    predict: Predictor = predict_row,
+    holdout: bool = False,
+    shipped: bool = True,
+) -> Validation:
     """Predict every row with the spec sheet and with its chip's calibrated profile, and score both.
 
     The profile is the given one for the row's chip, else the shipped ``<chip>-cal`` (``shipped``).
@@ -200,10 +227,16 @@ def validate(rows: Sequence[E2ERow], profiles: Sequence[HardwareSpec] = (),
             skipped.append(Skipped(row.id, row.source, str(exc)))
             continue
         tier = f"calibrated profile {hw.name}" if hw is not None else "spec sheet"
-        mine = [replace(c, predicted_spec=float(spec[QUANTITIES[c.quantity][1]]),
-                        ratio_spec=float(spec[QUANTITIES[c.quantity][1]]) / c.measured, tier=tier)
-                for c in row_cases(row, predicted, hw.name if hw is not None else "")
-                if QUANTITIES[c.quantity][1] in spec]
+        mine = [
+            replace(
+                c,
+                predicted_spec=float(spec[QUANTITIES[c.quantity][1]]),
+                ratio_spec=float(spec[QUANTITIES[c.quantity][1]]) / c.measured,
+                tier=tier,
+            )
+            for c in row_cases(row, predicted, hw.name if hw is not None else "")
+            if QUANTITIES[c.quantity][1] in spec
+        ]
         if not mine:
             skipped.append(Skipped(row.id, row.source, "no quantity both measured and predicted"))
         cases.extend(mine)
@@ -213,14 +246,21 @@ def validate(rows: Sequence[E2ERow], profiles: Sequence[HardwareSpec] = (),
     if holdout and chosen:
         from roofline.calibrate.engine.engine_fit import holdout_predictions, row_designs, source_holdout_predictions
 
-        designs = row_designs(rows, {row.hardware: hw for row in rows
-                                     if (hw := profile_for(row, chosen)) is not None})
+        designs = row_designs(rows, {row.hardware: hw for row in rows if (hw := profile_for(row, chosen)) is not None})
         held = _with_predictions(cases, holdout_predictions(designs), "held out by case")
         dropped = len(cases) - len(held)
         by_source = summarize(_with_predictions(cases, source_holdout_predictions(designs), "held out by source"))
         cases = held
-        label = ("calibrated profiles with engine terms held out by case (5-fold, seeded; leave one row out "
-                 "for an engine with too few rows for 5 folds)"
-                 + (f"; {dropped} case(s) without a held-out fit dropped" if dropped else ""))
-    return Validation(cases=cases, skipped=skipped, summary=summarize(cases), summary_spec=summarize(spec_cases),
-                      summary_by_source_holdout=by_source, tier=label)
+        label = (
+            "calibrated profiles with engine terms held out by case (5-fold, seeded; leave one row out "
+            "for an engine with too few rows for 5 folds)"
+            + (f"; {dropped} case(s) without a held-out fit dropped" if dropped else "")
+        )
+    return Validation(
+        cases=cases,
+        skipped=skipped,
+        summary=summarize(cases),
+        summary_spec=summarize(spec_cases),
+        summary_by_source_holdout=by_source,
+        tier=label,
+    )

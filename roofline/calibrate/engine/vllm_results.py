@@ -65,8 +65,9 @@ def read_vllm_json(path: Path) -> list[dict[str, Any]]:
                 try:
                     objects.append(json.loads(line))
                 except json.JSONDecodeError:
-                    raise E2EError(f"{path}: malformed JSON at line {first.lineno if n == 1 else n}: "
-                                   f"{first.msg}") from None
+                    raise E2EError(
+                        f"{path}: malformed JSON at line {first.lineno if n == 1 else n}: {first.msg}"
+                    ) from None
     if not objects or not all(isinstance(o, dict) for o in objects):
         raise E2EError(f"{path}: expected a vLLM benchmark result object (or one per line)")
     return objects
@@ -110,15 +111,18 @@ def vllm_model_name(model_id: str, origin: str) -> str:
             return c
     close = nearest(base, names)
     hint = f"; closest built-in: {', '.join(close)}" if close else ""
-    raise E2EError(f"{origin}: model_id {model_id!r} is not a built-in model{hint}; pass --model NAME, YAML "
-                   "or config.json")
+    raise E2EError(
+        f"{origin}: model_id {model_id!r} is not a built-in model{hint}; pass --model NAME, YAML or config.json"
+    )
 
 
 def _vllm_row(obj: dict[str, Any], origin: str, rid: str, opt: ImportOptions) -> E2ERow:
     completed = obj.get("completed")
     if not isinstance(completed, int) or completed < 1:
-        raise E2EError(f"{origin}: key 'completed' is {completed!r}; allowed: a whole number >= 1 "
-                       "(is this a vllm bench serve --save-result file?)")
+        raise E2EError(
+            f"{origin}: key 'completed' is {completed!r}; allowed: a whole number >= 1 "
+            "(is this a vllm bench serve --save-result file?)"
+        )
     if not opt.hardware:
         raise E2EError(f"{origin}: a vLLM result does not say which hardware ran it; pass --hardware NAME or YAML")
     model = opt.model or vllm_model_name(str(obj.get("model_id") or ""), origin)
@@ -127,8 +131,9 @@ def _vllm_row(obj: dict[str, Any], origin: str, rid: str, opt: ImportOptions) ->
     inputs = opt.input_len or _ratio(obj.get("total_input_tokens"), completed)
     outputs = opt.output_len or _ratio(obj.get("total_output_tokens"), completed)
     if inputs is None or outputs is None:
-        raise E2EError(f"{origin}: keys 'total_input_tokens'/'total_output_tokens' missing; pass --input-len and "
-                       "--output-len")
+        raise E2EError(
+            f"{origin}: keys 'total_input_tokens'/'total_output_tokens' missing; pass --input-len and --output-len"
+        )
     if opt.input_len is None:
         notes.append("input_len, output_len = total tokens / completed")
     rate = obj.get("request_rate")
@@ -141,14 +146,34 @@ def _vllm_row(obj: dict[str, Any], origin: str, rid: str, opt: ImportOptions) ->
         measured[f"{m}_p90_s"] = _ms(obj, f"p90_{m}_ms")
         measured[f"{m}_p99_s"] = _ms(obj, f"p99_{m}_ms")
     return E2ERow(
-        id=rid, source=opt.source or "vllm-bench-serve", reference=Path(origin).name, license=opt.license,
-        model=model, hardware=opt.hardware, tp=opt.tp, pp=opt.pp, ep=opt.ep, dp=opt.dp, weight_dtype=w, kv_dtype=kv,
-        compute_dtype=c, engine=opt.engine or "vllm", engine_version=opt.engine_version, input_len=inputs,
-        output_len=outputs, lengths=_vllm_lengths(obj), load=load,
-        concurrency=concurrency if load == "concurrency" else None, arrival_rate=rate_value,
-        num_requests=completed, e2e_s=_ms(obj, "mean_e2el_ms"),
+        id=rid,
+        source=opt.source or "vllm-bench-serve",
+        reference=Path(origin).name,
+        license=opt.license,
+        model=model,
+        hardware=opt.hardware,
+        tp=opt.tp,
+        pp=opt.pp,
+        ep=opt.ep,
+        dp=opt.dp,
+        weight_dtype=w,
+        kv_dtype=kv,
+        compute_dtype=c,
+        engine=opt.engine or "vllm",
+        engine_version=opt.engine_version,
+        input_len=inputs,
+        output_len=outputs,
+        lengths=_vllm_lengths(obj),
+        load=load,
+        concurrency=concurrency if load == "concurrency" else None,
+        arrival_rate=rate_value,
+        num_requests=completed,
+        e2e_s=_ms(obj, "mean_e2el_ms"),
         output_tokens_per_s=_float_or_none(obj.get("output_throughput")),
-        requests_per_s=_float_or_none(obj.get("request_throughput")), notes="; ".join(notes), **measured)
+        requests_per_s=_float_or_none(obj.get("request_throughput")),
+        notes="; ".join(notes),
+        **measured,
+    )
 
 
 def _float_or_none(value: object) -> float | None:

@@ -37,10 +37,8 @@ PREFIX = "builtin:"
 #: Public tables (relative to the shared measurements folder) -> rows kept (0 = all).
 H100_SOURCES = {
     "aiconfigurator/systems/data/h100_sxm/gemm/trtllm/1.3.0rc20/gemm_perf.csv": 0,
-    "aiconfigurator/systems/data/h100_sxm/attention/trtllm/1.3.0rc20/"
-    "generation_attention_perf.csv": 0,
-    "aiconfigurator/systems/data/h100_sxm/attention/trtllm/1.3.0rc20/"
-    "context_attention_perf.csv": 6000,
+    "aiconfigurator/systems/data/h100_sxm/attention/trtllm/1.3.0rc20/generation_attention_perf.csv": 0,
+    "aiconfigurator/systems/data/h100_sxm/attention/trtllm/1.3.0rc20/context_attention_perf.csv": 6000,
     "aiconfigurator/systems/data/h100_sxm/comm/nccl/2.29.2/nccl_perf.csv": 0,
     "aiconfigurator/systems/data/h100_sxm/comm/trtllm/1.3.0rc20/custom_allreduce_perf.csv": 0,
 }
@@ -59,8 +57,7 @@ def load_measurements(ref: str | Path) -> Measurements:
     if text.startswith(PREFIX):
         name = text.removeprefix(PREFIX)
         if name not in BUILTIN:
-            raise CalibrationError(
-                f"unknown built-in measurements {name!r}; allowed: {', '.join(BUILTIN)}")
+            raise CalibrationError(f"unknown built-in measurements {name!r}; allowed: {', '.join(BUILTIN)}")
         return concat([read_measurements(DATA_DIR / f) for f in BUILTIN[name]])
     return import_file(text)
 
@@ -120,8 +117,11 @@ def main(argv: list[str]) -> int:
     if not shared.is_dir():
         print(f"{shared}: no such folder (the shared measurements)", file=sys.stderr)
         return 2
-    for table, name in ((build_h100(shared), "h100-sxm-bf16"), (build_h100_fp8(shared), "h100-sxm-fp8"),
-                        (build_a100(shared), "a100-80gb")):
+    for table, name in (
+        (build_h100(shared), "h100-sxm-bf16"),
+        (build_h100_fp8(shared), "h100-sxm-fp8"),
+        (build_a100(shared), "a100-80gb"),
+    ):
         out = write_measurements(table, DATA_DIR / BUILTIN[name][0])
         print(f"wrote {out} ({len(table)} rows, {out.stat().st_size / 1e6:.2f} MB)")
     return 0

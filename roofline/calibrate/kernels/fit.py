@@ -46,12 +46,40 @@ from roofline.kernels.schema import COLLECTIVE_OPS, CalibrationError, Measuremen
 from roofline.specs import HardwareSpec, hardware_from_dict
 
 __all__ = [
-    "COLLECTIVE_PARAMS", "COLLECTIVE_RANGE_MAX", "MODELS", "SEPARATE_IMPLS", "SHAPE_COLUMNS",
-    "OpFit", "Param", "base_op", "calibrate", "calibrate_op", "covering_keys", "entry_key",
-    "error_stats", "evaluate", "evaluate_by_dtype", "fit_constant", "fit_op", "holdout",
-    "hw_numbers", "levenberg_marquardt", "model_for", "num_sms", "op_key", "op_time",
-    "op_times", "predict", "predict_op", "row_entry_keys", "row_keys", "shapes",
-    "spec_predict", "split_random", "split_range", "uncovered",
+    "COLLECTIVE_PARAMS",
+    "COLLECTIVE_RANGE_MAX",
+    "MODELS",
+    "SEPARATE_IMPLS",
+    "SHAPE_COLUMNS",
+    "OpFit",
+    "Param",
+    "base_op",
+    "calibrate",
+    "calibrate_op",
+    "covering_keys",
+    "entry_key",
+    "error_stats",
+    "evaluate",
+    "evaluate_by_dtype",
+    "fit_constant",
+    "fit_op",
+    "holdout",
+    "hw_numbers",
+    "levenberg_marquardt",
+    "model_for",
+    "num_sms",
+    "op_key",
+    "op_time",
+    "op_times",
+    "predict",
+    "predict_op",
+    "row_entry_keys",
+    "row_keys",
+    "shapes",
+    "spec_predict",
+    "split_random",
+    "split_range",
+    "uncovered",
 ]
 
 
@@ -59,9 +87,7 @@ def _subsample(index: np.ndarray, max_rows: int, rng: np.random.Generator) -> np
     return index if len(index) <= max_rows else np.sort(rng.choice(index, max_rows, False))
 
 
-def fit_op(
-    key: str, table: Measurements, hw: HardwareSpec, max_rows: int = 4000, seed: int = 0
-) -> dict[str, float]:
+def fit_op(key: str, table: Measurements, hw: HardwareSpec, max_rows: int = 4000, seed: int = 0) -> dict[str, float]:
     """Fitted parameters (plus fixed constants) of profile key ``key`` on ``table``'s rows."""
     rng = np.random.default_rng(seed)
     sub = table.take(_subsample(np.arange(len(table)), max_rows, rng))
@@ -72,8 +98,7 @@ def fit_op(
     assert model is not None
     fixed = {**model.constants, "num_sms": num_sms(hw)}
     s, nums = shapes(sub), hw_numbers(hw, sub)
-    fitted = fit_params(model.params, lambda p: model.time(s, nums, {**fixed, **p}),
-                        sub["time_s"], seed=seed)
+    fitted = fit_params(model.params, lambda p: model.time(s, nums, {**fixed, **p}), sub["time_s"], seed=seed)
     return {**fitted, **fixed}
 
 
@@ -99,12 +124,14 @@ def _fit_collective(op: str, table: Measurements, seed: int) -> dict[str, float]
         s = shapes(sub)
 
         def time(p: dict[str, float], s: dict[str, np.ndarray] = s) -> np.ndarray:
-            return models.collective_time(
-                op, s, p["latency_s"], p["bandwidth_bytes_per_s"], p["small_message_bytes"])
+            return models.collective_time(op, s, p["latency_s"], p["bandwidth_bytes_per_s"], p["small_message_bytes"])
 
-        init = {"latency_s": float(sub["time_s"].min()),
-                "bandwidth_bytes_per_s": float(np.max(
-                    models.bus_bytes(op, s["message_bytes"], s["num_devices"]) / sub["time_s"]))}
+        init = {
+            "latency_s": float(sub["time_s"].min()),
+            "bandwidth_bytes_per_s": float(
+                np.max(models.bus_bytes(op, s["message_bytes"], s["num_devices"]) / sub["time_s"])
+            ),
+        }
         fitted = fit_params(COLLECTIVE_PARAMS, time, sub["time_s"], init, seed=seed)
         out.update({f"{name}@{int(n)}": v for name, v in fitted.items()})
     widest = table.take(devices == np.max(devices))
@@ -116,11 +143,14 @@ def _fit_collective_summary(op: str, table: Measurements, seed: int) -> dict[str
     """latency_s and bandwidth_bytes_per_s of plain ``latency + bus_bytes / bandwidth``."""
     s = shapes(table)
     bb = models.bus_bytes(op, s["message_bytes"], s["num_devices"])
-    init = {"latency_s": float(table["time_s"].min()),
-            "bandwidth_bytes_per_s": float(np.max(bb / table["time_s"]))}
+    init = {"latency_s": float(table["time_s"].min()), "bandwidth_bytes_per_s": float(np.max(bb / table["time_s"]))}
     return fit_params(
-        COLLECTIVE_PARAMS[:2], lambda p: p["latency_s"] + bb / p["bandwidth_bytes_per_s"],
-        table["time_s"], init, seed=seed)
+        COLLECTIVE_PARAMS[:2],
+        lambda p: p["latency_s"] + bb / p["bandwidth_bytes_per_s"],
+        table["time_s"],
+        init,
+        seed=seed,
+    )
 
 
 def fit_constant(key: str, table: Measurements, hw: HardwareSpec) -> dict[str, float]:
@@ -138,9 +168,12 @@ def fit_constant(key: str, table: Measurements, hw: HardwareSpec) -> dict[str, f
     flops, nbytes = flops_bytes(op, s)
     return fit_params(
         CONSTANT_PARAMS,
-        lambda p: models.roofline_time(flops, nbytes, nums, p["compute_efficiency"],
-                                       p["memory_efficiency"], p["overhead_s"]),
-        table["time_s"], robust_rounds=0)
+        lambda p: models.roofline_time(
+            flops, nbytes, nums, p["compute_efficiency"], p["memory_efficiency"], p["overhead_s"]
+        ),
+        table["time_s"],
+        robust_rounds=0,
+    )
 
 
 def split_random(n: int, seed: int = 0, test_fraction: float = 0.2) -> tuple[np.ndarray, np.ndarray]:
@@ -161,8 +194,13 @@ def split_range(key: str, table: Measurements) -> tuple[np.ndarray, np.ndarray]:
 
 
 def holdout(
-    key: str, table: Measurements, hw: HardwareSpec, train: np.ndarray, test: np.ndarray,
-    max_rows: int, seed: int,
+    key: str,
+    table: Measurements,
+    hw: HardwareSpec,
+    train: np.ndarray,
+    test: np.ndarray,
+    max_rows: int,
+    seed: int,
 ) -> dict[str, float]:
     """Fit on ``train`` rows, report before (spec) and after stats on ``test`` rows."""
     if len(train) < 10 or len(test) == 0:
@@ -217,29 +255,38 @@ class OpFit:
         }
 
 
-def calibrate_op(
-    key: str, table: Measurements, hw: HardwareSpec, max_rows: int = 4000, seed: int = 0
-) -> OpFit:
+def calibrate_op(key: str, table: Measurements, hw: HardwareSpec, max_rows: int = 4000, seed: int = 0) -> OpFit:
     """Fit one profile entry on all its rows and evaluate both held-out splits."""
     params = fit_op(key, table, hw, max_rows, seed)
     measured = table["time_s"]
     stats = _prefixed("after_", error_stats(predict_op(key, table, hw, params), measured))
     stats.update(_prefixed("before_", error_stats(predict_op(key, table, hw, None), measured)))
     if base_op(key) in COLLECTIVE_OPS:
-        constant = {"compute_efficiency": 1.0, "overhead_s": params["latency_s"],
-                    "memory_efficiency": params["bandwidth_bytes_per_s"]
-                    / hw.ici_bandwidth_bytes_per_s}
+        constant = {
+            "compute_efficiency": 1.0,
+            "overhead_s": params["latency_s"],
+            "memory_efficiency": params["bandwidth_bytes_per_s"] / hw.ici_bandwidth_bytes_per_s,
+        }
     else:
-        constant = fit_constant(key, table.take(
-            _subsample(np.arange(len(table)), max_rows, np.random.default_rng(seed))), hw)
-        stats.update(_prefixed("constant_", error_stats(
-            predict_op(key, table, hw, constant), measured)))
+        constant = fit_constant(
+            key, table.take(_subsample(np.arange(len(table)), max_rows, np.random.default_rng(seed))), hw
+        )
+        stats.update(_prefixed("constant_", error_stats(predict_op(key, table, hw, constant), measured)))
     random_split = holdout(key, table, hw, *split_random(len(table), seed), max_rows, seed)
     range_split = holdout(key, table, hw, *split_range(key, table), max_rows, seed)
     kernels = tuple(sorted({str(i) for i in table["impl"] if i}))
-    return OpFit(key, params, constant, stats, random_split, range_split,
-                 dtypes=tuple(table.unique("dtype")), kernels=kernels, rows=len(table),
-                 at_bound=tuple(params_at_bound(key, params)))
+    return OpFit(
+        key,
+        params,
+        constant,
+        stats,
+        random_split,
+        range_split,
+        dtypes=tuple(table.unique("dtype")),
+        kernels=kernels,
+        rows=len(table),
+        at_bound=tuple(params_at_bound(key, params)),
+    )
 
 
 def known_op_classes() -> list[str]:
@@ -255,14 +302,18 @@ def _wanted(keys: list[str], ops: list[str] | None) -> list[str]:
     unknown = [o for o in ops if split_key(o)[0] not in known_op_classes()]
     if unknown:
         allowed = ", ".join([*COMPUTE_OPS, *COLLECTIVE_OPS, "allreduce_custom", "gemm_fp8_block"])
-        raise CalibrationError(
-            f"--op {unknown[0]!r} is unknown; allowed: {allowed} (optionally /DTYPE, e.g. gemm/fp8)")
+        raise CalibrationError(f"--op {unknown[0]!r} is unknown; allowed: {allowed} (optionally /DTYPE, e.g. gemm/fp8)")
     return [k for k in keys if k in ops or split_key(k)[0] in ops]
 
 
 def calibrate(
-    table: Measurements, hw: HardwareSpec, *, dtype: str | None = None, max_rows: int = 4000,
-    seed: int = 0, ops: list[str] | None = None,
+    table: Measurements,
+    hw: HardwareSpec,
+    *,
+    dtype: str | None = None,
+    max_rows: int = 4000,
+    seed: int = 0,
+    ops: list[str] | None = None,
 ) -> tuple[HardwareSpec, dict[str, OpFit]]:
     """A calibrated profile of ``hw`` from ``table``: one entry per op class and dtype present.
 
@@ -280,13 +331,14 @@ def calibrate(
         raise CalibrationError(
             f"no measurements to calibrate {hw.name!r} (rows for: "
             f"{', '.join(table.unique('hardware')) or 'none'}"
-            f"{'; dtype ' + dtype if dtype else ''}{'; ops ' + ', '.join(ops) if ops else ''})")
+            f"{'; dtype ' + dtype if dtype else ''}{'; ops ' + ', '.join(ops) if ops else ''})"
+        )
     fits = {k: calibrate_op(k, rows.take(keys == k), hw, max_rows, seed) for k in wanted}
     used = rows.take(np.isin(keys, wanted))
     data = hw.model_dump()
     data["calibration"] = {
         "source": f"roofline calibrate fit: {len(used)} rows from {len(used.unique('source'))} "
-                  f"sources ({', '.join(sorted({s.split('/')[0] for s in used.unique('source')}))})",
+        f"sources ({', '.join(sorted({s.split('/')[0] for s in used.unique('source')}))})",
         "ops": {k: f.profile_entry() for k, f in fits.items()},
     }
     return hardware_from_dict(data, f"<calibrated {hw.name}>"), fits

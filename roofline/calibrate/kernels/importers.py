@@ -115,12 +115,17 @@ def _gemm(row: dict[str, str], ctx: dict[str, str]) -> list[Row]:
     kind = _cell(row, "gemm_dtype")
     if kind in WEIGHT_ONLY:
         return []
-    return [{
-        "op": "gemm", "dtype": _dtype(kind, ctx["origin"]),
-        "m": _num(row, "m"), "n": _num(row, "n"), "k": _num(row, "k"),
-        "time_s": _ms(row, "latency"),
-        "impl": kind if kind in ("fp8_block", "sq") else "",
-    }]
+    return [
+        {
+            "op": "gemm",
+            "dtype": _dtype(kind, ctx["origin"]),
+            "m": _num(row, "m"),
+            "n": _num(row, "n"),
+            "k": _num(row, "k"),
+            "time_s": _ms(row, "latency"),
+            "impl": kind if kind in ("fp8_block", "sq") else "",
+        }
+    ]
 
 
 def _attention(row: dict[str, str], ctx: dict[str, str]) -> list[Row]:
@@ -132,14 +137,20 @@ def _attention(row: dict[str, str], ctx: dict[str, str]) -> list[Row]:
         return []
     decode = ctx["format"] == "aiconfigurator-generation-attention"
     isl = _num(row, "isl")
-    return [{
-        "op": "attention_decode" if decode else "attention_prefill", "dtype": dtype,
-        "batch": _num(row, "batch_size"), "q_len": 1.0 if decode else isl,
-        "kv_len": _num(row, "step") + 1.0 if decode else isl,
-        "num_heads": _num(row, "num_heads"), "num_kv_heads": _num(row, "num_key_value_heads"),
-        "head_dim": _num(row, "head_dim"), "time_s": _ms(row, "latency"),
-        "impl": row.get("kernel_source") or "",
-    }]
+    return [
+        {
+            "op": "attention_decode" if decode else "attention_prefill",
+            "dtype": dtype,
+            "batch": _num(row, "batch_size"),
+            "q_len": 1.0 if decode else isl,
+            "kv_len": _num(row, "step") + 1.0 if decode else isl,
+            "num_heads": _num(row, "num_heads"),
+            "num_kv_heads": _num(row, "num_key_value_heads"),
+            "head_dim": _num(row, "head_dim"),
+            "time_s": _ms(row, "latency"),
+            "impl": row.get("kernel_source") or "",
+        }
+    ]
 
 
 def _nccl(row: dict[str, str], ctx: dict[str, str]) -> list[Row]:
@@ -147,31 +158,46 @@ def _nccl(row: dict[str, str], ctx: dict[str, str]) -> list[Row]:
     op = NCCL_OPS.get(_cell(row, "op_name"))
     if op is None:
         return []
-    return [{
-        "op": op, "dtype": dtype, "num_devices": _num(row, "num_gpus"),
-        "message_bytes": _num(row, "message_size") * ELEMENT_BYTES[dtype],
-        "time_s": _ms(row, "latency"), "impl": "nccl",
-    }]
+    return [
+        {
+            "op": op,
+            "dtype": dtype,
+            "num_devices": _num(row, "num_gpus"),
+            "message_bytes": _num(row, "message_size") * ELEMENT_BYTES[dtype],
+            "time_s": _ms(row, "latency"),
+            "impl": "nccl",
+        }
+    ]
 
 
 def _custom_allreduce(row: dict[str, str], ctx: dict[str, str]) -> list[Row]:
     dtype = _dtype(_cell(row, "allreduce_dtype"), ctx["origin"])
-    return [{
-        "op": "allreduce", "dtype": dtype, "num_devices": _num(row, "num_gpus"),
-        "message_bytes": _num(row, "message_size") * ELEMENT_BYTES[dtype],
-        "time_s": _ms(row, "latency"), "impl": "custom",
-    }]
+    return [
+        {
+            "op": "allreduce",
+            "dtype": dtype,
+            "num_devices": _num(row, "num_gpus"),
+            "message_bytes": _num(row, "message_size") * ELEMENT_BYTES[dtype],
+            "time_s": _ms(row, "latency"),
+            "impl": "custom",
+        }
+    ]
 
 
 def _vidur_allreduce(row: dict[str, str], ctx: dict[str, str]) -> list[Row]:
     workers = _num(row, "num_workers")
     if _num(row, "rank") != 0 or _num(row, "devices_per_node") < workers:
         return []
-    return [{
-        "op": "allreduce", "dtype": "fp16", "num_devices": workers,
-        "message_bytes": _num(row, "size"), "impl": "nccl",
-        "time_s": _ms(row, "time_stats.all_reduce.median"),
-    }]
+    return [
+        {
+            "op": "allreduce",
+            "dtype": "fp16",
+            "num_devices": workers,
+            "message_bytes": _num(row, "size"),
+            "impl": "nccl",
+            "time_s": _ms(row, "time_stats.all_reduce.median"),
+        }
+    ]
 
 
 def _vidur_mlp(row: dict[str, str], ctx: dict[str, str]) -> list[Row]:
@@ -186,10 +212,18 @@ def _vidur_mlp(row: dict[str, str], ctx: dict[str, str]) -> list[Row]:
         "mlp_up_proj": (d, (2 * f if gated else f) / tp),
         "mlp_down_proj": (f / tp, d),
     }
-    return [{
-        "op": "gemm", "dtype": "fp16", "m": _num(row, "num_tokens"), "k": k, "n": n,
-        "time_s": _ms(row, f"time_stats.{name}.median"), "impl": f"vidur:{name}",
-    } for name, (k, n) in shapes.items()]
+    return [
+        {
+            "op": "gemm",
+            "dtype": "fp16",
+            "m": _num(row, "num_tokens"),
+            "k": k,
+            "n": n,
+            "time_s": _ms(row, f"time_stats.{name}.median"),
+            "impl": f"vidur:{name}",
+        }
+        for name, (k, n) in shapes.items()
+    ]
 
 
 FORMATS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, str], dict[str, str]], list[Row]]]] = {
@@ -197,10 +231,8 @@ FORMATS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, str], dict[str, st
     "aiconfigurator-generation-attention": (("isl", "step", "num_key_value_heads"), _attention),
     "aiconfigurator-context-attention": (("isl", "num_key_value_heads", "attn_dtype"), _attention),
     "aiconfigurator-nccl": (("op_name", "nccl_dtype", "num_gpus", "message_size"), _nccl),
-    "aiconfigurator-custom-allreduce": (("allreduce_dtype", "num_gpus", "message_size"),
-                                        _custom_allreduce),
-    "vidur-allreduce": (("time_stats.all_reduce.median", "num_workers", "size"),
-                        _vidur_allreduce),
+    "aiconfigurator-custom-allreduce": (("allreduce_dtype", "num_gpus", "message_size"), _custom_allreduce),
+    "vidur-allreduce": (("time_stats.all_reduce.median", "num_workers", "size"), _vidur_allreduce),
     "vidur-mlp": (("time_stats.mlp_up_proj.median", "num_tokens", "n_embd"), _vidur_mlp),
 }
 FILE_NAMES = {
@@ -271,7 +303,8 @@ def _convert(path: Path, fmt: str, rows: Iterator[tuple[int, dict[str, str]]], h
     if not len(builder):
         raise CalibrationError(
             f"{path}: none of its {seen} rows could be imported (sliding-window, beam-search, mixed "
-            "KV-dtype and weight-only rows, other ranks and unknown ops are skipped)")
+            "KV-dtype and weight-only rows, other ranks and unknown ops are skipped)"
+        )
     return builder.build()
 
 

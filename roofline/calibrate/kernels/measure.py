@@ -65,9 +65,19 @@ def measure_cpu(quick: bool = True, seed: int = 0) -> Measurements:
         a = rng.standard_normal((m, k), dtype=np.float32)
         w = rng.standard_normal((k, n), dtype=np.float32)
         seconds = time_call(lambda a=a, w=w: a @ w, 0.005 if quick else 0.05)
-        records.append({"hardware": CPU_NAME, "op": "gemm", "dtype": "fp32", "m": m, "n": n,
-                        "k": k, "time_s": seconds, "source": "roofline measure (numpy)",
-                        "impl": "numpy"})
+        records.append(
+            {
+                "hardware": CPU_NAME,
+                "op": "gemm",
+                "dtype": "fp32",
+                "m": m,
+                "n": n,
+                "k": k,
+                "time_s": seconds,
+                "source": "roofline measure (numpy)",
+                "impl": "numpy",
+            }
+        )
     return from_records(records)
 
 
@@ -75,25 +85,30 @@ def build_cpu_spec(table: Measurements) -> HardwareSpec:
     """A base ``kind: cpu`` spec from CPU measurements: peak = best measured, not a datasheet."""
     gemm = table.where(op="gemm")
     if len(gemm) == 0:
-        raise CalibrationError(
-            "no gemm rows to build a local-cpu base spec from (run: roofline measure)")
+        raise CalibrationError("no gemm rows to build a local-cpu base spec from (run: roofline measure)")
     m, n, k, t = (gemm[c] for c in ("m", "n", "k", "time_s"))
     flops = float(np.max(2 * m * n * k / t))
     narrow = m <= 1
     stream = (k * n * 4.0 / t)[narrow] if narrow.any() else (2 * (m * k + k * n + m * n) / t)
     bandwidth = float(np.max(stream))
     memory = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    return hardware_from_dict({
-        "name": CPU_NAME, "kind": "cpu",
-        "flops_per_s": {"fp32": flops},
-        "hbm_bytes": memory,
-        "hbm_bandwidth_bytes_per_s": bandwidth,
-        "ici_bandwidth_bytes_per_s": bandwidth,
-        "ici_links": 1, "ici_hop_latency_s": 1e-6, "price_per_chip_hour": 1.0,
-        "source": "built by roofline calibrate from local measurements: peak FLOP/s = best "
-                  "measured numpy fp32 matmul, bandwidth = best measured m=1 matmul stream; "
-                  "interconnect and price are placeholders",
-    }, "<local-cpu>")
+    return hardware_from_dict(
+        {
+            "name": CPU_NAME,
+            "kind": "cpu",
+            "flops_per_s": {"fp32": flops},
+            "hbm_bytes": memory,
+            "hbm_bandwidth_bytes_per_s": bandwidth,
+            "ici_bandwidth_bytes_per_s": bandwidth,
+            "ici_links": 1,
+            "ici_hop_latency_s": 1e-6,
+            "price_per_chip_hour": 1.0,
+            "source": "built by roofline calibrate from local measurements: peak FLOP/s = best "
+            "measured numpy fp32 matmul, bandwidth = best measured m=1 matmul stream; "
+            "interconnect and price are placeholders",
+        },
+        "<local-cpu>",
+    )
 
 
 # --------------------------------------------------------------------------- GPU (torch)
@@ -124,8 +139,7 @@ def measure_gpu(quick: bool = True) -> Measurements:
     if "LOCAL_RANK" in os.environ:  # under torchrun: one GPU per rank, before any work
         torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
     name = gpu_hardware_name(torch.cuda.get_device_name())
-    parts = [_gpu_gemm(torch, name, quick), _gpu_attention(torch, name, quick),
-             _gpu_allreduce(torch, name, quick)]
+    parts = [_gpu_gemm(torch, name, quick), _gpu_attention(torch, name, quick), _gpu_allreduce(torch, name, quick)]
     return concat(parts)
 
 
@@ -140,8 +154,10 @@ def _cold(torch: Any, make: Callable[[], Sequence[Any]], call: Callable[..., obj
     L2 cache, so each call reads them from HBM, as a step reads its weights and KV cache."""
     first = tuple(make())
     nbytes = sum(int(t.numel()) * int(t.element_size()) for t in first)
-    l2 = int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0)) \
+    l2 = (
+        int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0))
         or DEFAULT_L2_BYTES
+    )
     copies = int(min(MAX_COPIES, max(1, math.ceil(2 * l2 / max(nbytes, 1)))))
     operands = cycle([first] + [tuple(make()) for _ in range(copies - 1)])
     return lambda: call(*next(operands))
@@ -164,12 +180,27 @@ def _gpu_gemm(torch: Any, name: str, quick: bool) -> Measurements:
     nks = (1024, 4096, 8192) if quick else (512, 1024, 2048, 4096, 8192, 16384)
     records = []
     for m, n, k in product(ms, nks, nks):
-        fn = _cold(torch, lambda m=m, n=n, k=k: (torch.randn(m, k, device="cuda", dtype=torch.bfloat16),
-                                                  torch.randn(k, n, device="cuda", dtype=torch.bfloat16)),
-                   lambda a, w: a @ w)
-        records.append({"hardware": name, "op": "gemm", "dtype": "bf16", "m": m, "n": n, "k": k,
-                        "time_s": _cuda_time(torch, fn), "source": "roofline measure (torch, cold L2)",
-                        "impl": "torch"})
+        fn = _cold(
+            torch,
+            lambda m=m, n=n, k=k: (
+                torch.randn(m, k, device="cuda", dtype=torch.bfloat16),
+                torch.randn(k, n, device="cuda", dtype=torch.bfloat16),
+            ),
+            lambda a, w: a @ w,
+        )
+        records.append(
+            {
+                "hardware": name,
+                "op": "gemm",
+                "dtype": "bf16",
+                "m": m,
+                "n": n,
+                "k": k,
+                "time_s": _cuda_time(torch, fn),
+                "source": "roofline measure (torch, cold L2)",
+                "impl": "torch",
+            }
+        )
     return from_records(records)
 
 
@@ -184,18 +215,33 @@ def _gpu_attention(torch: Any, name: str, quick: bool) -> Measurements:
     lengths = (512, 4096) if quick else (128, 512, 2048, 8192)
     for batch, length in product(batches, lengths):
         for q_len in (1, length):
+
             def make(b: int = batch, s: int = length, t: int = q_len) -> tuple[Any, Any]:
-                return (torch.randn(b, heads, t, dim, device="cuda", dtype=torch.bfloat16),
-                        torch.randn(b, read_heads, s, dim, device="cuda", dtype=torch.bfloat16))
+                return (
+                    torch.randn(b, heads, t, dim, device="cuda", dtype=torch.bfloat16),
+                    torch.randn(b, read_heads, s, dim, device="cuda", dtype=torch.bfloat16),
+                )
 
             def call(q: Any, kv: Any, causal: bool = q_len > 1) -> Any:
                 return sdpa(q, kv, kv, is_causal=causal, **extra)
+
             op = "attention_decode" if q_len == 1 else "attention_prefill"
-            records.append({"hardware": name, "op": op, "dtype": "bf16", "batch": batch,
-                            "q_len": q_len, "kv_len": length, "num_heads": heads,
-                            "num_kv_heads": read_heads, "head_dim": dim,
-                            "time_s": _cuda_time(torch, _cold(torch, make, call)), "impl": "torch-sdpa",
-                            "source": "roofline measure (torch, cold L2)"})
+            records.append(
+                {
+                    "hardware": name,
+                    "op": op,
+                    "dtype": "bf16",
+                    "batch": batch,
+                    "q_len": q_len,
+                    "kv_len": length,
+                    "num_heads": heads,
+                    "num_kv_heads": read_heads,
+                    "head_dim": dim,
+                    "time_s": _cuda_time(torch, _cold(torch, make, call)),
+                    "impl": "torch-sdpa",
+                    "source": "roofline measure (torch, cold L2)",
+                }
+            )
     return from_records(records)
 
 
@@ -222,9 +268,18 @@ def _gpu_allreduce(torch: Any, name: str, quick: bool) -> Measurements:
     for power in range(10, 28 if quick else 30, 2):
         buf = torch.ones(2**power // 2, device="cuda", dtype=torch.bfloat16)
         seconds = _cuda_time(torch, lambda buf=buf: dist.all_reduce(buf))
-        records.append({"hardware": name, "op": "allreduce", "dtype": "bf16",
-                        "message_bytes": 2**power, "num_devices": world, "time_s": seconds,
-                        "impl": "nccl", "source": "roofline measure (torch.distributed)"})
+        records.append(
+            {
+                "hardware": name,
+                "op": "allreduce",
+                "dtype": "bf16",
+                "message_bytes": 2**power,
+                "num_devices": world,
+                "time_s": seconds,
+                "impl": "nccl",
+                "source": "roofline measure (torch.distributed)",
+            }
+        )
     return from_records(records)
 
 

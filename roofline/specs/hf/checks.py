@@ -27,8 +27,7 @@ def bad_key(origin: str, key: str, value: Any, allowed: str) -> SpecError:
 
 def as_int(value: Any, key: str, origin: str, minimum: int = 1) -> int:
     """A whole number in [minimum, MAX_COUNT]: no booleans, fractions (not truncated), text or lists."""
-    whole = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)
-                                       and value.is_integer())
+    whole = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value) and value.is_integer())
     if isinstance(value, bool) or not whole or not minimum <= value <= MAX_COUNT:
         raise bad_key(origin, key, value, f"a whole number in [{minimum}, {MAX_COUNT}]")
     return int(value)
@@ -58,25 +57,68 @@ def note_text(value: Any) -> str:
     return value if isinstance(value, str) and len(value) <= 40 else shown(value)
 
 
-
 #: The type of every config key the mappers read: ("int", minimum), ("flag",), ("text",),
 #: ("names",) a list of text, ("ints",) a list of whole numbers, ("mapping",).
 KEY_KINDS: dict[str, tuple[Any, ...]] = {
-    **{key: ("int", 1) for key in (
-        "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-        "num_key_value_heads", "head_dim", "vocab_size", "max_position_embeddings", "sliding_window",
-        "sliding_window_pattern", "moe_intermediate_size", "num_experts", "num_experts_per_tok",
-        "num_local_experts", "n_routed_experts", "kv_lora_rank", "qk_nope_head_dim", "v_head_dim",
-        "ffn_dim", "word_embed_proj_dim", "n_embd", "n_layer", "n_head", "n_positions", "n_inner",
-        "decoder_sparse_step", "moe_layer_freq")},
-    **{key: ("int", 0) for key in (
-        "max_window_layers", "shared_expert_intermediate_size", "n_shared_experts",
-        "first_k_dense_replace", "q_lora_rank", "qk_rope_head_dim")},
-    **{key: ("flag",) for key in (
-        "tie_word_embeddings", "attention_bias", "mlp_bias", "use_sliding_window",
-        "do_layer_norm_before", "enable_bias", "layer_norm_elementwise_affine")},
+    **{
+        key: ("int", 1)
+        for key in (
+            "hidden_size",
+            "intermediate_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "num_key_value_heads",
+            "head_dim",
+            "vocab_size",
+            "max_position_embeddings",
+            "sliding_window",
+            "sliding_window_pattern",
+            "moe_intermediate_size",
+            "num_experts",
+            "num_experts_per_tok",
+            "num_local_experts",
+            "n_routed_experts",
+            "kv_lora_rank",
+            "qk_nope_head_dim",
+            "v_head_dim",
+            "ffn_dim",
+            "word_embed_proj_dim",
+            "n_embd",
+            "n_layer",
+            "n_head",
+            "n_positions",
+            "n_inner",
+            "decoder_sparse_step",
+            "moe_layer_freq",
+        )
+    },
+    **{
+        key: ("int", 0)
+        for key in (
+            "max_window_layers",
+            "shared_expert_intermediate_size",
+            "n_shared_experts",
+            "first_k_dense_replace",
+            "q_lora_rank",
+            "qk_rope_head_dim",
+        )
+    },
+    **{
+        key: ("flag",)
+        for key in (
+            "tie_word_embeddings",
+            "attention_bias",
+            "mlp_bias",
+            "use_sliding_window",
+            "do_layer_norm_before",
+            "enable_bias",
+            "layer_norm_elementwise_affine",
+        )
+    },
     **{key: ("text",) for key in ("model_type", "hidden_act", "hidden_activation", "activation_function")},
-    "architectures": ("names",), "layer_types": ("names",), "mlp_only_layers": ("ints",),
+    "architectures": ("names",),
+    "layer_types": ("names",),
+    "mlp_only_layers": ("ints",),
     "text_config": ("mapping",),
 }
 
@@ -95,8 +137,10 @@ def check_config_types(cfg: dict[str, Any], origin: str) -> None:
             raise bad_key(origin, key, value, "a name")
         elif kind[0] == "names" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
             raise bad_key(origin, key, value, 'a list of names, e.g. ["LlamaForCausalLM"]')
-        elif kind[0] == "ints" and not (isinstance(value, list) and all(
-                isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_COUNT for v in value)):
+        elif kind[0] == "ints" and not (
+            isinstance(value, list)
+            and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_COUNT for v in value)
+        ):
             raise bad_key(origin, key, value, "a list of layer indices")
         elif kind[0] == "mapping" and not isinstance(value, dict):
             raise bad_key(origin, key, value, "a mapping of the language model's keys")

@@ -65,8 +65,10 @@ def _check_every_layer_sparse(cfg: dict[str, Any], origin: str) -> None:
     if not isinstance(dense_only, list):
         raise _bad(origin, "mlp_only_layers", dense_only, "a list of layer indices")
     if step_ != 1 or dense_only:
-        raise SpecError(f"{origin}: decoder_sparse_step {step_} / mlp_only_layers {shown(dense_only)} "
-                        "(MoE on only some layers) is not mapped; only every-layer MoE is")
+        raise SpecError(
+            f"{origin}: decoder_sparse_step {step_} / mlp_only_layers {shown(dense_only)} "
+            "(MoE on only some layers) is not mapped; only every-layer MoE is"
+        )
 
 
 def _qwen_moe(cfg: dict[str, Any], origin: str, qwen3: bool) -> Mapped:
@@ -107,12 +109,12 @@ def _gemma(cfg: dict[str, Any], origin: str, version: int) -> Mapped:
     out.update(_bias_fields(cfg, origin))
     d, h = out["d_model"].value, out["head_dim"].value
     if version == 2:
-        out["extra_params_per_layer"] = Value(
-            2 * d, f"Gemma 2: post-attention and post-feedforward norms, 2 x D ({d})")
+        out["extra_params_per_layer"] = Value(2 * d, f"Gemma 2: post-attention and post-feedforward norms, 2 x D ({d})")
         out.update(_local_layers(cfg, origin, "alternate"))
     elif version == 3:
         out["extra_params_per_layer"] = Value(
-            2 * d + 2 * h, f"Gemma 3: post-attn/post-ffw norms 2 x D ({d}) + q_norm/k_norm 2 x head_dim ({h})")
+            2 * d + 2 * h, f"Gemma 3: post-attn/post-ffw norms 2 x D ({d}) + q_norm/k_norm 2 x head_dim ({h})"
+        )
         out.update(_local_layers(cfg, origin, "pattern"))
     return out
 
@@ -134,18 +136,22 @@ def _opt_family(cfg: dict[str, Any], origin: str) -> Mapped:
     d = _int(cfg, "hidden_size", origin)
     proj = cfg.get("word_embed_proj_dim")
     if proj is not None and _as_int(proj, "word_embed_proj_dim", origin) != d:
-        raise SpecError(f"{origin}: word_embed_proj_dim {proj} != hidden_size {d} "
-                        "(OPT-350m-style embedding projections are not mapped)")
+        raise SpecError(
+            f"{origin}: word_embed_proj_dim {proj} != hidden_size {d} "
+            "(OPT-350m-style embedding projections are not mapped)"
+        )
     flags = ("do_layer_norm_before", "enable_bias", "layer_norm_elementwise_affine")
     if False in [_flag(cfg, key, origin) for key in flags]:
-        raise SpecError(f"{origin}: do_layer_norm_before / enable_bias / layer_norm_elementwise_affine false "
-                        "is not mapped")
+        raise SpecError(
+            f"{origin}: do_layer_norm_before / enable_bias / layer_norm_elementwise_affine false is not mapped"
+        )
     out = _core(cfg, origin, tie_default=True)
     out["d_ff"] = _f(_int(cfg, "ffn_dim", origin), "ffn_dim")
     out.update(_plain_mlp_fields(_text(cfg.get("activation_function", "relu"))))
     positions = _int(cfg, "max_position_embeddings", origin)
     out["learned_position_embeddings"] = Value(
-        positions + 2, f"OPTLearnedPositionalEmbedding: max_position_embeddings {positions} + offset 2")
+        positions + 2, f"OPTLearnedPositionalEmbedding: max_position_embeddings {positions} + offset 2"
+    )
     return out
 
 
@@ -165,7 +171,8 @@ def _gpt2(cfg: dict[str, Any], origin: str) -> Mapped:
         "num_kv_heads": Value(n, "GPT-2: multi-head attention (K = N)"),
         "head_dim": Value(d // n, f"n_embd / n_head = {d} / {n}"),
         "vocab_size": _f(_int(cfg, "vocab_size", origin), "vocab_size"),
-        "d_ff": _f(_as_int(inner, "n_inner", origin), "n_inner") if inner is not None
+        "d_ff": _f(_as_int(inner, "n_inner", origin), "n_inner")
+        if inner is not None
         else Value(4 * d, f"n_inner null: 4 x n_embd = {4 * d}"),
         "tie_embeddings": Value(True if tie is None else tie, "GPT-2 ties lm_head to wte"),
         "learned_position_embeddings": _f(positions, "n_positions (wpe rows)"),
@@ -179,8 +186,9 @@ def _deepseek(cfg: dict[str, Any], origin: str) -> Mapped:
     """DeepSeek-V2/V3: MLA attention, routed + shared experts, the first k layers dense."""
     freq = _opt_int(cfg, "moe_layer_freq", origin, 1, minimum=1)
     if freq != 1:
-        raise SpecError(f"{origin}: moe_layer_freq {freq} is not mapped (only 1: every layer after "
-                        "first_k_dense_replace is MoE)")
+        raise SpecError(
+            f"{origin}: moe_layer_freq {freq} is not mapped (only 1: every layer after first_k_dense_replace is MoE)"
+        )
     out = _core(cfg, origin, tie_default=False)
     n = out["num_heads"].value
     rope = _int(cfg, "qk_rope_head_dim", origin, minimum=0)
@@ -189,22 +197,25 @@ def _deepseek(cfg: dict[str, Any], origin: str) -> Mapped:
     q_rank = _opt_int(cfg, "q_lora_rank", origin, 0)
     routed_ff = _int(cfg, "moe_intermediate_size", origin)
     shared = _opt_int(cfg, "n_shared_experts", origin, 0)
-    out.update({
-        "num_kv_heads": Value(n, "MLA: every head has its own K/V after up-projection (K = N)"),
-        "head_dim": Value(nope + rope, f"qk_nope_head_dim + qk_rope_head_dim = {nope} + {rope} (attention FLOPs)"),
-        "d_ff": _f(routed_ff, "moe_intermediate_size (per routed expert)"),
-        "gated_mlp": _gated("hidden_act", cfg),
-        "num_experts": _f(_int(cfg, "n_routed_experts", origin), "n_routed_experts"),
-        "experts_per_token": _f(_int(cfg, "num_experts_per_tok", origin), "num_experts_per_tok"),
-        "num_dense_layers": _f(_opt_int(cfg, "first_k_dense_replace", origin, 0), "first_k_dense_replace"),
-        "dense_d_ff": _f(_int(cfg, "intermediate_size", origin), "intermediate_size (dense layers)"),
-        "kv_lora_rank": _f(kv_rank, "kv_lora_rank"),
-        "qk_rope_head_dim": _f(rope, "qk_rope_head_dim"),
-        "qk_nope_head_dim": _f(nope, "qk_nope_head_dim"),
-        "v_head_dim": _f(_int(cfg, "v_head_dim", origin), "v_head_dim"),
-        "extra_params_per_layer": Value(
-            kv_rank + q_rank, "MLA: kv_a_layernorm (kv_lora_rank) + q_a_layernorm (q_lora_rank)"),
-    })
+    out.update(
+        {
+            "num_kv_heads": Value(n, "MLA: every head has its own K/V after up-projection (K = N)"),
+            "head_dim": Value(nope + rope, f"qk_nope_head_dim + qk_rope_head_dim = {nope} + {rope} (attention FLOPs)"),
+            "d_ff": _f(routed_ff, "moe_intermediate_size (per routed expert)"),
+            "gated_mlp": _gated("hidden_act", cfg),
+            "num_experts": _f(_int(cfg, "n_routed_experts", origin), "n_routed_experts"),
+            "experts_per_token": _f(_int(cfg, "num_experts_per_tok", origin), "num_experts_per_tok"),
+            "num_dense_layers": _f(_opt_int(cfg, "first_k_dense_replace", origin, 0), "first_k_dense_replace"),
+            "dense_d_ff": _f(_int(cfg, "intermediate_size", origin), "intermediate_size (dense layers)"),
+            "kv_lora_rank": _f(kv_rank, "kv_lora_rank"),
+            "qk_rope_head_dim": _f(rope, "qk_rope_head_dim"),
+            "qk_nope_head_dim": _f(nope, "qk_nope_head_dim"),
+            "v_head_dim": _f(_int(cfg, "v_head_dim", origin), "v_head_dim"),
+            "extra_params_per_layer": Value(
+                kv_rank + q_rank, "MLA: kv_a_layernorm (kv_lora_rank) + q_a_layernorm (q_lora_rank)"
+            ),
+        }
+    )
     if shared:
         out["num_shared_experts"] = _f(shared, "n_shared_experts")
         out["shared_expert_d_ff"] = _f(routed_ff, "moe_intermediate_size (each shared expert)")
@@ -215,14 +226,40 @@ def _deepseek(cfg: dict[str, Any], origin: str) -> Mapped:
     return out
 
 
-_LLAMA_KEYS = frozenset({"hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-                         "num_key_value_heads", "attention_bias", "mlp_bias"})
-_MOE_KEYS = frozenset({"num_experts", "num_experts_per_tok", "moe_intermediate_size",
-                       "shared_expert_intermediate_size", "decoder_sparse_step", "mlp_only_layers"})
+_LLAMA_KEYS = frozenset(
+    {
+        "hidden_size",
+        "intermediate_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "num_key_value_heads",
+        "attention_bias",
+        "mlp_bias",
+    }
+)
+_MOE_KEYS = frozenset(
+    {
+        "num_experts",
+        "num_experts_per_tok",
+        "moe_intermediate_size",
+        "shared_expert_intermediate_size",
+        "decoder_sparse_step",
+        "mlp_only_layers",
+    }
+)
 _DEEPSEEK_KEYS = _LLAMA_KEYS | {
-    "moe_intermediate_size", "n_routed_experts", "n_shared_experts", "num_experts_per_tok",
-    "first_k_dense_replace", "moe_layer_freq", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim",
-    "qk_nope_head_dim", "v_head_dim"}
+    "moe_intermediate_size",
+    "n_routed_experts",
+    "n_shared_experts",
+    "num_experts_per_tok",
+    "first_k_dense_replace",
+    "moe_layer_freq",
+    "kv_lora_rank",
+    "q_lora_rank",
+    "qk_rope_head_dim",
+    "qk_nope_head_dim",
+    "v_head_dim",
+}
 
 FAMILIES: dict[str, Family] = {
     "llama": Family(_llama, _LLAMA_KEYS),
@@ -235,20 +272,40 @@ FAMILIES: dict[str, Family] = {
     "gemma": Family(_gemma1, _LLAMA_KEYS),
     "gemma2": Family(_gemma2, _LLAMA_KEYS),
     "gemma3_text": Family(_gemma3, _LLAMA_KEYS),
-    "opt": Family(_opt_family, frozenset({"hidden_size", "ffn_dim", "num_hidden_layers",
-                                          "num_attention_heads", "word_embed_proj_dim", "enable_bias",
-                                          "do_layer_norm_before", "layer_norm_elementwise_affine"})),
+    "opt": Family(
+        _opt_family,
+        frozenset(
+            {
+                "hidden_size",
+                "ffn_dim",
+                "num_hidden_layers",
+                "num_attention_heads",
+                "word_embed_proj_dim",
+                "enable_bias",
+                "do_layer_norm_before",
+                "layer_norm_elementwise_affine",
+            }
+        ),
+    ),
     "gpt2": Family(_gpt2, frozenset({"n_embd", "n_layer", "n_head", "n_inner", "n_positions"})),
     "deepseek_v2": Family(_deepseek, _DEEPSEEK_KEYS),
     "deepseek_v3": Family(_deepseek, _DEEPSEEK_KEYS),
 }
 #: ``architectures[0]`` values and the family each maps to.
 ARCHITECTURES = {
-    "LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "Qwen2ForCausalLM": "qwen2",
-    "Qwen3ForCausalLM": "qwen3", "Qwen2MoeForCausalLM": "qwen2_moe",
-    "Qwen3MoeForCausalLM": "qwen3_moe", "MixtralForCausalLM": "mixtral",
-    "GemmaForCausalLM": "gemma", "Gemma2ForCausalLM": "gemma2", "Gemma3ForCausalLM": "gemma3_text",
-    "Gemma3ForConditionalGeneration": "gemma3_text", "OPTForCausalLM": "opt",
-    "GPT2LMHeadModel": "gpt2", "DeepseekV2ForCausalLM": "deepseek_v2",
+    "LlamaForCausalLM": "llama",
+    "MistralForCausalLM": "mistral",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen3ForCausalLM": "qwen3",
+    "Qwen2MoeForCausalLM": "qwen2_moe",
+    "Qwen3MoeForCausalLM": "qwen3_moe",
+    "MixtralForCausalLM": "mixtral",
+    "GemmaForCausalLM": "gemma",
+    "Gemma2ForCausalLM": "gemma2",
+    "Gemma3ForCausalLM": "gemma3_text",
+    "Gemma3ForConditionalGeneration": "gemma3_text",
+    "OPTForCausalLM": "opt",
+    "GPT2LMHeadModel": "gpt2",
+    "DeepseekV2ForCausalLM": "deepseek_v2",
     "DeepseekV3ForCausalLM": "deepseek_v3",
 }

@@ -32,8 +32,7 @@ def _plain_mlp(act: str, d_ff: Value, bias: bool) -> Mapped:
 
 
 def _layernorm(count: int, why: str) -> Mapped:
-    return {"norm_bias": Value(True, "LayerNorm with weight and bias"),
-            "norms_per_layer": Value(count, why)}
+    return {"norm_bias": Value(True, "LayerNorm with weight and bias"), "norms_per_layer": Value(count, why)}
 
 
 def _four_d(cfg: dict[str, Any], key: str, d: int) -> Value:
@@ -55,8 +54,10 @@ def _gptj(cfg: dict[str, Any], origin: str) -> Mapped:
         "num_kv_heads": Value(n, "GPT-J: multi-head attention (K = N)"),
         "head_dim": Value(d // n, f"n_embd / n_head = {d} / {n}"),
         "vocab_size": _f(_int(cfg, "vocab_size", origin), "vocab_size"),
-        "tie_embeddings": Value(bool(cfg.get("tie_word_embeddings", False)),
-                                "GPT-J: lm_head is its own matrix (tie_word_embeddings default false)"),
+        "tie_embeddings": Value(
+            bool(cfg.get("tie_word_embeddings", False)),
+            "GPT-J: lm_head is its own matrix (tie_word_embeddings default false)",
+        ),
         "lm_head_bias": Value(True, "GPT-J: lm_head carries a bias (V)"),
     }
     if cfg.get("n_positions") is not None:
@@ -70,8 +71,13 @@ def _gptj(cfg: dict[str, Any], origin: str) -> Mapped:
 def _gpt_neox(cfg: dict[str, Any], origin: str) -> Mapped:
     """GPT-NeoX / Pythia: fused QKV with biases, two LayerNorms per block (parallel residual or not)."""
     out = _core(cfg, origin, tie_default=False)
-    out.update(_plain_mlp(str(cfg.get("hidden_act", "gelu")),
-                          _f(_int(cfg, "intermediate_size", origin), "intermediate_size"), bias=True))
+    out.update(
+        _plain_mlp(
+            str(cfg.get("hidden_act", "gelu")),
+            _f(_int(cfg, "intermediate_size", origin), "intermediate_size"),
+            bias=True,
+        )
+    )
     if cfg.get("attention_bias", True):
         note = "attention_bias" if "attention_bias" in cfg else "GPT-NeoX: attention_bias default true"
         out["qkv_bias"] = Value(True, f"{note}: query_key_value bias")
@@ -128,8 +134,10 @@ def _falcon(cfg: dict[str, Any], origin: str) -> Mapped:
         "num_kv_heads": k,
         "head_dim": Value(d // n, f"hidden_size / num_attention_heads = {d} / {n}"),
         "vocab_size": _f(_int(cfg, "vocab_size", origin), "vocab_size"),
-        "tie_embeddings": Value(bool(cfg.get("tie_word_embeddings", True)),
-                                "Falcon ties lm_head to word_embeddings (tie_word_embeddings default true)"),
+        "tie_embeddings": Value(
+            bool(cfg.get("tie_word_embeddings", True)),
+            "Falcon ties lm_head to word_embeddings (tie_word_embeddings default true)",
+        ),
     }
     if cfg.get("max_position_embeddings") is not None:
         out["max_position_embeddings"] = _f(int(cfg["max_position_embeddings"]), "max_position_embeddings")
@@ -169,14 +177,16 @@ def _glm4_moe(cfg: dict[str, Any], origin: str) -> Mapped:
     h = out["head_dim"].value
     moe_ff = _int(cfg, "moe_intermediate_size", origin)
     shared = int(_opt(cfg, "n_shared_experts", 0))
-    out.update({
-        "d_ff": _f(moe_ff, "moe_intermediate_size (per routed expert)"),
-        "gated_mlp": _gated("hidden_act", cfg),
-        "num_experts": _f(_int(cfg, "n_routed_experts", origin), "n_routed_experts"),
-        "experts_per_token": _f(_int(cfg, "num_experts_per_tok", origin), "num_experts_per_tok"),
-        "num_dense_layers": _f(int(_opt(cfg, "first_k_dense_replace", 0)), "first_k_dense_replace"),
-        "dense_d_ff": _f(_int(cfg, "intermediate_size", origin), "intermediate_size (dense layers)"),
-    })
+    out.update(
+        {
+            "d_ff": _f(moe_ff, "moe_intermediate_size (per routed expert)"),
+            "gated_mlp": _gated("hidden_act", cfg),
+            "num_experts": _f(_int(cfg, "n_routed_experts", origin), "n_routed_experts"),
+            "experts_per_token": _f(_int(cfg, "num_experts_per_tok", origin), "num_experts_per_tok"),
+            "num_dense_layers": _f(int(_opt(cfg, "first_k_dense_replace", 0)), "first_k_dense_replace"),
+            "dense_d_ff": _f(_int(cfg, "intermediate_size", origin), "intermediate_size (dense layers)"),
+        }
+    )
     if shared:
         out["num_shared_experts"] = _f(shared, "n_shared_experts")
         out["shared_expert_d_ff"] = _f(moe_ff, "moe_intermediate_size (each shared expert)")
@@ -193,17 +203,21 @@ def _minimax_m2(cfg: dict[str, Any], origin: str) -> Mapped:
     layers = out["num_layers"].value
     types = cfg.get("attn_type_list")
     if types is not None and (len(types) != layers or any(t != 1 for t in types)):
-        raise SpecError(f"{origin}: attn_type_list has entries other than 1 (full attention); "
-                        "MiniMax lightning (linear) attention layers are not mapped")
+        raise SpecError(
+            f"{origin}: attn_type_list has entries other than 1 (full attention); "
+            "MiniMax lightning (linear) attention layers are not mapped"
+        )
     if int(_opt(cfg, "shared_intermediate_size", 0)):
         raise SpecError(f"{origin}: shared_intermediate_size > 0 (a gated shared expert) is not mapped for MiniMax")
     experts = _int(cfg, "num_local_experts", origin)
-    out.update({
-        "d_ff": _f(_int(cfg, "intermediate_size", origin), "intermediate_size (per expert)"),
-        "gated_mlp": _gated("hidden_act", cfg),
-        "num_experts": _f(experts, "num_local_experts"),
-        "experts_per_token": _f(_int(cfg, "num_experts_per_tok", origin), "num_experts_per_tok"),
-    })
+    out.update(
+        {
+            "d_ff": _f(_int(cfg, "intermediate_size", origin), "intermediate_size (per expert)"),
+            "gated_mlp": _gated("hidden_act", cfg),
+            "num_experts": _f(experts, "num_local_experts"),
+            "experts_per_token": _f(_int(cfg, "num_experts_per_tok", origin), "num_experts_per_tok"),
+        }
+    )
     extra, notes = 0, []
     if cfg.get("use_qk_norm"):
         norm_type = cfg.get("qk_norm_type", "per_layer")
@@ -220,38 +234,100 @@ def _minimax_m2(cfg: dict[str, Any], origin: str) -> Mapped:
     return out
 
 
-_FALCON_KEYS = frozenset({
-    "hidden_size", "num_hidden_layers", "n_layer", "num_attention_heads", "n_head", "num_kv_heads",
-    "n_head_kv", "new_decoder_architecture", "multi_query", "parallel_attn", "bias", "ffn_hidden_size",
-    "num_ln_in_parallel_attn", "activation",
-    "alibi",  # ALiBi instead of rotary: no position weights either way
-    "apply_residual_connection_post_layernorm",  # where the residual is taken: no weights
-})
-_BLOOM_KEYS = frozenset({
-    "hidden_size", "n_embed", "num_hidden_layers", "n_layer", "num_attention_heads", "n_head", "n_inner",
-    # Megatron-DeepSpeed fusion/precision switches and ALiBi details: no weights, no KV change.
-    "apply_residual_connection_post_layernorm", "attention_softmax_in_fp32", "masked_softmax_fusion",
-    "bias_dropout_fusion", "slow_but_exact", "offset_alibi", "skip_bias_add", "skip_bias_add_qkv",
-    "seq_length",
-})
-_MOE_DS_KEYS = frozenset({"moe_intermediate_size", "n_routed_experts", "n_shared_experts", "num_experts_per_tok",
-                          "first_k_dense_replace", "use_qk_norm"})
-_MINIMAX_KEYS = frozenset({
-    "num_local_experts", "num_experts_per_tok", "use_qk_norm", "qk_norm_type", "attn_type_list",
-    "shared_intermediate_size", "use_routing_bias",
-    "rotary_dim",  # partial rotary: no weights
-    "shared_moe_mode",  # gating of a shared expert, refused above when one exists
-    "layernorm_full_attention_beta", "layernorm_linear_attention_beta", "layernorm_mlp_beta",  # residual scalars
-    "use_mtp", "num_mtp_modules", "mtp_transformer_layers",  # MTP modules: not counted, as DeepSeek's
-    "mlp_intermediate_size",  # no dense MLP in the decoder stack (every layer is MoE); 230 B matches without it
-})
+_FALCON_KEYS = frozenset(
+    {
+        "hidden_size",
+        "num_hidden_layers",
+        "n_layer",
+        "num_attention_heads",
+        "n_head",
+        "num_kv_heads",
+        "n_head_kv",
+        "new_decoder_architecture",
+        "multi_query",
+        "parallel_attn",
+        "bias",
+        "ffn_hidden_size",
+        "num_ln_in_parallel_attn",
+        "activation",
+        "alibi",  # ALiBi instead of rotary: no position weights either way
+        "apply_residual_connection_post_layernorm",  # where the residual is taken: no weights
+    }
+)
+_BLOOM_KEYS = frozenset(
+    {
+        "hidden_size",
+        "n_embed",
+        "num_hidden_layers",
+        "n_layer",
+        "num_attention_heads",
+        "n_head",
+        "n_inner",
+        # Megatron-DeepSpeed fusion/precision switches and ALiBi details: no weights, no KV change.
+        "apply_residual_connection_post_layernorm",
+        "attention_softmax_in_fp32",
+        "masked_softmax_fusion",
+        "bias_dropout_fusion",
+        "slow_but_exact",
+        "offset_alibi",
+        "skip_bias_add",
+        "skip_bias_add_qkv",
+        "seq_length",
+    }
+)
+_MOE_DS_KEYS = frozenset(
+    {
+        "moe_intermediate_size",
+        "n_routed_experts",
+        "n_shared_experts",
+        "num_experts_per_tok",
+        "first_k_dense_replace",
+        "use_qk_norm",
+    }
+)
+_MINIMAX_KEYS = frozenset(
+    {
+        "num_local_experts",
+        "num_experts_per_tok",
+        "use_qk_norm",
+        "qk_norm_type",
+        "attn_type_list",
+        "shared_intermediate_size",
+        "use_routing_bias",
+        "rotary_dim",  # partial rotary: no weights
+        "shared_moe_mode",  # gating of a shared expert, refused above when one exists
+        "layernorm_full_attention_beta",
+        "layernorm_linear_attention_beta",
+        "layernorm_mlp_beta",  # residual scalars
+        "use_mtp",
+        "num_mtp_modules",
+        "mtp_transformer_layers",  # MTP modules: not counted, as DeepSeek's
+        "mlp_intermediate_size",  # no dense MLP in the decoder stack (every layer is MoE); 230 B matches without it
+    }
+)
 
 MORE_FAMILIES: dict[str, Family] = {
-    "gptj": Family(_gptj, frozenset({"n_embd", "n_layer", "n_head", "n_inner", "n_positions", "rotary",
-                                     "rotary_dim", "gradient_checkpointing"})),
-    "gpt_neox": Family(_gpt_neox, frozenset({"hidden_size", "intermediate_size", "num_hidden_layers",
-                                             "num_attention_heads", "attention_bias", "rotary_pct",
-                                             "rotary_emb_base", "use_parallel_residual"})),
+    "gptj": Family(
+        _gptj,
+        frozenset(
+            {"n_embd", "n_layer", "n_head", "n_inner", "n_positions", "rotary", "rotary_dim", "gradient_checkpointing"}
+        ),
+    ),
+    "gpt_neox": Family(
+        _gpt_neox,
+        frozenset(
+            {
+                "hidden_size",
+                "intermediate_size",
+                "num_hidden_layers",
+                "num_attention_heads",
+                "attention_bias",
+                "rotary_pct",
+                "rotary_emb_base",
+                "use_parallel_residual",
+            }
+        ),
+    ),
     "bloom": Family(_bloom, _BLOOM_KEYS),
     "falcon": Family(_falcon, _FALCON_KEYS),
     "phi3": Family(_phi3, _LLAMA_KEYS | {"original_max_position_embeddings"}),
@@ -260,7 +336,12 @@ MORE_FAMILIES: dict[str, Family] = {
     "minimax_m2": Family(_minimax_m2, _LLAMA_KEYS | _MINIMAX_KEYS),
 }
 MORE_ARCHITECTURES = {
-    "GPTJForCausalLM": "gptj", "GPTNeoXForCausalLM": "gpt_neox", "BloomForCausalLM": "bloom",
-    "FalconForCausalLM": "falcon", "RWForCausalLM": "falcon", "Phi3ForCausalLM": "phi3",
-    "Glm4MoeForCausalLM": "glm4_moe", "MiniMaxM2ForCausalLM": "minimax_m2",
+    "GPTJForCausalLM": "gptj",
+    "GPTNeoXForCausalLM": "gpt_neox",
+    "BloomForCausalLM": "bloom",
+    "FalconForCausalLM": "falcon",
+    "RWForCausalLM": "falcon",
+    "Phi3ForCausalLM": "phi3",
+    "Glm4MoeForCausalLM": "glm4_moe",
+    "MiniMaxM2ForCausalLM": "minimax_m2",
 }

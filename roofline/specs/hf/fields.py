@@ -45,13 +45,15 @@ def _attention_fields(cfg: dict[str, Any], origin: str) -> Mapped:
     if cfg.get("head_dim") is not None:
         head = Value(_as_int(cfg["head_dim"], "head_dim", origin), "config.json: head_dim")
     elif d % n:
-        raise SpecError(f"{origin}: hidden_size {d} is not a multiple of num_attention_heads {n} "
-                        "and head_dim is not given")
+        raise SpecError(
+            f"{origin}: hidden_size {d} is not a multiple of num_attention_heads {n} and head_dim is not given"
+        )
     else:
         head = Value(d // n, f"hidden_size / num_attention_heads = {d} / {n}")
     return {
         "num_heads": _f(n, "num_attention_heads"),
-        "num_kv_heads": _f(k, "num_key_value_heads") if kv_key
+        "num_kv_heads": _f(k, "num_key_value_heads")
+        if kv_key
         else Value(k, "no num_key_value_heads: multi-head attention (K = N)"),
         "head_dim": head,
     }
@@ -67,12 +69,12 @@ def _core(cfg: dict[str, Any], origin: str, tie_default: bool) -> Mapped:
     out.update(_attention_fields(cfg, origin))
     tie = _flag(cfg, "tie_word_embeddings", origin)
     out["tie_embeddings"] = (
-        _f(tie, "tie_word_embeddings") if tie is not None
+        _f(tie, "tie_word_embeddings")
+        if tie is not None
         else Value(tie_default, f"tie_word_embeddings absent: this architecture's default ({tie_default})")
     )
     if cfg.get("max_position_embeddings") is not None:
-        out["max_position_embeddings"] = _f(_int(cfg, "max_position_embeddings", origin),
-                                            "max_position_embeddings")
+        out["max_position_embeddings"] = _f(_int(cfg, "max_position_embeddings", origin), "max_position_embeddings")
     return out
 
 
@@ -91,8 +93,10 @@ def _local_layers(cfg: dict[str, Any], origin: str, rule: str) -> Mapped:
             raise _bad(origin, "layer_types", types, "a list of layer type names")
         unknown = sorted(set(types) - {"sliding_attention", "full_attention"})
         if unknown:
-            raise SpecError(f"{origin}: layer_types has unknown entries {listed(unknown, 4)}; "
-                            "understood: sliding_attention, full_attention")
+            raise SpecError(
+                f"{origin}: layer_types has unknown entries {listed(unknown, 4)}; "
+                "understood: sliding_attention, full_attention"
+            )
         local = sum(t == "sliding_attention" for t in types)
         note = f"layer_types: {local} of {len(types)} are sliding_attention"
     elif window is None or rule == "none":
@@ -117,8 +121,10 @@ def _local_layers(cfg: dict[str, Any], origin: str, rule: str) -> Mapped:
         return {}
     if window is None:
         raise SpecError(f"{origin}: layer_types lists sliding layers but sliding_window is missing")
-    return {"sliding_window": _f(_as_int(window, "sliding_window", origin), "sliding_window"),
-            "num_local_layers": Value(local, note)}
+    return {
+        "sliding_window": _f(_as_int(window, "sliding_window", origin), "sliding_window"),
+        "num_local_layers": Value(local, note),
+    }
 
 
 def _bias_fields(cfg: dict[str, Any], origin: str) -> Mapped:

@@ -19,9 +19,16 @@ from roofline.specs.hf.fields import Value
 
 _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 #: Module names whose exclusion keeps a whole component in the default dtype.
-_COMPONENT_MODULES = {"self_attn": "attention", "attn": "attention", "mixer": "attention",
-                      "linear_attn": "attention", "mlp": "mlp", "experts": "experts",
-                      "shared_expert": "mlp", "shared_experts": "mlp"}
+_COMPONENT_MODULES = {
+    "self_attn": "attention",
+    "attn": "attention",
+    "mixer": "attention",
+    "linear_attn": "attention",
+    "mlp": "mlp",
+    "experts": "experts",
+    "shared_expert": "mlp",
+    "shared_experts": "mlp",
+}
 UNDERSTOOD = "mxfp4, fp8 (weight_block_size [128, 128] or per-tensor), modelopt (NVFP4 or FP8)"
 
 
@@ -69,8 +76,9 @@ def checkpoint_precision(quant: Any, torch_dtype: Any, origin: str) -> Value | N
         elif block == [128, 128]:
             dtype, what = "fp8_block", "fp8 with one fp32 scale per 128x128 block"
         else:
-            raise SpecError(f"{origin}: quantization_config.weight_block_size {shown(block)} is not mapped "
-                            "(only [128, 128])")
+            raise SpecError(
+                f"{origin}: quantization_config.weight_block_size {shown(block)} is not mapped (only [128, 128])"
+            )
         spec = _linear(dtype, excluded)
         note = f"quantization_config fp8: linear layers in {what}"
     elif method == "modelopt":
@@ -84,9 +92,11 @@ def checkpoint_precision(quant: Any, torch_dtype: Any, origin: str) -> Value | N
         elif algo == "FP8":
             spec, note = _linear("fp8", excluded), "quantization_config modelopt FP8"
         else:
-            raise SpecError(f"{origin}: quantization_config.quant_algo {shown(algo)} is not mapped; understood: "
-                            "NVFP4, FP8")
+            raise SpecError(
+                f"{origin}: quantization_config.quant_algo {shown(algo)} is not mapped; understood: NVFP4, FP8"
+            )
     else:
-        raise SpecError(f"{origin}: quantization_config.quant_method {shown(method)} is not mapped; "
-                        f"understood: {UNDERSTOOD}")
+        raise SpecError(
+            f"{origin}: quantization_config.quant_method {shown(method)} is not mapped; understood: {UNDERSTOOD}"
+        )
     return Value({"default": default, **spec}, note + kept)

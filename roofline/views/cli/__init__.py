@@ -61,8 +61,9 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def _global_options(
     units: str = typer.Option("si", "--units", help="Byte display: si (kB, MB, GB) or iec (KiB, MiB, GiB)."),
-    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
-                                 help="Print the version and exit."),
+    version: bool = typer.Option(
+        False, "--version", is_eager=True, callback=_print_version, help="Print the version and exit."
+    ),
 ) -> None:
     """Analytical roofline calculator for LLM inference."""
     set_byte_system(units)
@@ -71,8 +72,15 @@ def _global_options(
 #: Top-level commands that are leaves (no sub-commands) and the module that registers each.
 #: ``main`` imports only that module for them (CLI start-up time); anything else loads all.
 FAST_COMMANDS = {
-    "step": "step", "request": "step", "textbook": "textbook", "sweep": "sweep", "pareto": "sweep",
-    "report": "report", "plan": "plan", "inverse": "plan", "diff": "diff",
+    "step": "step",
+    "request": "step",
+    "textbook": "textbook",
+    "sweep": "sweep",
+    "pareto": "sweep",
+    "report": "report",
+    "plan": "plan",
+    "inverse": "plan",
+    "diff": "diff",
 }
 _registered: set[str] = set()
 
@@ -120,8 +128,7 @@ def main() -> None:
 def _fail(message: str) -> None:
     from rich.markup import escape
 
-    err_console.print(f"[bold red]error:[/] {escape(' '.join(message.split()))}", highlight=False,
-                      soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(' '.join(message.split()))}", highlight=False, soft_wrap=True)
     sys.exit(2)
 
 
@@ -141,9 +148,15 @@ def usage_message(exc: Exception) -> str:
 
 #: Python parameter names whose flag is not the name with dashes.
 PARAMETER_FLAGS = {
-    "price_per_chip_hour": "--price", "topology_text": "--topology", "topologies": "--topology",
-    "total_bytes": "--bytes", "dcn_bandwidth_bytes_per_s": "--dcn-bandwidth", "ttft_slo_s": "--ttft-slo",
-    "tpot_slo_s": "--tpot-slo", "tpot_s": "--tpot-slo", "kv_dtypes": "--kv-dtype",
+    "price_per_chip_hour": "--price",
+    "topology_text": "--topology",
+    "topologies": "--topology",
+    "total_bytes": "--bytes",
+    "dcn_bandwidth_bytes_per_s": "--dcn-bandwidth",
+    "ttft_slo_s": "--ttft-slo",
+    "tpot_slo_s": "--tpot-slo",
+    "tpot_s": "--tpot-slo",
+    "kv_dtypes": "--kv-dtype",
 }
 
 

@@ -87,6 +87,7 @@ def print_explanations(explanations: list[Any], title: str) -> None:
         table.add_row(name, e.formula, values, result, e.section.split(", ", 1)[-1])
     console.print(table)
 
+
 EXPLAIN_OPTION = typer.Option(
     False, "--explain", help="Show each number's formula, values, binding term and book section."
 )
@@ -109,8 +110,13 @@ def quantity_table(title: str) -> Any:
     return table
 
 
-def assumptions(*, memory_utilization: float | None = None, mfu: float | None = None,
-                sources: dict[str, str] | None = None, kinds: tuple[str, ...] = ()) -> str:
+def assumptions(
+    *,
+    memory_utilization: float | None = None,
+    mfu: float | None = None,
+    sources: dict[str, str] | None = None,
+    kinds: tuple[str, ...] = (),
+) -> str:
     """The assumptions that flatter the numbers, said under every table: 'assumes: ...'.
 
     MFU in prefill, the share of HBM usable, kernel overheads (none on a spec sheet) and whether
@@ -127,15 +133,21 @@ def assumptions(*, memory_utilization: float | None = None, mfu: float | None = 
     if "memory" in src:
         parts.append(src["memory"])
     elif memory_utilization is not None:
-        parts.append(f"usable HBM = physical × {memory_utilization:g}"
-                     + (" − activation reserve" if memory_utilization < 1 else ""))
+        parts.append(
+            f"usable HBM = physical × {memory_utilization:g}"
+            + (" − activation reserve" if memory_utilization < 1 else "")
+        )
     if "overlap" in src:
         parts.append(src["overlap"])
     elif kinds:
         tpu, gpu = "tpu" in kinds, any(k != "tpu" for k in kinds)
-        parts.append("collectives overlapped with local work on TPUs" if tpu and not gpu else
-                     "collectives on the critical path on GPUs" if gpu and not tpu else
-                     "collectives overlapped on TPUs, on the critical path on GPUs")
+        parts.append(
+            "collectives overlapped with local work on TPUs"
+            if tpu and not gpu
+            else "collectives on the critical path on GPUs"
+            if gpu and not tpu
+            else "collectives overlapped on TPUs, on the critical path on GPUs"
+        )
     return "assumes: " + "; ".join(parts)
 
 
@@ -155,8 +167,9 @@ def compact_table(title: str, columns: list[str], left: tuple[str, ...] = ()) ->
     from rich import box
     from rich.table import Table
 
-    table = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0),
-                  title_justify="left")
+    table = Table(
+        title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0), title_justify="left"
+    )
     for i, col in enumerate(columns):
         table.add_column(col, justify="left" if (i == 0 or col in left) else "right", overflow="fold")
     return table

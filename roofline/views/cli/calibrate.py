@@ -25,29 +25,43 @@ MEASUREMENTS_ARG = typer.Argument(
 )
 
 OUT_PROFILE = typer.Option(None, "--out", help="Calibrated profile YAML to write (or --save NAME).")
-SAVE_PROFILE = typer.Option(None, "--save", help="Also save the profile in the user catalog under this name "
-                                                 "(then --hardware NAME anywhere).")
+SAVE_PROFILE = typer.Option(
+    None, "--save", help="Also save the profile in the user catalog under this name (then --hardware NAME anywhere)."
+)
 FORCE = typer.Option(False, "--force", help="With --save: replace a profile saved under that name.")
 BASE_HARDWARE = typer.Option(
-    None, "--hardware", parser=values.name,
-    help="Base spec: built-in name or YAML (omit for local-cpu measurements: built from them).")
+    None,
+    "--hardware",
+    parser=values.name,
+    help="Base spec: built-in name or YAML (omit for local-cpu measurements: built from them).",
+)
 REPORT = typer.Option(None, "--report", help="Also write an HTML report here.")
 FIT_DTYPE = typer.Option(
-    "", "--dtype", parser=values.optional_dtype,
-    help="Fit only GEMM/attention rows of this dtype (default: every dtype present, each its own entry).")
+    "",
+    "--dtype",
+    parser=values.optional_dtype,
+    help="Fit only GEMM/attention rows of this dtype (default: every dtype present, each its own entry).",
+)
 MAX_ROWS = typer.Option(4000, "--max-rows", parser=values.count(10, 2_000_000), help="Rows per op used in each fit.")
 SEED = typer.Option(0, "--seed", parser=values.count(0), help="Seed of the random split and subsampling.")
 OPS = typer.Option(None, "--op", help="Fit only this op class or entry (repeatable), e.g. gemm, gemm/fp8, allreduce.")
 PROFILE = typer.Option(
-    ..., "--profile", parser=values.name,
-    help="Calibrated profile YAML (or a hardware name/YAML: then the spec roofline is evaluated).")
+    ...,
+    "--profile",
+    parser=values.name,
+    help="Calibrated profile YAML (or a hardware name/YAML: then the spec roofline is evaluated).",
+)
 EVAL_DTYPE = typer.Option("", "--dtype", parser=values.optional_dtype, help="Only GEMM/attention rows of this dtype.")
 IMPORT_FILES = typer.Argument(..., help="Public measurement tables to convert.")
 OUT_TABLE = typer.Option(..., "--out", help="Schema CSV to write (.csv or .csv.gz).")
 ROW_HARDWARE = typer.Option(None, "--hardware", help="Hardware name for the rows (default: from folder names).")
 OUT_MEASURE = typer.Option(..., "--out", help="Measurement CSV to write (schema).")
-DEVICE = typer.Option("auto", "--device", parser=values.choice("auto", "cpu", "gpu"),
-                      help="auto (CPU, plus GPU if torch+CUDA), cpu or gpu.")
+DEVICE = typer.Option(
+    "auto",
+    "--device",
+    parser=values.choice("auto", "cpu", "gpu"),
+    help="auto (CPU, plus GPU if torch+CUDA), cpu or gpu.",
+)
 FULL = typer.Option(False, "--full", help="The larger sweep (minutes) instead of the quick one.")
 
 
@@ -77,8 +91,7 @@ def _base_hardware(hardware: str | None, table: Any) -> Any:
         return build_cpu_spec(table)
     if len(names) == 1 and names[0] in hardware_names():
         return load_hardware(names[0])
-    raise CalibrationError(
-        f"measurements are for hardware {', '.join(names)}; pass --hardware NAME_OR_YAML")
+    raise CalibrationError(f"measurements are for hardware {', '.join(names)}; pass --hardware NAME_OR_YAML")
 
 
 def _fit_row(fit: Any) -> dict[str, Any]:
@@ -86,12 +99,11 @@ def _fit_row(fit: Any) -> dict[str, Any]:
     entry = fit.profile_entry()
     return {
         "n": int(fit.stats["after_n"]),
-        "before": {k.removeprefix("before_"): v for k, v in fit.stats.items()
-                   if k.startswith("before_")},
-        "after": {k.removeprefix("after_"): v for k, v in fit.stats.items()
-                  if k.startswith("after_") and k != "after_n"},
-        "constant": {k.removeprefix("constant_"): v for k, v in fit.stats.items()
-                     if k.startswith("constant_")},
+        "before": {k.removeprefix("before_"): v for k, v in fit.stats.items() if k.startswith("before_")},
+        "after": {
+            k.removeprefix("after_"): v for k, v in fit.stats.items() if k.startswith("after_") and k != "after_n"
+        },
+        "constant": {k.removeprefix("constant_"): v for k, v in fit.stats.items() if k.startswith("constant_")},
         "random_split": fit.random,
         "range_split": fit.shape_range,
         "compute_efficiency": entry["compute_efficiency"],
@@ -149,8 +161,9 @@ def fit_command(
 
     saved = None
     if save is not None:
-        saved = user_catalog.target("hardware", user_catalog.check_name(save, hardware_names(), "--save"), force,
-                                    "--save")
+        saved = user_catalog.target(
+            "hardware", user_catalog.check_name(save, hardware_names(), "--save"), force, "--save"
+        )
     if out is None and saved is None:
         raise RooflineError("calibrate fit: give --out FILE.yaml or --save NAME for the profile")
     check_outputs([("--out", out), ("--report", report)])  # every output path before anything is written
@@ -163,8 +176,7 @@ def fit_command(
         given = load_hardware_option(hardware).model_copy(update={"calibration": None}) if hardware else None
         table = load_all(kernel_files)
         base = given if given is not None else _base_hardware(None, table)
-        profile, fits = calibrate(table, base, dtype=dtype or None, max_rows=max_rows, seed=seed,
-                                  ops=ops or None)
+        profile, fits = calibrate(table, base, dtype=dtype or None, max_rows=max_rows, seed=seed, ops=ops or None)
     elif hardware:  # end-to-end rows only: the engine terms go on top of the given spec or profile
         profile, fits, table = load_hardware_option(hardware), {}, None
     else:
@@ -173,10 +185,18 @@ def fit_command(
         from roofline.calibrate.engine.profiles import with_engines
 
         profile, engine_fits = with_engines(profile, [r for f in e2e_files for r in import_e2e(f)])
-        engines = {k: {"rows": f.rows, **f.stats, "terms": f.terms, "at_bound": f.at_lower + f.at_upper,
-                       "absent": f.at_lower, "at_upper_bound": f.at_upper,
-                       "large_collective_bytes": f.large_collective_bytes}
-                   for k, f in engine_fits.items()}
+        engines = {
+            k: {
+                "rows": f.rows,
+                **f.stats,
+                "terms": f.terms,
+                "at_bound": f.at_lower + f.at_upper,
+                "absent": f.at_lower,
+                "at_upper_bound": f.at_upper,
+                "large_collective_bytes": f.large_collective_bytes,
+            }
+            for k, f in engine_fits.items()
+        }
     page = render_calibration_report(profile, fits, table) if (report and fits) else None
     text = dump_yaml(profile.model_dump(exclude_none=True))
     for target in (out, saved):
@@ -185,38 +205,64 @@ def fit_command(
     if page is not None:
         write_bytes_atomic(report, page.encode("utf-8"))
     rows = _fit_rows(fits)
-    data = {"profile": str(out or saved), "hardware": profile.name, "report": str(report) if report
-            else None, "saved": str(saved) if saved else None, "ops": rows, "engines": engines}
+    data = {
+        "profile": str(out or saved),
+        "hardware": profile.name,
+        "report": str(report) if report else None,
+        "saved": str(saved) if saved else None,
+        "ops": rows,
+        "engines": engines,
+    }
 
     def render() -> None:
-        table_ = compact_table(f"calibrated {profile.name} -> {out or saved}",
-                               ["entry", "rows", "spec", "const", "model", "random", "range", "bnd"])
+        table_ = compact_table(
+            f"calibrated {profile.name} -> {out or saved}",
+            ["entry", "rows", "spec", "const", "model", "random", "range", "bnd"],
+        )
         for key, fit in fits.items():
             r = _fit_row(fit)
             table_.add_row(
-                key, str(r["n"]), _pct(r["before"].get("mape")),
-                _pct(r["constant"].get("mape")), _pct(r["after"].get("mape")),
-                _arrow(r["random_split"]), _arrow(r["range_split"]),
-                str(len(r["at_bound"])) if r["at_bound"] else "-")
+                key,
+                str(r["n"]),
+                _pct(r["before"].get("mape")),
+                _pct(r["constant"].get("mape")),
+                _pct(r["after"].get("mape")),
+                _arrow(r["random_split"]),
+                _arrow(r["range_split"]),
+                str(len(r["at_bound"])) if r["at_bound"] else "-",
+            )
         console.print(table_)
-        console.print("MAPE of predicted kernel time: spec roofline, constant efficiencies + "
-                      "overhead, calibrated model; random / shape range: held-out spec→model; "
-                      "bnd: fitted parameters stuck at a bound of their range.")
+        console.print(
+            "MAPE of predicted kernel time: spec roofline, constant efficiencies + "
+            "overhead, calibrated model; random / shape range: held-out spec→model; "
+            "bnd: fitted parameters stuck at a bound of their range."
+        )
         for key, fit in fits.items():
             if fit.at_bound:
                 console.print(f"missing term? {key}: {', '.join(fit.at_bound)} at a bound")
         for key, e in engines.items():
-            terms = ", ".join(f"{n} {v:.3g}" + (f" (all-reduces from {e['large_collective_bytes'] / 2**20:g} MiB)"
-                                                if n == "large_collective_s_per_byte" else "")
-                              for n, v in e["terms"].items() if v)
+            terms = ", ".join(
+                f"{n} {v:.3g}"
+                + (
+                    f" (all-reduces from {e['large_collective_bytes'] / 2**20:g} MiB)"
+                    if n == "large_collective_s_per_byte"
+                    else ""
+                )
+                for n, v in e["terms"].items()
+                if v
+            )
             held = e.get("holdout_mape", float("nan"))
-            held_text = (f"{held:.1%} held out by case" if held == held
-                         else "none held out (too few rows to fit without one)")
-            console.print(f"engine {key}: {e['rows']} rows; MAPE {e['before_mape']:.1%} kernels only -> "
-                          f"{e['after_mape']:.1%} fitted, {held_text}; {terms or 'no term needed'}; absent "
-                          f"(at the lower bound): "
-                          f"{', '.join(e['absent']) or 'none'}; at the upper bound (a missing term?): "
-                          f"{', '.join(e['at_upper_bound']) or 'none'}", highlight=False)
+            held_text = (
+                f"{held:.1%} held out by case" if held == held else "none held out (too few rows to fit without one)"
+            )
+            console.print(
+                f"engine {key}: {e['rows']} rows; MAPE {e['before_mape']:.1%} kernels only -> "
+                f"{e['after_mape']:.1%} fitted, {held_text}; {terms or 'no term needed'}; absent "
+                f"(at the lower bound): "
+                f"{', '.join(e['absent']) or 'none'}; at the upper bound (a missing term?): "
+                f"{', '.join(e['at_upper_bound']) or 'none'}",
+                highlight=False,
+            )
         if report and fits:
             console.print(f"report: {report}")
         if saved is not None:
@@ -273,16 +319,28 @@ def evaluate_command(
     data = {"profile": profile, "hardware": hw.name, "ops": stats, "uncovered": missing}
 
     def render() -> None:
-        t = compact_table(f"{hw.name}: predicted vs measured kernel time",
-                          ["op", "dtype", "n", "MAPE", "median", "p90", "spec MAPE"], left=("dtype",))
+        t = compact_table(
+            f"{hw.name}: predicted vs measured kernel time",
+            ["op", "dtype", "n", "MAPE", "median", "p90", "spec MAPE"],
+            left=("dtype",),
+        )
         for key, entry in stats.items():
             for dt, s in entry["by_dtype"].items():
-                t.add_row(key, dt, str(s["n"]), _pct(s["mape"]), _pct(s["median_ape"]),
-                          _pct(s["p90_ape"]), _pct(s["spec_mape"]))
+                t.add_row(
+                    key,
+                    dt,
+                    str(s["n"]),
+                    _pct(s["mape"]),
+                    _pct(s["median_ape"]),
+                    _pct(s["p90_ape"]),
+                    _pct(s["spec_mape"]),
+                )
         console.print(t)
         if missing:
-            console.print("not scored (the profile has no entry for them): " + ", ".join(
-                f"{k} ({n} rows)" for k, n in missing.items()))
+            console.print(
+                "not scored (the profile has no entry for them): "
+                + ", ".join(f"{k} ({n} rows)" for k, n in missing.items())
+            )
 
     emit(data, as_json, render)
 
@@ -307,9 +365,11 @@ def import_command(
     table = import_files([str(f) for f in files], hardware)
     write_measurements(table, out)
     counts = Counter(zip(table["hardware"], table["op"], table["dtype"], strict=True))
-    data = {"out": str(out), "rows": len(table),
-            "counts": [{"hardware": h, "op": o, "dtype": d, "rows": n}
-                       for (h, o, d), n in sorted(counts.items())]}
+    data = {
+        "out": str(out),
+        "rows": len(table),
+        "counts": [{"hardware": h, "op": o, "dtype": d, "rows": n} for (h, o, d), n in sorted(counts.items())],
+    }
 
     def render() -> None:
         t = compact_table(f"{len(table)} rows -> {out}", ["hardware", "op", "dtype", "rows"], left=("op", "dtype"))
@@ -341,8 +401,11 @@ def measure_command(
         return
     write_measurements(table, out)
     counts = Counter(zip(table["hardware"], table["op"], strict=True))
-    data = {"out": str(out), "rows": len(table),
-            "counts": [{"hardware": h, "op": o, "rows": n} for (h, o), n in sorted(counts.items())]}
+    data = {
+        "out": str(out),
+        "rows": len(table),
+        "counts": [{"hardware": h, "op": o, "rows": n} for (h, o), n in sorted(counts.items())],
+    }
 
     def render() -> None:
         console.print(f"{len(table)} measurements -> {out}")

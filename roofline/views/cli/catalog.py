@@ -12,10 +12,13 @@ from roofline.model import memory
 from roofline.specs import catalog_origins, hardware_names, load_hardware, load_model, model_names, user_catalog
 from roofline.views.cli._common import JSON_OPTION, compact_table, console, emit, quantity_table
 
-hardware_app = typer.Typer(help="Chips: built-in and saved in the user catalog.  Example: roofline hardware show "
-                                "tpu-v5e", no_args_is_help=True)
-model_app = typer.Typer(help="Models: built-in and saved in the user catalog.  Example: roofline model show "
-                             "llama-2-13b", no_args_is_help=True)
+hardware_app = typer.Typer(
+    help="Chips: built-in and saved in the user catalog.  Example: roofline hardware show tpu-v5e", no_args_is_help=True
+)
+model_app = typer.Typer(
+    help="Models: built-in and saved in the user catalog.  Example: roofline model show llama-2-13b",
+    no_args_is_help=True,
+)
 
 
 def _origin(name: str, origins: dict[str, str]) -> str:
@@ -24,8 +27,10 @@ def _origin(name: str, origins: dict[str, str]) -> str:
 
 
 def _footer() -> None:
-    console.print(f"[dim]user catalog: {user_catalog.user_home()} (set {user_catalog.HOME_VARIABLE} to move it)[/]",
-                  highlight=False)
+    console.print(
+        f"[dim]user catalog: {user_catalog.user_home()} (set {user_catalog.HOME_VARIABLE} to move it)[/]",
+        highlight=False,
+    )
 
 
 @hardware_app.command("list")
@@ -48,14 +53,24 @@ def hardware_list(as_json: bool = JSON_OPTION) -> None:
     ]
 
     def render() -> None:
-        table = compact_table("Hardware", ["name", "kind", "bf16\nTFLOP/s", "HBM", "HBM BW", "$/chip\n-hour",
-                                           "origin"], left=("kind", "origin"))
+        table = compact_table(
+            "Hardware",
+            ["name", "kind", "bf16\nTFLOP/s", "HBM", "HBM BW", "$/chip\n-hour", "origin"],
+            left=("kind", "origin"),
+        )
         for r in rows:
             h = specs[r["name"]]
             bf16 = h.flops_per_s.get("bf16")
             origin = _origin(r["name"], origins) + (" (calibrated)" if r["calibrated"] else "")
-            table.add_row(r["name"], h.kind, f"{bf16 / 1e12:.0f}" if bf16 else "-", format_bytes(h.hbm_bytes),
-                          format_bytes(h.hbm_bandwidth_bytes_per_s) + "/s", f"{h.price_per_chip_hour:.2f}", origin)
+            table.add_row(
+                r["name"],
+                h.kind,
+                f"{bf16 / 1e12:.0f}" if bf16 else "-",
+                format_bytes(h.hbm_bytes),
+                format_bytes(h.hbm_bandwidth_bytes_per_s) + "/s",
+                f"{h.price_per_chip_hour:.2f}",
+                origin,
+            )
         console.print(table)
         _footer()
 
@@ -82,8 +97,10 @@ def spec_value(key: str, value: object) -> str:
 
 
 @hardware_app.command("show")
-def hardware_show(name: str = typer.Argument(..., help="Built-in or catalog name, YAML path or calibrated profile."),
-                  as_json: bool = JSON_OPTION) -> None:
+def hardware_show(
+    name: str = typer.Argument(..., help="Built-in or catalog name, YAML path or calibrated profile."),
+    as_json: bool = JSON_OPTION,
+) -> None:
     """Show one chip, with units.  Example: roofline hardware show h100-sxm"""
     h = load_hardware(name)
     data = h.model_dump(exclude_none=True)
@@ -100,28 +117,38 @@ def hardware_show(name: str = typer.Argument(..., help="Built-in or catalog name
 
 
 @hardware_app.command("add")
-def hardware_add(file: str = typer.Argument(..., help="Hardware YAML or calibrated profile to save."),
-                 name: str = typer.Option(None, "--name", help="Name to save it under (default: its name field)."),
-                 force: bool = typer.Option(False, "--force", help="Replace a file saved under that name."),
-                 as_json: bool = JSON_OPTION) -> None:
+def hardware_add(
+    file: str = typer.Argument(..., help="Hardware YAML or calibrated profile to save."),
+    name: str = typer.Option(None, "--name", help="Name to save it under (default: its name field)."),
+    force: bool = typer.Option(False, "--force", help="Replace a file saved under that name."),
+    as_json: bool = JSON_OPTION,
+) -> None:
     """Save a hardware file or calibrated profile in the user catalog, then use it by name.
 
     Example: roofline hardware add h100-cal.yaml --name h100-cal && roofline step -m llama-3-8b -H h100-cal
     """
     path = _save(file, "hardware", name, force)
-    emit({"name": path.stem, "path": str(path)}, as_json,
-         lambda: console.print(f"saved {path.stem} -> {path}", highlight=False))
+    emit(
+        {"name": path.stem, "path": str(path)},
+        as_json,
+        lambda: console.print(f"saved {path.stem} -> {path}", highlight=False),
+    )
 
 
 @model_app.command("add")
-def model_add(file: str = typer.Argument(..., help="Model YAML to save (config.json: use model import --save)."),
-              name: str = typer.Option(None, "--name", help="Name to save it under (default: its name field)."),
-              force: bool = typer.Option(False, "--force", help="Replace a file saved under that name."),
-              as_json: bool = JSON_OPTION) -> None:
+def model_add(
+    file: str = typer.Argument(..., help="Model YAML to save (config.json: use model import --save)."),
+    name: str = typer.Option(None, "--name", help="Name to save it under (default: its name field)."),
+    force: bool = typer.Option(False, "--force", help="Replace a file saved under that name."),
+    as_json: bool = JSON_OPTION,
+) -> None:
     """Save a model YAML in the user catalog, then use it by name.  Example: roofline model add my-model.yaml"""
     path = _save(file, "models", name, force)
-    emit({"name": path.stem, "path": str(path)}, as_json,
-         lambda: console.print(f"saved {path.stem} -> {path}", highlight=False))
+    emit(
+        {"name": path.stem, "path": str(path)},
+        as_json,
+        lambda: console.print(f"saved {path.stem} -> {path}", highlight=False),
+    )
 
 
 def _save(file: str, kind: user_catalog.Kind, name: str | None, force: bool) -> Path:
@@ -158,16 +185,26 @@ def model_list(as_json: bool = JSON_OPTION) -> None:
     for name, origin in origins.items():
         m = load_model(name if origin == "built-in" else origin)
         counts = memory.param_counts(m)
-        rows.append({"name": name, "param_count": counts.total,
-                     "active_param_count": counts.active,
-                     "kv_bytes_per_token_bf16": float(memory.kv_cache_bytes_per_token(m, 2.0)), "origin": origin})
+        rows.append(
+            {
+                "name": name,
+                "param_count": counts.total,
+                "active_param_count": counts.active,
+                "kv_bytes_per_token_bf16": float(memory.kv_cache_bytes_per_token(m, 2.0)),
+                "origin": origin,
+            }
+        )
 
     def render() -> None:
         table = compact_table("Models", ["name", "params", "active", "KV/token\n(bf16)", "origin"], left=("origin",))
         for r in rows:
-            table.add_row(r["name"], f"{r['param_count'] / 1e9:.2f} B",
-                          f"{r['active_param_count'] / 1e9:.2f} B",
-                          format_bytes(r["kv_bytes_per_token_bf16"]), _origin(r["name"], origins))
+            table.add_row(
+                r["name"],
+                f"{r['param_count'] / 1e9:.2f} B",
+                f"{r['active_param_count'] / 1e9:.2f} B",
+                format_bytes(r["kv_bytes_per_token_bf16"]),
+                _origin(r["name"], origins),
+            )
         console.print(table)
         _footer()
 
@@ -175,8 +212,9 @@ def model_list(as_json: bool = JSON_OPTION) -> None:
 
 
 @model_app.command("show")
-def model_show(name: str = typer.Argument(..., help="Built-in name, YAML or config.json path."),
-               as_json: bool = JSON_OPTION) -> None:
+def model_show(
+    name: str = typer.Argument(..., help="Built-in name, YAML or config.json path."), as_json: bool = JSON_OPTION
+) -> None:
     """Show a model with derived parameter counts and KV bytes.  Example: roofline model show llama-3-8b"""
     m = load_model(name)
     counts = memory.param_counts(m)

@@ -26,20 +26,33 @@ def parse_axes(text: str | None) -> tuple[int, ...] | None:
 
 def collective_command(
     op: str = typer.Option(..., "--op", parser=values.choice(*OPS), help=f"Collective: {', '.join(OPS)}."),
-    total: float = typer.Option(..., "--bytes", parser=values.number(dimension="bytes"), metavar="BYTES",
-                                help="V: the whole array (after the gather, before the scatter, the buffer "
-                                     "reduced); e.g. 1e6, '360 kB', '16 MiB'."),
+    total: float = typer.Option(
+        ...,
+        "--bytes",
+        parser=values.number(dimension="bytes"),
+        metavar="BYTES",
+        help="V: the whole array (after the gather, before the scatter, the buffer "
+        "reduced); e.g. 1e6, '360 kB', '16 MiB'.",
+    ),
     hardware: str = HARDWARE,
     devices: int = typer.Option(None, "--devices", "-n", parser=values.count(), help="Devices in the collective."),
-    topology: str = typer.Option(None, "--topology", parser=values.topology_text,
-                                 help="TPU slice axes, e.g. 4x4 or 4x4x4."),
-    axes: str = typer.Option(None, "--axes", help="Topology axes gathered over, e.g. 0 or 0,1 (default: all; "
-                                                  "needs --topology)."),
-    wraparound: bool = typer.Option(None, "--wraparound/--no-wraparound",
-                                    help="Force torus wraparound links (default: the book's rules per chip)."),
-    dcn: float = typer.Option(None, "--dcn-bandwidth", parser=values.number(dimension="bytes/s"),
-                              metavar="BYTES/S", help="Scale-out egress per chip, one direction (e.g. '50 GB/s'; "
-                                                      "a node's NICs / its chips); default: hardware file."),
+    topology: str = typer.Option(
+        None, "--topology", parser=values.topology_text, help="TPU slice axes, e.g. 4x4 or 4x4x4."
+    ),
+    axes: str = typer.Option(
+        None, "--axes", help="Topology axes gathered over, e.g. 0 or 0,1 (default: all; needs --topology)."
+    ),
+    wraparound: bool = typer.Option(
+        None, "--wraparound/--no-wraparound", help="Force torus wraparound links (default: the book's rules per chip)."
+    ),
+    dcn: float = typer.Option(
+        None,
+        "--dcn-bandwidth",
+        parser=values.number(dimension="bytes/s"),
+        metavar="BYTES/S",
+        help="Scale-out egress per chip, one direction (e.g. '50 GB/s'; "
+        "a node's NICs / its chips); default: hardware file.",
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Time of a collective over N devices: lower bound max(latency, bandwidth), upper bound their sum.
@@ -54,8 +67,12 @@ def collective_command(
 
     def render() -> None:
         table = quantity_table(f"{op} of {format_bytes(total)} over {res.devices}x {hw.name}: {res.network}")
-        for label, key in (("time (lower bound, max)", "time_s"), ("time (upper bound, sum)", "time_upper_s"),
-                           ("bandwidth term", "bandwidth_time_s"), ("latency term", "latency_time_s")):
+        for label, key in (
+            ("time (lower bound, max)", "time_s"),
+            ("time (upper bound, sum)", "time_upper_s"),
+            ("bandwidth term", "bandwidth_time_s"),
+            ("latency term", "latency_time_s"),
+        ):
             table.add_row(label, format_seconds(float(data[key])))
         table.add_row("latency-bound", "[bold yellow]yes[/]" if data["latency_bound"] else "no")
         table.add_row("book rule: latency-bound below", format_bytes(res.latency_bound_below_bytes))

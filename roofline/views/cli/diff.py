@@ -34,10 +34,22 @@ from roofline.views.cli.options import (
 )
 
 #: Keys ``--with`` (``--b``) may override, and each one's check (the same as its own flag's).
-OVERRIDES = {"model": values.name, "hardware": values.name, "chips": values.count(), "batch": values.count(),
-             "context": values.count(), "weights": values.dtype, "kv_dtype": values.dtype,
-             "compute_dtype": values.dtype, "price": values.price, "tp": values.count(), "pp": values.count(),
-             "ep": values.count(), "memory_utilization": values.fraction, "engine": values.name}
+OVERRIDES = {
+    "model": values.name,
+    "hardware": values.name,
+    "chips": values.count(),
+    "batch": values.count(),
+    "context": values.count(),
+    "weights": values.dtype,
+    "kv_dtype": values.dtype,
+    "compute_dtype": values.dtype,
+    "price": values.price,
+    "tp": values.count(),
+    "pp": values.count(),
+    "ep": values.count(),
+    "memory_utilization": values.fraction,
+    "engine": values.name,
+}
 
 
 def parse_overrides(text: str) -> dict[str, Any]:
@@ -74,28 +86,55 @@ def diff_command(
     ep: int = EP,
     memory_utilization: float = MEMORY_UTILIZATION,
     engine: str = ENGINE,
-    b: str = typer.Option(..., "--with", "--b", help="Configuration B as overrides of A: key=value,... "
-                                           "(model, hardware, chips, batch, context, weights, kv_dtype, "
-                                           "compute_dtype, price, tp, pp, ep, memory_utilization, engine)."),
+    b: str = typer.Option(
+        ...,
+        "--with",
+        "--b",
+        help="Configuration B as overrides of A: key=value,... "
+        "(model, hardware, chips, batch, context, weights, kv_dtype, "
+        "compute_dtype, price, tp, pp, ep, memory_utilization, engine).",
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Decode step of A (the options) vs B (A with --b overrides): which terms make the difference.
 
     Example: roofline diff --model llama-3-70b --hardware h100-sxm --chips 4 --batch 64 --b kv_dtype=int8
     """
-    config_a = {"model": model, "hardware": hardware, "chips": chips, "batch": batch, "context": context,
-                "weights": weights, "kv_dtype": kv_dtype, "compute_dtype": compute_dtype, "price": price,
-                "tp": tp, "pp": pp, "ep": ep, "memory_utilization": memory_utilization, "engine": engine}
+    config_a = {
+        "model": model,
+        "hardware": hardware,
+        "chips": chips,
+        "batch": batch,
+        "context": context,
+        "weights": weights,
+        "kv_dtype": kv_dtype,
+        "compute_dtype": compute_dtype,
+        "price": price,
+        "tp": tp,
+        "pp": pp,
+        "ep": ep,
+        "memory_utilization": memory_utilization,
+        "engine": engine,
+    }
     config_b = {**config_a, **parse_overrides(b)}
     results = []
     for label, cfg in (("A", config_a), ("B", config_b)):
         try:
-            dep = deployment_from_options(load_model_option(cfg["model"]), load_hardware_option(
-                                              cfg["hardware"], compute_dtype=cfg["compute_dtype"]),
-                                          cfg["chips"],
-                                          cfg["weights"], cfg["kv_dtype"], cfg["compute_dtype"], cfg["tp"],
-                                          cfg["pp"], cfg["ep"], None, cfg["memory_utilization"], cfg["price"],
-                                          cfg["engine"])
+            dep = deployment_from_options(
+                load_model_option(cfg["model"]),
+                load_hardware_option(cfg["hardware"], compute_dtype=cfg["compute_dtype"]),
+                cfg["chips"],
+                cfg["weights"],
+                cfg["kv_dtype"],
+                cfg["compute_dtype"],
+                cfg["tp"],
+                cfg["pp"],
+                cfg["ep"],
+                None,
+                cfg["memory_utilization"],
+                cfg["price"],
+                cfg["engine"],
+            )
         except OptionError as exc:
             raise OptionError(f"configuration {label}: {exc}", parameters=exc.parameters) from None
         except RooflineError as exc:
@@ -103,29 +142,46 @@ def diff_command(
         results.append(step_from(dep, cfg["batch"], cfg["context"]))
     res = diff_steps(*results)
     fits_a, fits_b = (bool(np.all(r.fits)) for r in results)
-    data: dict[str, Any] = {"a": config_a, "b": config_b, **res.as_dict(), "fits_a": fits_a, "fits_b": fits_b,
-                            "sources": {"A": results[0].sources, "B": results[1].sources}}
+    data: dict[str, Any] = {
+        "a": config_a,
+        "b": config_b,
+        **res.as_dict(),
+        "fits_a": fits_a,
+        "fits_b": fits_b,
+        "sources": {"A": results[0].sources, "B": results[1].sources},
+    }
     null_costs(data, fits_a, fits_b)
 
     def render() -> None:
-        table = compact_table(f"step time and $/Mtok: A {format_seconds(res.step_a_s)}, {_cost(data['cost_a'])} -> "
-                              f"B {format_seconds(res.step_b_s)}, {_cost(data['cost_b'])}",
-                              ["term", "A", "B", "Δ time", "share of Δ", "Δ $/Mtok"])
+        table = compact_table(
+            f"step time and $/Mtok: A {format_seconds(res.step_a_s)}, {_cost(data['cost_a'])} -> "
+            f"B {format_seconds(res.step_b_s)}, {_cost(data['cost_b'])}",
+            ["term", "A", "B", "Δ time", "share of Δ", "Δ $/Mtok"],
+        )
         for t, row in zip(res.terms, data["terms"], strict=True):
-            table.add_row(t.term, format_seconds(t.a_s), format_seconds(t.b_s),
-                          ("+" if t.delta_s >= 0 else "-") + format_seconds(abs(t.delta_s)),
-                          f"{100 * t.share + 0.0:.0f}%", _signed(row["cost_delta"]))
+            table.add_row(
+                t.term,
+                format_seconds(t.a_s),
+                format_seconds(t.b_s),
+                ("+" if t.delta_s >= 0 else "-") + format_seconds(abs(t.delta_s)),
+                f"{100 * t.share + 0.0:.0f}%",
+                _signed(row["cost_delta"]),
+            )
         table.add_row("chips · $/h / batch", "", "", "", "", _signed(data["cost_delta_from_price_chips_batch"]))
         console.print(table)
         mem = res.memory
-        console.print(f"weights {format_bytes(mem['param_bytes']['a'])} -> {format_bytes(mem['param_bytes']['b'])}; "
-                      f"KV {format_bytes(mem['kv_bytes']['a'])} -> {format_bytes(mem['kv_bytes']['b'])}; "
-                      f"HBM {format_bytes(mem['hbm_capacity_bytes']['a'])} -> "
-                      f"{format_bytes(mem['hbm_capacity_bytes']['b'])}")
+        console.print(
+            f"weights {format_bytes(mem['param_bytes']['a'])} -> {format_bytes(mem['param_bytes']['b'])}; "
+            f"KV {format_bytes(mem['kv_bytes']['a'])} -> {format_bytes(mem['kv_bytes']['b'])}; "
+            f"HBM {format_bytes(mem['hbm_capacity_bytes']['a'])} -> "
+            f"{format_bytes(mem['hbm_capacity_bytes']['b'])}"
+        )
         for side in ("a", "b"):
             if not data[f"fits_{side}"]:
-                console.print(f"[bold red]{side.upper()} does not fit in HBM[/] "
-                              f"({format_bytes(mem['total_bytes'][side])} needed): no $/Mtok for it")
+                console.print(
+                    f"[bold red]{side.upper()} does not fit in HBM[/] "
+                    f"({format_bytes(mem['total_bytes'][side])} needed): no $/Mtok for it"
+                )
         print_assumptions(sources=results[0].sources)
 
     emit(data, as_json, render)

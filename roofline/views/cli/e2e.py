@@ -18,8 +18,9 @@ e2e_app = typer.Typer(
     no_args_is_help=True,
 )
 FILES = typer.Argument(..., help="Files to convert: vLLM bench serve JSON, published tables, schema CSV.")
-FORMAT = typer.Option("auto", "--format", help="auto, vllm, trtllm-static, trtllm-first-token, "
-                      "trtllm-perf-overview, splitwise or schema.")
+FORMAT = typer.Option(
+    "auto", "--format", help="auto, vllm, trtllm-static, trtllm-first-token, trtllm-perf-overview, splitwise or schema."
+)
 OUT = typer.Option(..., "--out", help="Schema CSV to write (.csv or .csv.gz).")
 SOURCE_FILTER = typer.Option(None, "--source", help="Only this source (or sources starting with it).")
 
@@ -36,16 +37,31 @@ def import_command(
     ep: int = typer.Option(1, "--ep", parser=values.count(), help="Expert-parallel degree (vLLM)."),
     dp: int = typer.Option(1, "--dp", parser=values.count(), help="Data-parallel replicas (vLLM)."),
     weights: str = typer.Option("bf16", "--weights", parser=values.dtype, help="Weight dtype (vLLM)."),
-    kv_dtype: str = typer.Option(None, "--kv-dtype", parser=values.dtype,
-                                 help="KV-cache dtype (vLLM; default bf16, fp16 for fp16)."),
-    compute_dtype: str = typer.Option(None, "--compute-dtype", parser=values.dtype,
-                                      help="Matmul dtype (vLLM; default the weights' if bf16/fp16/fp8/fp4)."),
+    kv_dtype: str = typer.Option(
+        None, "--kv-dtype", parser=values.dtype, help="KV-cache dtype (vLLM; default bf16, fp16 for fp16)."
+    ),
+    compute_dtype: str = typer.Option(
+        None,
+        "--compute-dtype",
+        parser=values.dtype,
+        help="Matmul dtype (vLLM; default the weights' if bf16/fp16/fp8/fp4).",
+    ),
     engine: str = typer.Option(None, "--engine", help="Engine name (vLLM JSON: default vllm)."),
     engine_version: str = typer.Option("", "--engine-version", help="Engine version, e.g. 0.10.1."),
-    input_len: float = typer.Option(None, "--input-len", "-i", parser=values.number(0.0, float(MAX_COUNT)),
-                                    help="Input tokens per request (default: from the file)."),
-    output_len: float = typer.Option(None, "--output-len", "-o", parser=values.number(0.0, float(MAX_COUNT)),
-                                     help="Output tokens per request (default: from file)."),
+    input_len: float = typer.Option(
+        None,
+        "--input-len",
+        "-i",
+        parser=values.number(0.0, float(MAX_COUNT)),
+        help="Input tokens per request (default: from the file).",
+    ),
+    output_len: float = typer.Option(
+        None,
+        "--output-len",
+        "-o",
+        parser=values.number(0.0, float(MAX_COUNT)),
+        help="Output tokens per request (default: from file).",
+    ),
     source: str = typer.Option(None, "--source", help="Source name for the rows (vLLM: vllm-bench-serve)."),
     license_: str = typer.Option("", "--license", help="Licence of the numbers (empty for your own runs)."),
     as_json: bool = JSON_OPTION,
@@ -58,10 +74,23 @@ def import_command(
     from roofline.calibrate.engine.schema import parse_rows, row_cells, write_rows
 
     check_outputs([("--out", out)])
-    opt = ImportOptions(hardware=hardware, model=model, tp=tp, pp=pp, ep=ep, dp=dp, weights=weights,
-                        kv_dtype=kv_dtype, compute_dtype=compute_dtype, engine=engine,
-                        engine_version=engine_version, input_len=input_len, output_len=output_len, source=source,
-                        license=license_)
+    opt = ImportOptions(
+        hardware=hardware,
+        model=model,
+        tp=tp,
+        pp=pp,
+        ep=ep,
+        dp=dp,
+        weights=weights,
+        kv_dtype=kv_dtype,
+        compute_dtype=compute_dtype,
+        engine=engine,
+        engine_version=engine_version,
+        input_len=input_len,
+        output_len=output_len,
+        source=source,
+        license=license_,
+    )
     rows = [r for f in files for r in import_file(f, fmt, opt)]
     cells = [row_cells(r) for r in rows]
     parse_rows(list(cells[0]) if cells else [], cells, "the imported rows")  # ids unique across files
@@ -78,9 +107,11 @@ def import_command(
 
 
 def _quantity_counts(rows: list) -> dict[str, int]:
-    return {"ttft_s": sum(r.ttft_s is not None or r.ttft_p50_s is not None for r in rows),
-            "tpot_s": sum(r.tpot_s is not None or r.tpot_p50_s is not None for r in rows),
-            "output_tokens_per_s": sum(r.output_tokens_per_s is not None for r in rows)}
+    return {
+        "ttft_s": sum(r.ttft_s is not None or r.ttft_p50_s is not None for r in rows),
+        "tpot_s": sum(r.tpot_s is not None or r.tpot_p50_s is not None for r in rows),
+        "output_tokens_per_s": sum(r.output_tokens_per_s is not None for r in rows),
+    }
 
 
 @e2e_app.command("list")
@@ -95,25 +126,43 @@ def list_command(source: str = SOURCE_FILTER, as_json: bool = JSON_OPTION) -> No
     sources = []
     for name in sorted({r.source for r in rows}):
         mine = [r for r in rows if r.source == name]
-        sources.append({
-            "source": name, "rows": len(mine), "license": sorted({r.license for r in mine}),
-            "models": sorted({r.model for r in mine}), "hardware": sorted({r.hardware for r in mine}),
-            "engines": sorted({f"{r.engine} {r.engine_version}".strip() for r in mine}),
-            "tp": sorted({r.tp for r in mine}), "quantities": _quantity_counts(mine),
-        })
+        sources.append(
+            {
+                "source": name,
+                "rows": len(mine),
+                "license": sorted({r.license for r in mine}),
+                "models": sorted({r.model for r in mine}),
+                "hardware": sorted({r.hardware for r in mine}),
+                "engines": sorted({f"{r.engine} {r.engine_version}".strip() for r in mine}),
+                "tp": sorted({r.tp for r in mine}),
+                "quantities": _quantity_counts(mine),
+            }
+        )
     data = {"rows": len(rows), "sources": sources}
 
     def render() -> None:
-        table = compact_table(f"Shipped end-to-end rows ({len(rows)})",
-                              ["source", "rows", "ttft", "tpot", "tok/s", "tp", "hardware"], left=("tp", "hardware"))
+        table = compact_table(
+            f"Shipped end-to-end rows ({len(rows)})",
+            ["source", "rows", "ttft", "tpot", "tok/s", "tp", "hardware"],
+            left=("tp", "hardware"),
+        )
         for s in sources:
             q = s["quantities"]
-            table.add_row(s["source"], str(s["rows"]), str(q["ttft_s"]), str(q["tpot_s"]),
-                          str(q["output_tokens_per_s"]), ",".join(map(str, s["tp"])), ", ".join(s["hardware"]))
+            table.add_row(
+                s["source"],
+                str(s["rows"]),
+                str(q["ttft_s"]),
+                str(q["tpot_s"]),
+                str(q["output_tokens_per_s"]),
+                ",".join(map(str, s["tp"])),
+                ", ".join(s["hardware"]),
+            )
         console.print(table)
         for s in sources:
-            console.print(f"{s['source']} ({', '.join(s['license']) or 'no licence given'}): "
-                          f"{', '.join(s['models'])}", highlight=False)
+            console.print(
+                f"{s['source']} ({', '.join(s['license']) or 'no licence given'}): {', '.join(s['models'])}",
+                highlight=False,
+            )
 
     emit(data, as_json, render)
 

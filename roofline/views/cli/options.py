@@ -21,51 +21,79 @@ from roofline.views.cli import values
 #: Default achieved fraction of peak FLOP/s in prefill: 1, the roofline bound (said under every table).
 DEFAULT_MFU = 1.0
 
-MODEL = typer.Option(..., "--model", "-m", parser=values.name,
-                     help="Built-in or catalog model name, YAML or config.json path.")
-HARDWARE = typer.Option(..., "--hardware", "-H", parser=values.name,
-                        help="Built-in or catalog chip, YAML or calibrated profile.")
+MODEL = typer.Option(
+    ..., "--model", "-m", parser=values.name, help="Built-in or catalog model name, YAML or config.json path."
+)
+HARDWARE = typer.Option(
+    ..., "--hardware", "-H", parser=values.name, help="Built-in or catalog chip, YAML or calibrated profile."
+)
 CHIPS = typer.Option(1, "--chips", "-n", parser=values.count(), help="Chips in the slice.")
 BATCH = typer.Option(1, "--batch", "-b", parser=values.count(), help="Concurrent sequences (decode batch).")
-CONTEXT = typer.Option(DEFAULT_CONTEXT, "--context", "-s", parser=values.count(),
-                       help="Tokens in each sequence's KV cache.")
-WEIGHTS = typer.Option("bf16", "--weights", help=(
-    "Weight dtype: bf16, fp8, int8, int4, nvfp4, mxfp4, fp8_block, ...; per component: "
-    "bf16,experts=mxfp4 (components: attention, mlp, experts, embeddings, lm_head); "
-    "'checkpoint' = the model's own precision"))
+CONTEXT = typer.Option(
+    DEFAULT_CONTEXT, "--context", "-s", parser=values.count(), help="Tokens in each sequence's KV cache."
+)
+WEIGHTS = typer.Option(
+    "bf16",
+    "--weights",
+    help=(
+        "Weight dtype: bf16, fp8, int8, int4, nvfp4, mxfp4, fp8_block, ...; per component: "
+        "bf16,experts=mxfp4 (components: attention, mlp, experts, embeddings, lm_head); "
+        "'checkpoint' = the model's own precision"
+    ),
+)
 KV_DTYPE = typer.Option("bf16", "--kv-dtype", parser=values.dtype, help="KV-cache dtype.")
 COMPUTE = typer.Option("bf16", "--compute-dtype", parser=values.dtype, help="Matmul dtype (its FLOP/s are used).")
-PRICE = typer.Option(None, "--price", parser=values.price,
-                     help="USD per chip-hour (default: the hardware file's).")
-TP = typer.Option(None, "--tp", parser=values.count(),
-                  help="Tensor-parallel degree per replica (adds its collectives).")
-PP = typer.Option(None, "--pp", parser=values.count(),
-                  help="Pipeline-parallel stages per replica (adds sends and the bubble).")
+PRICE = typer.Option(None, "--price", parser=values.price, help="USD per chip-hour (default: the hardware file's).")
+TP = typer.Option(
+    None, "--tp", parser=values.count(), help="Tensor-parallel degree per replica (adds its collectives)."
+)
+PP = typer.Option(
+    None, "--pp", parser=values.count(), help="Pipeline-parallel stages per replica (adds sends and the bubble)."
+)
 EP = typer.Option(None, "--ep", parser=values.count(), help="Expert-parallel degree for MoE models (divides --tp).")
-TOPOLOGY = typer.Option(None, "--topology", parser=values.topology_text,
-                        help="TPU slice axes, e.g. 4x4 (the tp group spans it).")
+TOPOLOGY = typer.Option(
+    None, "--topology", parser=values.topology_text, help="TPU slice axes, e.g. 4x4 (the tp group spans it)."
+)
 MEMORY_UTILIZATION = typer.Option(
-    DEFAULT_MEMORY_UTILIZATION, "--memory-utilization", parser=values.fraction,
+    DEFAULT_MEMORY_UTILIZATION,
+    "--memory-utilization",
+    parser=values.fraction,
     help=f"Fraction of physical HBM the engine may use (default {DEFAULT_MEMORY_UTILIZATION}, vLLM's "
-         "gpu_memory_utilization); 1 = the book's accounting (no activation reserve).")
-MFU = typer.Option(DEFAULT_MFU, "--mfu", parser=values.fraction,
-                   help="Achieved fraction of peak FLOP/s in prefill (default 1: the roofline bound).")
+    "gpu_memory_utilization); 1 = the book's accounting (no activation reserve).",
+)
+MFU = typer.Option(
+    DEFAULT_MFU,
+    "--mfu",
+    parser=values.fraction,
+    help="Achieved fraction of peak FLOP/s in prefill (default 1: the roofline bound).",
+)
 INPUT_LEN = typer.Option(None, "--input-len", "-i", parser=values.count(), help="Prompt tokens of every request.")
-OUTPUT_LEN = typer.Option(None, "--output-len", "-o", parser=values.count(),
-                          help="Generated tokens of every request.")
+OUTPUT_LEN = typer.Option(None, "--output-len", "-o", parser=values.count(), help="Generated tokens of every request.")
 LENGTHS = typer.Option(None, "--lengths", help="Average over input:output:weight, e.g. 512:128:3,4096:512:1")
 LENGTHS_CSV = typer.Option(None, "--lengths-csv", help="Average over a CSV of input_len,output_len[,count].")
-TTFT_SLO = typer.Option(None, "--ttft-slo", parser=values.seconds, metavar="TIME",
-                        help="Time-to-first-token target, e.g. 500ms or 0.5 (seconds).")
-TPOT_SLO = typer.Option(None, "--tpot-slo", parser=values.seconds, metavar="TIME",
-                        help="Time-per-output-token target, e.g. 50ms.")
+TTFT_SLO = typer.Option(
+    None,
+    "--ttft-slo",
+    parser=values.seconds,
+    metavar="TIME",
+    help="Time-to-first-token target, e.g. 500ms or 0.5 (seconds).",
+)
+TPOT_SLO = typer.Option(
+    None, "--tpot-slo", parser=values.seconds, metavar="TIME", help="Time-per-output-token target, e.g. 50ms."
+)
 #: Requests per second: ``--qps`` and ``--arrival-rate`` name the same thing in every command.
-ARRIVAL_RATE = typer.Option(None, "--arrival-rate", "--qps", parser=values.rate,
-                            help="Requests/s arriving (alias --qps).")
+ARRIVAL_RATE = typer.Option(
+    None, "--arrival-rate", "--qps", parser=values.rate, help="Requests/s arriving (alias --qps)."
+)
 
-ENGINE = typer.Option(None, "--engine", parser=values.name,
-                      help="Engine entry of a calibrated profile's engine: section, e.g. trtllm/1.0 "
-                           "(default: its only entry, else none).")
+ENGINE = typer.Option(
+    None,
+    "--engine",
+    parser=values.name,
+    help="Engine entry of a calibrated profile's engine: section, e.g. trtllm/1.0 "
+    "(default: its only entry, else none).",
+)
+
 
 def refuse_without(needed: str, present: bool, given: dict[str, object], why: str = "") -> None:
     """Flags that mean something only with ``needed``: one given (not None) while ``present`` is false is
@@ -85,8 +113,9 @@ def load_model_option(text: str, flag: str = "--model") -> ModelSpec:
         raise type(exc)(f"{flag}: {exc}") from None
 
 
-def load_hardware_option(text: str, flag: str = "--hardware", compute_dtype: str | None = None,
-                         command: str | None = None) -> HardwareSpec:
+def load_hardware_option(
+    text: str, flag: str = "--hardware", compute_dtype: str | None = None, command: str | None = None
+) -> HardwareSpec:
     """load_hardware, its one-line error prefixed by the flag that named the chip; with ``compute_dtype``
     the chip must have FLOP/s for it (:func:`check_compute_dtype`): the --compute-dtype value, or with
     ``command`` the dtype that command (which has no --compute-dtype) computes its matmuls in."""
@@ -107,10 +136,14 @@ def check_compute_dtype(hw: HardwareSpec, compute_dtype: str, where: str, comman
     except SpecError:
         have = ", ".join(hw.flops_per_s)
         if command is None:
-            raise SpecError(f"--compute-dtype {compute_dtype}: {where} has no {compute_dtype} FLOP/s; its flops_per_s "
-                            f"has: {have} (give one of those, or add {compute_dtype} to the hardware file)") from None
-        raise SpecError(f"{where} has no {compute_dtype} FLOP/s, the dtype `{command}` computes its matmuls in; "
-                        f"its flops_per_s has: {have} (add {compute_dtype} to the hardware file)") from None
+            raise SpecError(
+                f"--compute-dtype {compute_dtype}: {where} has no {compute_dtype} FLOP/s; its flops_per_s "
+                f"has: {have} (give one of those, or add {compute_dtype} to the hardware file)"
+            ) from None
+        raise SpecError(
+            f"{where} has no {compute_dtype} FLOP/s, the dtype `{command}` computes its matmuls in; "
+            f"its flops_per_s has: {have} (add {compute_dtype} to the hardware file)"
+        ) from None
 
 
 def check_count(option: str, value: int | None, low: int = 1) -> None:
@@ -129,8 +162,9 @@ def _dtype(option: str, value: str) -> str:
         raise RooflineError(f"{option}: {exc}") from None
 
 
-def precision_from_options(weights: str, kv_dtype: str, compute_dtype: str,
-                           model: ModelSpec | None = None) -> Precision:
+def precision_from_options(
+    weights: str, kv_dtype: str, compute_dtype: str, model: ModelSpec | None = None
+) -> Precision:
     """Validate the dtype options into a Precision, naming the bad option.
 
     ``--weights`` is a default dtype and/or component=dtype items, comma-separated
@@ -151,20 +185,35 @@ def precision_from_options(weights: str, kv_dtype: str, compute_dtype: str,
         elif "=" in item:
             name, _, dtype = item.partition("=")
             if name not in WEIGHT_COMPONENTS:
-                raise RooflineError(f"--weights: unknown component {name!r} in {item!r}; allowed: "
-                                    f"{', '.join(WEIGHT_COMPONENTS)}")
+                raise RooflineError(
+                    f"--weights: unknown component {name!r} in {item!r}; allowed: {', '.join(WEIGHT_COMPONENTS)}"
+                )
             components[name] = _dtype("--weights", dtype)
         else:
             default = _dtype("--weights", item)
-    return Precision(weights=default, kv=kv_dtype, compute=compute_dtype,
-                     components=tuple(sorted((c, d) for c, d in components.items() if d != default)))
+    return Precision(
+        weights=default,
+        kv=kv_dtype,
+        compute=compute_dtype,
+        components=tuple(sorted((c, d) for c, d in components.items() if d != default)),
+    )
 
 
-def deployment_from_options(model: ModelSpec, hw: HardwareSpec, chips: int, weights: str, kv_dtype: str,
-                            compute_dtype: str, tp: int | None = None, pp: int | None = None,
-                            ep: int | None = None, topology: str | None = None,
-                            memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
-                            price: float | None = None, engine: str | None = None) -> Deployment:
+def deployment_from_options(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    chips: int,
+    weights: str,
+    kv_dtype: str,
+    compute_dtype: str,
+    tp: int | None = None,
+    pp: int | None = None,
+    ep: int | None = None,
+    topology: str | None = None,
+    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
+    price: float | None = None,
+    engine: str | None = None,
+) -> Deployment:
     """Parse the shared options once into a Deployment (one-line errors name the flag)."""
     check_count("--chips", chips)
     for option, value in (("--tp", tp), ("--pp", pp), ("--ep", ep)):
@@ -172,5 +221,16 @@ def deployment_from_options(model: ModelSpec, hw: HardwareSpec, chips: int, weig
     if topology is not None and not topology.strip():
         raise RooflineError("--topology is empty; give axes such as 4x4")
     prec = precision_from_options(weights, kv_dtype, compute_dtype, model)
-    return deployment(model, hw, chips, prec, tp=tp, pp=pp, ep=ep, topology_text=topology,
-                      memory_utilization=memory_utilization, price_per_chip_hour=price, engine=engine)
+    return deployment(
+        model,
+        hw,
+        chips,
+        prec,
+        tp=tp,
+        pp=pp,
+        ep=ep,
+        topology_text=topology,
+        memory_utilization=memory_utilization,
+        price_per_chip_hour=price,
+        engine=engine,
+    )

@@ -26,32 +26,58 @@ def joined(values: tuple[object, ...]) -> str:
 
 OUT = typer.Option(DEFAULT_OUT, "--out", help="HTML file to write (folders are created).")
 MODELS = typer.Option(joined(DEFAULTS.models), "--models", "-m", help="Comma-separated models.")
-HARDWARE = typer.Option(joined(DEFAULTS.hardware), "--hardware", "-H",
-                        help="Comma-separated chips: built-in names, hardware YAML files or calibrated "
-                             "profiles (each file is its own trace, named by the file).")
+HARDWARE = typer.Option(
+    joined(DEFAULTS.hardware),
+    "--hardware",
+    "-H",
+    help="Comma-separated chips: built-in names, hardware YAML files or calibrated "
+    "profiles (each file is its own trace, named by the file).",
+)
 WEIGHTS = typer.Option(joined(DEFAULTS.weights), "--weights", help="Weight dtypes, comma-separated.")
 KV_DTYPE = typer.Option(joined(DEFAULTS.kv_dtypes), "--kv-dtype", help="KV-cache dtypes, comma-separated.")
 CONTEXT = typer.Option(joined(DEFAULTS.context), "--context", "-s", help="Context lengths, comma-separated.")
 CHIPS = typer.Option(joined(DEFAULTS.chips), "--chips", "-n", help="Chips per slice: '1,2,4,8' or '1..64'.")
-BATCH = typer.Option(None, "--batch", "-b", help=f"Batch sizes (default: {len(DEFAULTS.batch)} geometric "
-                                                 f"values from 1 to {max(DEFAULTS.batch)}).")
+BATCH = typer.Option(
+    None,
+    "--batch",
+    "-b",
+    help=f"Batch sizes (default: {len(DEFAULTS.batch)} geometric values from 1 to {max(DEFAULTS.batch)}).",
+)
 TP = typer.Option(None, "--tp", help="Model-parallel degrees (default: the whole slice is one tp group).")
 PRICE = typer.Option(None, "--price", help="USD per chip-hour: one number or 'h100-sxm=2.5,tpu-v5e=1.2'.")
 PP = typer.Option(None, "--pp", help="Pipeline depths, comma-separated (default 1).")
-TRACES = typer.Option(joined(DEFAULTS.traces), "--traces",
-                      help="Per chip: 'bound' (spec sheet, collectives overlapped, no kernel overheads), "
-                           "'prediction' (the step model's step time) or both.")
-SCALE_OUT_TP = typer.Option(False, "--scale-out-tp",
-                            help="Keep tp beyond the chip's scale-up domain (max_ici_domain_chips) in the "
-                                 "prediction traces (default: left out; bounds show them marked).")
+TRACES = typer.Option(
+    joined(DEFAULTS.traces),
+    "--traces",
+    help="Per chip: 'bound' (spec sheet, collectives overlapped, no kernel overheads), "
+    "'prediction' (the step model's step time) or both.",
+)
+SCALE_OUT_TP = typer.Option(
+    False,
+    "--scale-out-tp",
+    help="Keep tp beyond the chip's scale-up domain (max_ici_domain_chips) in the "
+    "prediction traces (default: left out; bounds show them marked).",
+)
 
 
 def report_command(
-    out: Path = OUT, models: str = MODELS, hardware: str = HARDWARE, weights: str = WEIGHTS,
-    kv_dtype: str = KV_DTYPE, context: str = CONTEXT, chips: str = CHIPS, batch: str = BATCH,
-    tp: str = TP, price: str = PRICE, pp: str = PP, memory_utilization: float = MEMORY_UTILIZATION,
-    traces: str = TRACES, scale_out_tp: bool = SCALE_OUT_TP, compute_dtype: str = COMPUTE,
-    engine: str = ENGINE, as_json: bool = JSON_OPTION,
+    out: Path = OUT,
+    models: str = MODELS,
+    hardware: str = HARDWARE,
+    weights: str = WEIGHTS,
+    kv_dtype: str = KV_DTYPE,
+    context: str = CONTEXT,
+    chips: str = CHIPS,
+    batch: str = BATCH,
+    tp: str = TP,
+    price: str = PRICE,
+    pp: str = PP,
+    memory_utilization: float = MEMORY_UTILIZATION,
+    traces: str = TRACES,
+    scale_out_tp: bool = SCALE_OUT_TP,
+    compute_dtype: str = COMPUTE,
+    engine: str = ENGINE,
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Write the Pareto report (frontiers per model and chip, the book's figures) to reports/index.html.
 
@@ -89,11 +115,17 @@ def report_command(
     def render() -> None:
         from roofline.views.cli._common import compact_table
 
-        table = compact_table("configurations per model", ["model", "evaluated", "fit", "out of memory",
-                                                           "frontier"], left=("model",))
+        table = compact_table(
+            "configurations per model", ["model", "evaluated", "fit", "out of memory", "frontier"], left=("model",)
+        )
         for name, counts in summary["models"].items():
-            table.add_row(name, f"{counts['evaluated']:,}", f"{counts['fit']:,}",
-                          f"{counts['dropped_out_of_memory']:,}", str(counts["frontier_points"]))
+            table.add_row(
+                name,
+                f"{counts['evaluated']:,}",
+                f"{counts['fit']:,}",
+                f"{counts['dropped_out_of_memory']:,}",
+                str(counts["frontier_points"]),
+            )
         console.print(table)
         chips = list(dict.fromkeys(t.split(" · ")[0] for t in summary["traces"]))
         console.print(f"traces per chip (bound, prediction): {', '.join(chips)}")

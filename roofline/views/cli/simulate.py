@@ -45,43 +45,84 @@ def simulate_command(
     tp: int = typer.Option(1, "--tp", parser=values.count(), help="Tensor-parallel chips per replica."),
     pp: int = PP,
     ep: int = EP,
-    concurrency: int = typer.Option(None, "--concurrency", parser=values.count(maximum=MAX_REQUESTS),
-                                    help="Closed loop: clients, each waiting for its reply."),
-    arrival_rate: float = typer.Option(None, "--arrival-rate", "--qps", parser=values.rate,
-                                       help="Open loop: requests/s (alias --qps; Poisson, see --cv)."),
-    trace: str = typer.Option(None, "--trace", parser=values.name,
-                              help="CSV with columns arrival_time_s, input_len, output_len."),
+    concurrency: int = typer.Option(
+        None,
+        "--concurrency",
+        parser=values.count(maximum=MAX_REQUESTS),
+        help="Closed loop: clients, each waiting for its reply.",
+    ),
+    arrival_rate: float = typer.Option(
+        None,
+        "--arrival-rate",
+        "--qps",
+        parser=values.rate,
+        help="Open loop: requests/s (alias --qps; Poisson, see --cv).",
+    ),
+    trace: str = typer.Option(
+        None, "--trace", parser=values.name, help="CSV with columns arrival_time_s, input_len, output_len."
+    ),
     input_len: int = INPUT_LEN,
     output_len: int = OUTPUT_LEN,
     lengths: str = LENGTHS,
     lengths_csv: str = LENGTHS_CSV,
-    requests: int = typer.Option(None, "--requests", "-n", parser=values.count(maximum=MAX_REQUESTS),
-                                 help=f"Requests to simulate (default 1000, at most {MAX_REQUESTS:,}; a trace: all)."),
-    seed: int = typer.Option(0, "--seed", parser=values.count(0),
-                             help="Random seed (the run is deterministic for a seed)."),
-    max_num_seqs: int = typer.Option(256, "--max-num-seqs", parser=values.count(maximum=1 << 20),
-                                     help="Most sequences in a step (vLLM)."),
-    max_num_batched_tokens: int = typer.Option(8192, "--max-num-batched-tokens", parser=values.count(maximum=1 << 24),
-                                               help="Token budget per step."),
-    block_size: int = typer.Option(16, "--block-size", parser=values.count(maximum=1 << 16),
-                                   help="KV cache block size in tokens."),
-    prefix_hit_rate: float = typer.Option(0.0, "--prefix-hit-rate", parser=values.probability,
-                                          help="Share of prompt tokens in the prefix cache."),
-    cv: float = typer.Option(None, "--cv", parser=values.number(0.0, 100.0, open_low=False),
-                             help="Open loop: coefficient of variation of the gaps (default 1: Poisson)."),
-    think_time: float = typer.Option(None, "--think-time", parser=values.seconds_or_zero, metavar="TIME",
-                                     help="Closed loop: seconds between reply and next send (default 0)."),
+    requests: int = typer.Option(
+        None,
+        "--requests",
+        "-n",
+        parser=values.count(maximum=MAX_REQUESTS),
+        help=f"Requests to simulate (default 1000, at most {MAX_REQUESTS:,}; a trace: all).",
+    ),
+    seed: int = typer.Option(
+        0, "--seed", parser=values.count(0), help="Random seed (the run is deterministic for a seed)."
+    ),
+    max_num_seqs: int = typer.Option(
+        256, "--max-num-seqs", parser=values.count(maximum=1 << 20), help="Most sequences in a step (vLLM)."
+    ),
+    max_num_batched_tokens: int = typer.Option(
+        8192, "--max-num-batched-tokens", parser=values.count(maximum=1 << 24), help="Token budget per step."
+    ),
+    block_size: int = typer.Option(
+        16, "--block-size", parser=values.count(maximum=1 << 16), help="KV cache block size in tokens."
+    ),
+    prefix_hit_rate: float = typer.Option(
+        0.0, "--prefix-hit-rate", parser=values.probability, help="Share of prompt tokens in the prefix cache."
+    ),
+    cv: float = typer.Option(
+        None,
+        "--cv",
+        parser=values.number(0.0, 100.0, open_low=False),
+        help="Open loop: coefficient of variation of the gaps (default 1: Poisson).",
+    ),
+    think_time: float = typer.Option(
+        None,
+        "--think-time",
+        parser=values.seconds_or_zero,
+        metavar="TIME",
+        help="Closed loop: seconds between reply and next send (default 0).",
+    ),
     ttft_slo: float = TTFT_SLO,
     tpot_slo: float = TPOT_SLO,
-    warmup: int = typer.Option(None, "--warmup", parser=values.count(0, MAX_REQUESTS),
-                               help="First requests excluded from latencies (default 10%)."),
-    replicas: int = typer.Option(1, "--replicas", parser=values.count(maximum=4096),
-                                 help="Identical replicas (decode replicas when disaggregated)."),
-    prefill_replicas: int = typer.Option(0, "--prefill-replicas", parser=values.count(0, 4096),
-                                         help="> 0: disaggregated prefill replicas."),
-    balancer: str = typer.Option("round-robin", "--balancer",
-                                 parser=values.choice("round-robin", "least-outstanding"),
-                                 help="round-robin or least-outstanding."),
+    warmup: int = typer.Option(
+        None,
+        "--warmup",
+        parser=values.count(0, MAX_REQUESTS),
+        help="First requests excluded from latencies (default 10%).",
+    ),
+    replicas: int = typer.Option(
+        1,
+        "--replicas",
+        parser=values.count(maximum=4096),
+        help="Identical replicas (decode replicas when disaggregated).",
+    ),
+    prefill_replicas: int = typer.Option(
+        0, "--prefill-replicas", parser=values.count(0, 4096), help="> 0: disaggregated prefill replicas."
+    ),
+    balancer: str = typer.Option(
+        "round-robin",
+        "--balancer",
+        parser=values.choice("round-robin", "least-outstanding"),
+        help="round-robin or least-outstanding.",
+    ),
     memory_utilization: float = MEMORY_UTILIZATION,
     engine: str = ENGINE,
     weights: str = WEIGHTS,
@@ -97,15 +138,23 @@ def simulate_command(
     from roofline.analyses.simulate import ClosedLoop, FleetConfig, OpenLoop, SchedulerConfig, read_trace, simulate
     from roofline.analyses.simulate.adapter import cost_for
 
-    given = [name for name, v in (("--concurrency", concurrency), ("--arrival-rate", arrival_rate),
-                                  ("--trace", trace)) if v is not None]
+    given = [
+        name
+        for name, v in (("--concurrency", concurrency), ("--arrival-rate", arrival_rate), ("--trace", trace))
+        if v is not None
+    ]
     if len(given) != 1:
-        raise RooflineError("give exactly one load: --concurrency C, --arrival-rate R or --trace FILE"
-                            + (f" (got {', '.join(given)})" if given else ""))
-    refuse_without("--concurrency", concurrency is not None, {"--think-time": think_time},
-                   " (a closed loop: clients waiting for replies)")
-    refuse_without("--arrival-rate", arrival_rate is not None, {"--cv": cv},
-                   " (an open loop of random arrivals)")
+        raise RooflineError(
+            "give exactly one load: --concurrency C, --arrival-rate R or --trace FILE"
+            + (f" (got {', '.join(given)})" if given else "")
+        )
+    refuse_without(
+        "--concurrency",
+        concurrency is not None,
+        {"--think-time": think_time},
+        " (a closed loop: clients waiting for replies)",
+    )
+    refuse_without("--arrival-rate", arrival_rate is not None, {"--cv": cv}, " (an open loop of random arrivals)")
     check_outputs([("--html", html_path)])
     m, hw = load_model_option(model), load_hardware_option(hardware, compute_dtype=compute_dtype)
     dist: LengthDistribution | None = None
@@ -115,17 +164,36 @@ def simulate_command(
         load: Any = read_trace(trace)
     else:
         dist = lengths_from_options(input_len, output_len, lengths, lengths_csv)
-        load = (ClosedLoop(concurrency, think_time or 0.0) if concurrency is not None
-                else OpenLoop(arrival_rate, 1.0 if cv is None else cv))
+        load = (
+            ClosedLoop(concurrency, think_time or 0.0)
+            if concurrency is not None
+            else OpenLoop(arrival_rate, 1.0 if cv is None else cv)
+        )
         requests = 1000 if requests is None else requests
     longest = max_trace_context(load) if dist is None else float(np.max(dist.input_len + dist.output_len))
-    cost = cost_for(m, hw, tp, precision_from_options(weights, kv_dtype, compute_dtype), memory_utilization,
-                    pp=pp, ep=ep, max_context=longest + 1.0, reserve_tokens=max_num_batched_tokens,
-                    engine=engine)
+    cost = cost_for(
+        m,
+        hw,
+        tp,
+        precision_from_options(weights, kv_dtype, compute_dtype),
+        memory_utilization,
+        pp=pp,
+        ep=ep,
+        max_context=longest + 1.0,
+        reserve_tokens=max_num_batched_tokens,
+        engine=engine,
+    )
     res = simulate(
-        cost, load, dist, requests, seed,
+        cost,
+        load,
+        dist,
+        requests,
+        seed,
         SchedulerConfig(max_num_seqs, max_num_batched_tokens, block_size, prefix_hit_rate),
-        FleetConfig(replicas, balancer, prefill_replicas), ttft_slo, tpot_slo, warmup,
+        FleetConfig(replicas, balancer, prefill_replicas),
+        ttft_slo,
+        tpot_slo,
+        warmup,
     )
     data: dict[str, Any] = {"model": m.name, "hardware": hw.name, "tp": tp, **res.as_dict()}
     data.pop("time_series")  # in the --html page; too long for a terminal
@@ -135,18 +203,23 @@ def simulate_command(
         write_simulate_page(html_path, res, f"{m.name} on {tp}x {hw.name}: {res.load}")
 
     def render() -> None:
-        table = compact_table(f"{m.name} on {tp}x {hw.name} x {replicas} replica(s): {res.load}",
-                              ["latency", "mean", "p50", "p90", "p99"])
+        table = compact_table(
+            f"{m.name} on {tp}x {hw.name} x {replicas} replica(s): {res.load}", ["latency", "mean", "p50", "p90", "p99"]
+        )
         for key, label in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("itl_s", "ITL"), ("e2e_s", "end-to-end")):
             p = getattr(res, key)
             table.add_row(label, *(format_seconds(v) for v in (p.mean, p.p50, p.p90, p.p99)))
         console.print(table)
-        console.print(f"output tokens/s {res.output_tokens_per_s:,.1f}, requests/s {res.requests_per_s:,.3f}, "
-                      f"mean batch {res.mean_batch:.1f}, KV used {res.mean_kv_utilization:.0%}, "
-                      f"preemptions {res.preemptions}, completed {res.completed}, dropped {res.dropped}")
+        console.print(
+            f"output tokens/s {res.output_tokens_per_s:,.1f}, requests/s {res.requests_per_s:,.3f}, "
+            f"mean batch {res.mean_batch:.1f}, KV used {res.mean_kv_utilization:.0%}, "
+            f"preemptions {res.preemptions}, completed {res.completed}, dropped {res.dropped}"
+        )
         if ttft_slo is not None or tpot_slo is not None:
-            console.print(f"goodput: {res.goodput_fraction:.1%} of requests meet the SLOs = "
-                          f"{res.goodput_requests_per_s:,.3f} requests/s")
+            console.print(
+                f"goodput: {res.goodput_fraction:.1%} of requests meet the SLOs = "
+                f"{res.goodput_requests_per_s:,.3f} requests/s"
+            )
         console.print(f"[dim]{res.warmup_rule}; step cost: {res.sources['step cost']}[/]", highlight=False)
         print_assumptions(memory_utilization=memory_utilization, sources={"hardware": res.sources["step cost"]})
         if html_path:

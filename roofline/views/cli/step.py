@@ -46,25 +46,32 @@ from roofline.views.cli.options import (  # noqa: E402  (re-exported: other comm
     precision_from_options,
 )
 
-__all__ = ["BATCH", "CHIPS", "COMPUTE", "HARDWARE", "KV_DTYPE", "MODEL", "PRICE", "WEIGHTS",
-           "precision_from_options"]
+__all__ = ["BATCH", "CHIPS", "COMPUTE", "HARDWARE", "KV_DTYPE", "MODEL", "PRICE", "WEIGHTS", "precision_from_options"]
 
 
 def why_line(r: dict[str, Any], bw_total: float) -> str:
     """One sentence naming the binding term, e.g. 'memory-bound: 26 GB of weights + ...'."""
     if r["bound"] == "network":
-        return (f"network-bound: {format_seconds(r['comms_time_upper_s'])} of tp-{r['tp']} activation "
-                f"collectives exceed the {format_seconds(r['local_step_time_s'])} of HBM and FLOPs work")
+        return (
+            f"network-bound: {format_seconds(r['comms_time_upper_s'])} of tp-{r['tp']} activation "
+            f"collectives exceed the {format_seconds(r['local_step_time_s'])} of HBM and FLOPs work"
+        )
     if r["bound"] == "compute":
-        return (f"compute-bound: {format_seconds(r['compute_time_s'])} of matmul FLOPs exceed "
-                f"{format_seconds(r['kv_time_s'] + r['weight_time_s'])} of HBM reads "
-                f"(batch is above the critical batch {r['critical_batch']:.0f})")
+        return (
+            f"compute-bound: {format_seconds(r['compute_time_s'])} of matmul FLOPs exceed "
+            f"{format_seconds(r['kv_time_s'] + r['weight_time_s'])} of HBM reads "
+            f"(batch is above the critical batch {r['critical_batch']:.0f})"
+        )
     if r["replicas"] > 1:  # each replica reads its own weights and its sequences' KV over its chips
-        return (f"memory-bound: the busiest of {r['replicas']:.0f} replicas reads {format_bytes(r['param_bytes'])} "
-                f"of weights + {format_bytes(r['replica_kv_bytes'])} of KV over "
-                f"{format_bytes(bw_total / r['replicas'])}/s")
-    return (f"memory-bound: {format_bytes(r['param_bytes'])} of weights + "
-            f"{format_bytes(r['kv_bytes'])} of KV over {format_bytes(bw_total)}/s")
+        return (
+            f"memory-bound: the busiest of {r['replicas']:.0f} replicas reads {format_bytes(r['param_bytes'])} "
+            f"of weights + {format_bytes(r['replica_kv_bytes'])} of KV over "
+            f"{format_bytes(bw_total / r['replicas'])}/s"
+        )
+    return (
+        f"memory-bound: {format_bytes(r['param_bytes'])} of weights + "
+        f"{format_bytes(r['kv_bytes'])} of KV over {format_bytes(bw_total)}/s"
+    )
 
 
 def step_command(
@@ -91,13 +98,20 @@ def step_command(
     Example: roofline step --model llama-2-13b --hardware tpu-v5e --chips 8 --batch 16 --context 8192
     """
     m, hw = load_model_option(model), load_hardware_option(hardware, compute_dtype=compute_dtype)
-    dep = deployment_from_options(m, hw, chips, weights, kv_dtype, compute_dtype, tp, pp, ep, topology,
-                                  memory_utilization, price, engine)
+    dep = deployment_from_options(
+        m, hw, chips, weights, kv_dtype, compute_dtype, tp, pp, ep, topology, memory_utilization, price, engine
+    )
     prec = dep.precision
     res = step_from(dep, batch, context)
     data: dict[str, Any] = {
-        "model": m.name, "hardware": hw.name, "chips": chips, "batch": batch, "context": context,
-        "weights": prec.weights, "kv_dtype": prec.kv, "compute_dtype": prec.compute,
+        "model": m.name,
+        "hardware": hw.name,
+        "chips": chips,
+        "batch": batch,
+        "context": context,
+        "weights": prec.weights,
+        "kv_dtype": prec.kv,
+        "compute_dtype": prec.compute,
         **{k: _scalar(v) for k, v in res.as_dict().items()},
     }
     data["max_batch"], data["min_chips"] = int(data["max_batch"]), int(data["min_chips"])
@@ -111,41 +125,58 @@ def step_command(
     explanations = explanations_into(data, explain_step(dep, batch, context, res) if explain else [])
 
     def render() -> None:
-        table = quantity_table(f"{m.name} on {chips}x {hw.name}, batch {batch}, context {context}, "
-                            f"{prec.weights} weights / {prec.kv} KV / {prec.compute} FLOPs")
+        table = quantity_table(
+            f"{m.name} on {chips}x {hw.name}, batch {batch}, context {context}, "
+            f"{prec.weights} weights / {prec.kv} KV / {prec.compute} FLOPs"
+        )
         busiest = f"; {data['replica_batch']:.0f} on one replica" if data["replicas"] > 1 else ""
         fits = "yes" if data["fits"] else f"[bold red]NO[/] (over by {format_bytes(data['overflow_bytes'])}{busiest})"
         rows = [
-            ("parameters (total / active)",
-             f"{data['param_count'] / 1e9:.2f} B / {data['active_param_count'] / 1e9:.2f} B"),
+            (
+                "parameters (total / active)",
+                f"{data['param_count'] / 1e9:.2f} B / {data['active_param_count'] / 1e9:.2f} B",
+            ),
             ("weights", format_bytes(data["param_bytes"])),
             ("KV per token", format_bytes(data["kv_bytes_per_token"])),
             ("KV cache (batch)", format_bytes(data["kv_bytes"])),
-            ("total memory / usable HBM", f"{format_bytes(data['total_bytes'])} / "
-                                          f"{format_bytes(data['usable_hbm_bytes'])}"),
+            (
+                "total memory / usable HBM",
+                f"{format_bytes(data['total_bytes'])} / {format_bytes(data['usable_hbm_bytes'])}",
+            ),
             ("fits", fits),
             ("max batch at this context", f"{data['max_batch']:.0f}"),
             ("min chips for this batch", f"{data['min_chips']:.0f}"),
             ("critical batch", f"{data['critical_batch']:.0f}"),
             ("step time (prediction)", f"[bold]{format_seconds(data['step_time_s'])}[/]"),
             ("step time (all-bandwidth bound)", format_seconds(data["min_step_time_s"])),
-            ("  attention / GEMMs", f"{format_seconds(data['attention_time_s'])} / "
-                                    f"{format_seconds(data['gemm_time_s'])}"),
-            ("  KV read / weight load / matmul",
-             f"{format_seconds(data['kv_time_s'])} / {format_seconds(data['weight_time_s'])} / "
-             f"{format_seconds(data['compute_time_s'])}"),
-            *([("tokens/s", f"{data['tokens_per_s']:,.1f}"),
-               ("tokens/s per chip", f"{data['tokens_per_s_per_chip']:,.1f}"),
-               ("$ per million tokens", f"{data['cost_per_million_tokens']:.3f}")] if data["fits"] else
-              [("tokens/s", "none: does not fit")]),
+            (
+                "  attention / GEMMs",
+                f"{format_seconds(data['attention_time_s'])} / {format_seconds(data['gemm_time_s'])}",
+            ),
+            (
+                "  KV read / weight load / matmul",
+                f"{format_seconds(data['kv_time_s'])} / {format_seconds(data['weight_time_s'])} / "
+                f"{format_seconds(data['compute_time_s'])}",
+            ),
+            *(
+                [
+                    ("tokens/s", f"{data['tokens_per_s']:,.1f}"),
+                    ("tokens/s per chip", f"{data['tokens_per_s_per_chip']:,.1f}"),
+                    ("$ per million tokens", f"{data['cost_per_million_tokens']:.3f}"),
+                ]
+                if data["fits"]
+                else [("tokens/s", "none: does not fit")]
+            ),
             ("bound", f"[bold yellow]{data['bound']}[/]"),
         ]
         if data["tp"] > 1 or data["pp"] > 1:
             rows[-1:-1] = [
                 (f"collectives (tp {data['tp']}, pp {data['pp']})", format_seconds(data["comms_time_upper_s"])),
                 ("step without collectives", format_seconds(data["local_step_time_s"])),
-                ("bounds: overlapped / serialized",
-                 f"{format_seconds(data['step_time_lower_s'])} / {format_seconds(data['step_time_upper_s'])}"),
+                (
+                    "bounds: overlapped / serialized",
+                    f"{format_seconds(data['step_time_lower_s'])} / {format_seconds(data['step_time_upper_s'])}",
+                ),
             ]
         for row in rows:
             table.add_row(*row)
@@ -190,22 +221,38 @@ def request_command(
     )
 
     m, hw = load_model_option(model), load_hardware_option(hardware, compute_dtype=compute_dtype)
-    dep = deployment_from_options(m, hw, chips, weights, kv_dtype, compute_dtype, tp, pp, ep, None,
-                                  memory_utilization, engine=engine)
+    dep = deployment_from_options(
+        m, hw, chips, weights, kv_dtype, compute_dtype, tp, pp, ep, None, memory_utilization, engine=engine
+    )
     dist = lengths_from_options(input_len, output_len, lengths, lengths_csv)
     data: dict[str, Any]
     if dist.input_len.size > 1:
         if explain:
             raise RooflineError("--explain needs one fixed length (--input-len and --output-len)")
         means = averaged_request(dep, dist, batch=batch, mfu=mfu)
-        data = {"model": m.name, "hardware": hw.name, "chips": chips, "batch": batch, "lengths": dist.source,
-                "points": int(dist.input_len.size), **means}
+        data = {
+            "model": m.name,
+            "hardware": hw.name,
+            "chips": chips,
+            "batch": batch,
+            "lengths": dist.source,
+            "points": int(dist.input_len.size),
+            **means,
+        }
     else:
         res = request_from(dep, dist.input_len[0], dist.output_len[0], batch, mfu)
-        data = {"model": m.name, "hardware": hw.name, "chips": chips, "batch": batch,
-                **{k: _scalar(v) for k, v in res.as_dict().items()}}
-    shape = (f"{input_len} in, {output_len} out" if input_len is not None
-             else f"mean over {dist.source}: {dist.mean_input:.0f} in, {dist.mean_output:.0f} out")
+        data = {
+            "model": m.name,
+            "hardware": hw.name,
+            "chips": chips,
+            "batch": batch,
+            **{k: _scalar(v) for k, v in res.as_dict().items()},
+        }
+    shape = (
+        f"{input_len} in, {output_len} out"
+        if input_len is not None
+        else f"mean over {dist.source}: {dist.mean_input:.0f} in, {dist.mean_output:.0f} out"
+    )
     if explain:
         from roofline.views.explain import explain_request  # only when asked: keeps start-up lean
     explanations = explanations_into(data, explain_request(dep, batch, mfu, res) if explain else [])
@@ -213,21 +260,29 @@ def request_command(
     def render() -> None:
         table = quantity_table(f"{m.name} on {chips}x {hw.name}: {shape}, batch {batch}")
         bound = " (spec bound)" if dep.rates.calibrated else ""  # the book's comparison: spec peaks
-        for label, key in (("TTFT (prefill)", "ttft_s"), ("TPOT (mean)", "tpot_s"),
-                           ("first / last decode step", None),
-                           ("end-to-end latency", "latency_s"),
-                           (f"without KV cache{bound}", "no_cache_latency_s")):
+        for label, key in (
+            ("TTFT (prefill)", "ttft_s"),
+            ("TPOT (mean)", "tpot_s"),
+            ("first / last decode step", None),
+            ("end-to-end latency", "latency_s"),
+            (f"without KV cache{bound}", "no_cache_latency_s"),
+        ):
             if key is None:
-                table.add_row(label, f"{format_seconds(data['first_step_time_s'])} / "
-                                     f"{format_seconds(data['last_step_time_s'])}")
+                table.add_row(
+                    label, f"{format_seconds(data['first_step_time_s'])} / {format_seconds(data['last_step_time_s'])}"
+                )
             else:
                 table.add_row(label, format_seconds(data[key]))
         table.add_row(f"no-cache slowdown{bound}", f"{data['no_cache_slowdown']:.1f}x")
-        table.add_row("output tokens/s per chip", f"{data['tokens_per_s_per_chip']:,.1f}" if data["fits"] == 1
-                      else "none: does not fit")
+        table.add_row(
+            "output tokens/s per chip",
+            f"{data['tokens_per_s_per_chip']:,.1f}" if data["fits"] == 1 else "none: does not fit",
+        )
         if data.get("tp", 1) > 1 or data.get("pp", 1) > 1:
-            table.add_row("collectives: prefill / per decode step",
-                          f"{format_seconds(data['prefill_comms_s'])} / {format_seconds(data['decode_comms_s'])}")
+            table.add_row(
+                "collectives: prefill / per decode step",
+                f"{format_seconds(data['prefill_comms_s'])} / {format_seconds(data['decode_comms_s'])}",
+            )
         table.add_row("fits at the final context", "yes" if data["fits"] == 1 else "[bold red]NO[/]")
         console.print(table)
         print_assumptions(mfu=mfu, sources=data.get("sources"), memory_utilization=memory_utilization)

@@ -25,49 +25,83 @@ from roofline.views.cli.values import check_outputs, parse_prices, split_names
 
 __all__ = ["MEMORY_UTILIZATION", "parse_prices", "run_sweep", "split_names"]
 
-MODEL = typer.Option(..., "--model", "-m", parser=values.name,
-                     help="Built-in or catalog model name, YAML or config.json path.")
+MODEL = typer.Option(
+    ..., "--model", "-m", parser=values.name, help="Built-in or catalog model name, YAML or config.json path."
+)
 HARDWARE = typer.Option("tpu-v5e,h100-sxm", "--hardware", "-H", help="Comma-separated chips (names or YAML).")
-BATCH = typer.Option("1..4096", "--batch", "-b",
-                     help="Batch sizes: '1,8,16' or a doubling range '1..4096'.")
+BATCH = typer.Option("1..4096", "--batch", "-b", help="Batch sizes: '1,8,16' or a doubling range '1..4096'.")
 #: Chips per slice swept when neither --chips nor --topology is given.
 DEFAULT_CHIPS = "1,2,4,8"
-CHIPS = typer.Option(None, "--chips", "-n", help=f"Chips per slice: '1,2,4,8' or '1..64' (default {DEFAULT_CHIPS}; "
-                                                 "with --topology: its sizes).")
-TOPOLOGY = typer.Option(None, "--topology", help="Slice shapes instead of --chips, e.g. '2x2,2x4,4x4' "
-                                                 "(the collectives run on those ICI axes).")
+CHIPS = typer.Option(
+    None,
+    "--chips",
+    "-n",
+    help=f"Chips per slice: '1,2,4,8' or '1..64' (default {DEFAULT_CHIPS}; with --topology: its sizes).",
+)
+TOPOLOGY = typer.Option(
+    None,
+    "--topology",
+    help="Slice shapes instead of --chips, e.g. '2x2,2x4,4x4' (the collectives run on those ICI axes).",
+)
 CONTEXT = typer.Option(str(DEFAULT_CONTEXT), "--context", "-s", help="Context lengths (tokens in each KV cache).")
 WEIGHTS = typer.Option("bf16", "--weights", help="Weight dtypes, comma-separated (bf16, int8, int4, ...).")
 KV_DTYPE = typer.Option("bf16", "--kv-dtype", help="KV-cache dtypes, comma-separated.")
-TP = typer.Option(None, "--tp", help="Model-parallel degrees to try (each must divide --chips); "
-                                     "default: the whole slice is one tp group.")
+TP = typer.Option(
+    None,
+    "--tp",
+    help="Model-parallel degrees to try (each must divide --chips); default: the whole slice is one tp group.",
+)
 PP = typer.Option(None, "--pp", help="Pipeline depths to try, comma-separated (tp·pp must divide --chips).")
-MEMORY_UTILIZATION = typer.Option(DEFAULT_MEMORY_UTILIZATION, "--memory-utilization", parser=values.fraction,
-                                  help=f"Fraction of physical HBM the engine may use (default "
-                                       f"{DEFAULT_MEMORY_UTILIZATION}); 1 = the book's accounting.")
+MEMORY_UTILIZATION = typer.Option(
+    DEFAULT_MEMORY_UTILIZATION,
+    "--memory-utilization",
+    parser=values.fraction,
+    help=f"Fraction of physical HBM the engine may use (default "
+    f"{DEFAULT_MEMORY_UTILIZATION}); 1 = the book's accounting.",
+)
 COMPUTE = typer.Option("bf16", "--compute-dtype", parser=values.dtype, help="Matmul dtype (its FLOP/s are used).")
-PRICE = typer.Option(None, "--price", help="USD per chip-hour: one number for every chip or "
-                                           "'h100-sxm=2.5,tpu-v5e=1.2' (default: hardware files).")
+PRICE = typer.Option(
+    None,
+    "--price",
+    help="USD per chip-hour: one number for every chip or 'h100-sxm=2.5,tpu-v5e=1.2' (default: hardware files).",
+)
 CSV = typer.Option(None, "--csv", help="Write every point that fits to this CSV file.")
 PARETO_CSV = typer.Option(None, "--csv", help="Write the frontier points to this CSV file.")
 HTML = typer.Option(None, "--html", help="Write a self-contained HTML page of the frontiers.")
-OBJECTIVE = typer.Option("latency-throughput", "--objective",
-                         help=f"Comma-separated frontiers: {', '.join(OBJECTIVES)} or 'all'.")
+OBJECTIVE = typer.Option(
+    "latency-throughput", "--objective", help=f"Comma-separated frontiers: {', '.join(OBJECTIVES)} or 'all'."
+)
 #: ``-o`` is ``--output-len`` everywhere else; pareto still reads it as --objective for old scripts.
 OBJECTIVE_SHORT = typer.Option(None, "-o", hidden=True, help="Deprecated short form of --objective.")
-GROUP = typer.Option("hardware", "--group", parser=values.choice("hardware", "weights", "kv_dtype", "all"),
-                     help="One frontier per: hardware, weights, kv_dtype or all.")
+GROUP = typer.Option(
+    "hardware",
+    "--group",
+    parser=values.choice("hardware", "weights", "kv_dtype", "all"),
+    help="One frontier per: hardware, weights, kv_dtype or all.",
+)
 
 
 #: Largest slice (chips) or parallel degree a sweep takes: the deployment model's own limit.
 MAX_SLICE_CHIPS = 1 << 20
 
 
-def run_sweep(model: str, hardware: str, batch: str, chips: str | None, context: str, weights: str,
-              kv_dtype: str, tp: str | None, compute_dtype: str, price: str | None,
-              topology: str | None = None, pp: str | None = None,
-              memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
-              frontiers: tuple[Sequence[str], str] | None = None, engine: str | None = None) -> SweepResult:
+def run_sweep(
+    model: str,
+    hardware: str,
+    batch: str,
+    chips: str | None,
+    context: str,
+    weights: str,
+    kv_dtype: str,
+    tp: str | None,
+    compute_dtype: str,
+    price: str | None,
+    topology: str | None = None,
+    pp: str | None = None,
+    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
+    frontiers: tuple[Sequence[str], str] | None = None,
+    engine: str | None = None,
+) -> SweepResult:
     """Parse the shared sweep options and run :func:`roofline.analyses.sweep.run.decode_sweep`, or with
     ``frontiers`` = (objectives, group) :func:`roofline.analyses.sweep.frontier.decode_frontier`: the same
     sweep streamed to those frontiers (memory bounded by the frontier, not the grid)."""
@@ -80,10 +114,14 @@ def run_sweep(model: str, hardware: str, batch: str, chips: str | None, context:
     else:
         run = decode_sweep
     return run(
-        load_model_option(model), hw,
+        load_model_option(model),
+        hw,
         batch=parse_int_list(batch, "--batch"),
-        chips=(None if chips is None and topology is not None
-               else parse_int_list(DEFAULT_CHIPS if chips is None else chips, "--chips", MAX_SLICE_CHIPS)),
+        chips=(
+            None
+            if chips is None and topology is not None
+            else parse_int_list(DEFAULT_CHIPS if chips is None else chips, "--chips", MAX_SLICE_CHIPS)
+        ),
         context=parse_int_list(context, "--context"),
         weights=check_dtypes(split_names(weights, "--weights"), "--weights"),
         kv_dtypes=check_dtypes(split_names(kv_dtype, "--kv-dtype"), "--kv-dtype"),
@@ -118,25 +156,35 @@ def write_csv(path: str | Path, result: SweepResult) -> None:
 
 def summary(result: SweepResult) -> dict[str, Any]:
     """Counts and sources of a sweep for --json."""
-    return {"evaluated": result.evaluated, "fit": result.evaluated - result.dropped_out_of_memory,
-            "dropped_out_of_memory": result.dropped_out_of_memory,
-            "dropped_by_hardware": result.dropped_by_hardware, "skipped": list(result.skipped),
-            "sources": result.sources}
+    return {
+        "evaluated": result.evaluated,
+        "fit": result.evaluated - result.dropped_out_of_memory,
+        "dropped_out_of_memory": result.dropped_out_of_memory,
+        "dropped_by_hardware": result.dropped_by_hardware,
+        "skipped": list(result.skipped),
+        "sources": result.sources,
+    }
 
 
 def summary_table(result: SweepResult, title: str) -> Table:
     """Per chip: evaluated, fit, dropped, best tokens/s/chip, fastest step, cheapest $/Mtok."""
-    table = compact_table(title, ["chip", "evaluated", "fit", "dropped\n(OOM)", "best\ntok/s/chip",
-                                  "fastest\nstep", "cheapest\n$/Mtok"])
+    table = compact_table(
+        title, ["chip", "evaluated", "fit", "dropped\n(OOM)", "best\ntok/s/chip", "fastest\nstep", "cheapest\n$/Mtok"]
+    )
     hw = result.column("hardware")
     for chip, dropped in result.dropped_by_hardware.items():
         mask = hw == chip
         kept = int(mask.sum())
         cols = result.columns
-        table.add_row(chip, f"{kept + dropped:,}", f"{kept:,}", f"{dropped:,}",
-                      f"{cols['tokens_per_s_per_chip'][mask].max():,.1f}" if kept else "-",
-                      format_seconds(cols["step_time_s"][mask].min()) if kept else "-",
-                      f"{cols['cost_per_million_tokens'][mask].min():.3f}" if kept else "-")
+        table.add_row(
+            chip,
+            f"{kept + dropped:,}",
+            f"{kept:,}",
+            f"{dropped:,}",
+            f"{cols['tokens_per_s_per_chip'][mask].max():,.1f}" if kept else "-",
+            format_seconds(cols["step_time_s"][mask].min()) if kept else "-",
+            f"{cols['cost_per_million_tokens'][mask].min():.3f}" if kept else "-",
+        )
     return table
 
 
@@ -156,9 +204,18 @@ def sweep_assumptions(result: SweepResult, hardware: str, memory_utilization: fl
 
 
 def sweep_command(
-    model: str = MODEL, hardware: str = HARDWARE, batch: str = BATCH, chips: str = CHIPS,
-    context: str = CONTEXT, weights: str = WEIGHTS, kv_dtype: str = KV_DTYPE, tp: str = TP,
-    compute_dtype: str = COMPUTE, price: str = PRICE, topology: str = TOPOLOGY, pp: str = PP,
+    model: str = MODEL,
+    hardware: str = HARDWARE,
+    batch: str = BATCH,
+    chips: str = CHIPS,
+    context: str = CONTEXT,
+    weights: str = WEIGHTS,
+    kv_dtype: str = KV_DTYPE,
+    tp: str = TP,
+    compute_dtype: str = COMPUTE,
+    price: str = PRICE,
+    topology: str = TOPOLOGY,
+    pp: str = PP,
     memory_utilization: float = MEMORY_UTILIZATION,
     engine: str = ENGINE,
     csv_path: str = CSV,
@@ -169,8 +226,22 @@ def sweep_command(
     Example: roofline sweep --model llama-2-13b --hardware tpu-v5e,h100-sxm --batch 1..1024 --csv sweep.csv
     """
     check_outputs([("--csv", csv_path)])
-    result = run_sweep(model, hardware, batch, chips, context, weights, kv_dtype, tp, compute_dtype, price,
-                       topology, pp, memory_utilization, engine=engine)
+    result = run_sweep(
+        model,
+        hardware,
+        batch,
+        chips,
+        context,
+        weights,
+        kv_dtype,
+        tp,
+        compute_dtype,
+        price,
+        topology,
+        pp,
+        memory_utilization,
+        engine=engine,
+    )
     if csv_path is not None:
         write_csv(csv_path, result)
     data = summary(result)
@@ -200,18 +271,37 @@ def frontier_table(result: SweepResult, name: str, groups: dict[Any, Any], model
     for key, idx in groups.items():
         for row in result.select(idx).rows():
             slice_ = row["topology"] or str(row["chips"])
-            extra = [str(row["tp"]), str(row["pp"]), row["weights"], row["kv_dtype"], str(row["context"]),
-                     row["bound"]] if wide else []
-            table.add_row(str(key), slice_, str(row["batch"]), format_seconds(row["step_time_s"]),
-                          f"{row['tokens_per_s_per_chip']:,.1f}", f"{row['tokens_per_s_per_user']:,.1f}",
-                          f"{row['cost_per_million_tokens']:.3f}", *extra)
+            extra = (
+                [str(row["tp"]), str(row["pp"]), row["weights"], row["kv_dtype"], str(row["context"]), row["bound"]]
+                if wide
+                else []
+            )
+            table.add_row(
+                str(key),
+                slice_,
+                str(row["batch"]),
+                format_seconds(row["step_time_s"]),
+                f"{row['tokens_per_s_per_chip']:,.1f}",
+                f"{row['tokens_per_s_per_user']:,.1f}",
+                f"{row['cost_per_million_tokens']:.3f}",
+                *extra,
+            )
     return table
 
 
 def pareto_command(
-    model: str = MODEL, hardware: str = HARDWARE, batch: str = BATCH, chips: str = CHIPS,
-    context: str = CONTEXT, weights: str = WEIGHTS, kv_dtype: str = KV_DTYPE, tp: str = TP,
-    compute_dtype: str = COMPUTE, price: str = PRICE, topology: str = TOPOLOGY, pp: str = PP,
+    model: str = MODEL,
+    hardware: str = HARDWARE,
+    batch: str = BATCH,
+    chips: str = CHIPS,
+    context: str = CONTEXT,
+    weights: str = WEIGHTS,
+    kv_dtype: str = KV_DTYPE,
+    tp: str = TP,
+    compute_dtype: str = COMPUTE,
+    price: str = PRICE,
+    topology: str = TOPOLOGY,
+    pp: str = PP,
     memory_utilization: float = MEMORY_UTILIZATION,
     engine: str = ENGINE,
     objective: str = OBJECTIVE,
@@ -232,27 +322,49 @@ def pareto_command(
         if name not in OBJECTIVES:
             raise RooflineError(f"--objective: unknown {name!r}; allowed: {', '.join(OBJECTIVES)}, all")
     check_outputs([("--html", html_path), ("--csv", csv_path)])
-    result = run_sweep(model, hardware, batch, chips, context, weights, kv_dtype, tp, compute_dtype, price,
-                       topology, pp, memory_utilization, frontiers=(objectives, group), engine=engine)
+    result = run_sweep(
+        model,
+        hardware,
+        batch,
+        chips,
+        context,
+        weights,
+        kv_dtype,
+        tp,
+        compute_dtype,
+        price,
+        topology,
+        pp,
+        memory_utilization,
+        frontiers=(objectives, group),
+        engine=engine,
+    )
     if len(result) == 0:
         slices = f"--topology {topology}" if topology else f"--chips {chips or DEFAULT_CHIPS}"
-        raise RooflineError(f"no configuration of {model} fits in HBM on {hardware} with {slices}; "
-                            "try more chips or smaller dtypes")
+        raise RooflineError(
+            f"no configuration of {model} fits in HBM on {hardware} with {slices}; try more chips or smaller dtypes"
+        )
     labels = result.group_labels(group)
     frontiers = {name: frontier_by_group(result.columns, labels, name) for name in objectives}
     if html_path is not None:
         from roofline.views.report import write_frontier_page
 
-        notes = [("model", model), ("chips", hardware), ("slices", topology or f"{chips or DEFAULT_CHIPS} chips"),
-                 ("batch", batch), ("context", context), ("weights", weights), ("KV", kv_dtype),
-                 ("tp", tp or "the whole slice"), ("evaluated", f"{result.evaluated:,}"),
-                 ("dropped (out of memory)", f"{result.dropped_out_of_memory:,}")]
-        write_frontier_page(html_path, result, objectives, f"{model}: Pareto frontiers", notes,
-                            group=group)
+        notes = [
+            ("model", model),
+            ("chips", hardware),
+            ("slices", topology or f"{chips or DEFAULT_CHIPS} chips"),
+            ("batch", batch),
+            ("context", context),
+            ("weights", weights),
+            ("KV", kv_dtype),
+            ("tp", tp or "the whole slice"),
+            ("evaluated", f"{result.evaluated:,}"),
+            ("dropped (out of memory)", f"{result.dropped_out_of_memory:,}"),
+        ]
+        write_frontier_page(html_path, result, objectives, f"{model}: Pareto frontiers", notes, group=group)
     data = summary(result)
     data["frontiers"] = {
-        name: {str(key): result.select(idx).rows() for key, idx in groups.items()}
-        for name, groups in frontiers.items()
+        name: {str(key): result.select(idx).rows() for key, idx in groups.items()} for name, groups in frontiers.items()
     }
     if csv_path is not None:
         write_frontier_csv(csv_path, result, frontiers)
@@ -263,8 +375,10 @@ def pareto_command(
     def render() -> None:
         for name, groups in frontiers.items():
             console.print(frontier_table(result, name, groups, model, wide))
-        console.print(f"[dim]{result.evaluated:,} evaluated, {result.dropped_out_of_memory:,} dropped "
-                      f"(out of memory){'' if wide else '; --wide adds tp, pp, dtypes, context and bound'}[/]")
+        console.print(
+            f"[dim]{result.evaluated:,} evaluated, {result.dropped_out_of_memory:,} dropped "
+            f"(out of memory){'' if wide else '; --wide adds tp, pp, dtypes, context and bound'}[/]"
+        )
         print_skipped(result)
         for path in (html_path, csv_path):
             if path is not None:
@@ -283,8 +397,9 @@ def write_frontier_csv(path: str | Path, result: SweepResult, frontiers: dict[st
         for name, groups in frontiers.items():
             for key, idx in groups.items():
                 sel = result.select(idx)
-                writer.writerows((name, str(key), *r)
-                                 for r in zip(*[sel.column(k).tolist() for k in COLUMNS], strict=True))
+                writer.writerows(
+                    (name, str(key), *r) for r in zip(*[sel.column(k).tolist() for k in COLUMNS], strict=True)
+                )
 
     write_atomic(path, rows)
 
@@ -292,4 +407,3 @@ def write_frontier_csv(path: str | Path, result: SweepResult, frontiers: dict[st
 def register(app: typer.Typer) -> None:
     app.command("sweep")(sweep_command)
     app.command("pareto")(pareto_command)
-

@@ -28,14 +28,22 @@ def textbook_command(
 
     def render() -> None:
         cols = ["id", *(["description"] if wide else []), "book", "computed", "unit", "rel err", "ok"]
-        table = compact_table("How to Scale Your Model, part 7: answer key", cols,
-                              left=("description", "book", "unit", "ok"))
+        table = compact_table(
+            "How to Scale Your Model, part 7: answer key", cols, left=("description", "book", "unit", "ok")
+        )
         for r in rows:
             ok = "[green]pass[/]" if r.passed else "[bold red]FAIL[/]"
             book = f"{r.expected:.4g}" + (f" (exact {r.exact:.4g})" if r.exact is not None else "")
             described = [r.description + (" [dim](derived)[/]" if r.derived else "")] if wide else []
-            table.add_row(r.id + ("*" if r.derived and not wide else ""), *described, book,
-                          f"{r.computed:.4g}", r.unit, f"{r.rel_error:.2%}", ok)
+            table.add_row(
+                r.id + ("*" if r.derived and not wide else ""),
+                *described,
+                book,
+                f"{r.computed:.4g}",
+                r.unit,
+                f"{r.rel_error:.2%}",
+                ok,
+            )
         console.print(table)
         notes: dict[str, list[str]] = {}
         for r in rows:

@@ -12,14 +12,21 @@ from roofline.views.cli._common import JSON_OPTION, compact_table, console, emit
 from roofline.views.cli.options import load_hardware_option
 
 HARDWARE = typer.Option(
-    None, "--hardware", help="Hardware profile (name or YAML, e.g. a calibrated profile), repeatable: only rows "
-    "on that chip, predicted with it.")
+    None,
+    "--hardware",
+    help="Hardware profile (name or YAML, e.g. a calibrated profile), repeatable: only rows "
+    "on that chip, predicted with it.",
+)
 SOURCE = typer.Option(None, "--source", help="Only rows of this source (or sources starting with it).")
 ROWS = typer.Option(None, "--rows", help="Validate these end-to-end files (schema CSV or importable tables) instead.")
 HTML = typer.Option(None, "--html", help="Also write an HTML page (predicted vs measured) here.")
 CASES = typer.Option(False, "--cases", help="Also print one line per case.")
-HOLDOUT = typer.Option(False, "--holdout", help="Engine terms held out: each row predicted by terms fitted "
-                       "without it (5-fold by case); also a by-source hold-out. Slower (~1 min).")
+HOLDOUT = typer.Option(
+    False,
+    "--holdout",
+    help="Engine terms held out: each row predicted by terms fitted "
+    "without it (5-fold by case); also a by-source hold-out. Slower (~1 min).",
+)
 
 
 def validate_command(
@@ -62,23 +69,34 @@ def validate_command(
 
     def render() -> None:
         if show_cases:
-            cases = compact_table("Cases (ratio = predicted / measured)",
-                                  ["id", "quantity", "measured", "predicted", "ratio"], left=("quantity",))
+            cases = compact_table(
+                "Cases (ratio = predicted / measured)",
+                ["id", "quantity", "measured", "predicted", "ratio"],
+                left=("quantity",),
+            )
             for c in result.cases:
                 cases.add_row(c.id, c.quantity, f"{c.measured:.4g}", f"{c.predicted:.4g}", f"{c.ratio:.3f}")
             console.print(cases)
-        table = compact_table(f"End-to-end validation: {len(result.cases)} cases from {len(rows)} rows",
-                              ["quantity", "group", "n", "MAPE", "median", "gmean", "spec"], left=("group",))
-        table.caption = ("MAPE/median/gmean: the prediction; spec: MAPE of the spec sheet; gmean: geometric-mean "
-                         "ratio predicted / measured")
+        table = compact_table(
+            f"End-to-end validation: {len(result.cases)} cases from {len(rows)} rows",
+            ["quantity", "group", "n", "MAPE", "median", "gmean", "spec"],
+            left=("group",),
+        )
+        table.caption = (
+            "MAPE/median/gmean: the prediction; spec: MAPE of the spec sheet; gmean: geometric-mean "
+            "ratio predicted / measured"
+        )
         for row in summary_rows(result.summary, result.summary_spec):
             table.add_row(*row)
         console.print(table)
         console.print(f"prediction: {result.tier}", highlight=False)
         if result.summary_by_source_holdout:
             held = result.summary_by_source_holdout
-            console.print("held out by source (engine terms from the other sources on the chip): "
-                          + "; ".join(f"{q} {e['mape']:.1%} (n {e['n']})" for q, e in held.items()), highlight=False)
+            console.print(
+                "held out by source (engine terms from the other sources on the chip): "
+                + "; ".join(f"{q} {e['mape']:.1%} (n {e['n']})" for q, e in held.items()),
+                highlight=False,
+            )
         reasons = Counter(s.reason for s in result.skipped)
         for reason, n in reasons.most_common():
             console.print(f"skipped {n} row(s): {reason}", highlight=False)

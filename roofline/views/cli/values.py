@@ -33,13 +33,24 @@ def count(minimum: int = 1, maximum: int = MAX_COUNT) -> Callable[[object], int]
     return parse
 
 
-def number(minimum: float | None = 0.0, maximum: float | None = None, *, open_low: bool = True,
-           dimension: Dimension = "dimensionless") -> Callable[[object], float]:
+def number(
+    minimum: float | None = 0.0,
+    maximum: float | None = None,
+    *,
+    open_low: bool = True,
+    dimension: Dimension = "dimensionless",
+) -> Callable[[object], float]:
     """A finite number of ``dimension`` (its unit checked) in the range; default (0, MAX_VALUE]."""
 
     def parse(value: object) -> float:
-        return check_number(value, "", dimension=dimension, minimum=minimum,
-                            maximum=MAX_VALUE[dimension] if maximum is None else maximum, open_low=open_low)
+        return check_number(
+            value,
+            "",
+            dimension=dimension,
+            minimum=minimum,
+            maximum=MAX_VALUE[dimension] if maximum is None else maximum,
+            open_low=open_low,
+        )
 
     return parse
 
@@ -121,8 +132,7 @@ def check_outputs(paths: Sequence[tuple[str, Path | str | None]]) -> None:
         text = str(raw)
         path = Path(text)
         if text.endswith(("/", os.sep)) or path.is_dir():
-            raise OptionError(f"{flag}: {shown(text)} is a folder; give a file name such as "
-                              f"{path / 'out.html'}")
+            raise OptionError(f"{flag}: {shown(text)} is a folder; give a file name such as {path / 'out.html'}")
         parent = path.absolute().parent  # the nearest existing folder above it is where it gets created
         while not parent.exists() and parent != parent.parent:
             parent = parent.parent

@@ -24,8 +24,21 @@ AXES: dict[str, tuple[str, float]] = {
     "tokens_per_s_per_user": ("interactivity (tokens/s per user)", 1.0),
     "cost_per_million_tokens": ("cost ($ per million tokens)", 1.0),
 }
-HOVER_FIELDS = ("hardware", "chips", "tp", "batch", "weights", "kv_dtype", "context", "step_time_s",
-                "tokens_per_s_per_chip", "tokens_per_s_per_user", "cost_per_million_tokens", "bound", "topology")
+HOVER_FIELDS = (
+    "hardware",
+    "chips",
+    "tp",
+    "batch",
+    "weights",
+    "kv_dtype",
+    "context",
+    "step_time_s",
+    "tokens_per_s_per_chip",
+    "tokens_per_s_per_user",
+    "cost_per_million_tokens",
+    "bound",
+    "topology",
+)
 HOVER = (
     "<b>%{customdata[0]}</b> × %{customdata[1]} chips %{customdata[12]} (tp=%{customdata[2]})<br>"
     "batch %{customdata[3]}, context %{customdata[6]}<br>"
@@ -37,9 +50,14 @@ HOVER = (
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 GRID = {"gridcolor": "#e4e7eb", "zerolinecolor": "#cbd2d9", "linecolor": "#9aa5b1", "showline": True}
 #: The one look of every page's figures (report, pareto, calibration, validate, simulate).
-THEME: dict[str, Any] = {"paper_bgcolor": "white", "plot_bgcolor": "white", "colorway": list(COLORS),
-                         "font": {"size": 12, "family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"},
-                         "hovermode": "closest", "margin": {"l": 70, "r": 20, "t": 60, "b": 60}}
+THEME: dict[str, Any] = {
+    "paper_bgcolor": "white",
+    "plot_bgcolor": "white",
+    "colorway": list(COLORS),
+    "font": {"size": 12, "family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"},
+    "hovermode": "closest",
+    "margin": {"l": 70, "r": 20, "t": 60, "b": 60},
+}
 #: Log axes span more than this factor; their ticks are 1-2-5 within ~2.5 decades, powers of ten beyond.
 LOG_SPAN = 20.0
 DECADE_TICKS = 2.5
@@ -68,8 +86,8 @@ def log_ticks(values: Any) -> dict[str, Any]:
         return {}
     lo, hi = np.floor(np.log10(v.min())), np.ceil(np.log10(v.max()))
     steps = (1.0,) if hi - lo > DECADE_TICKS else (1.0, 2.0, 5.0)
-    ticks = [m * 10.0 ** e for e in np.arange(lo, hi + 1) for m in steps]
-    ticks = [t for t in ticks if v.min() / 1.5 <= t <= v.max() * 1.5] or [10.0 ** lo]
+    ticks = [m * 10.0**e for e in np.arange(lo, hi + 1) for m in steps]
+    ticks = [t for t in ticks if v.min() / 1.5 <= t <= v.max() * 1.5] or [10.0**lo]
     return {"tickmode": "array", "tickvals": ticks, "ticktext": [tick_label(t) for t in ticks]}
 
 
@@ -91,15 +109,23 @@ def themed(fig_layout: dict[str, Any]) -> dict[str, Any]:
 
 def layout(title: str, x: dict[str, Any], y: dict[str, Any], legend: str = "") -> dict[str, Any]:
     """Shared look: the theme, a title, a legend title."""
-    return themed({"title": {"text": title}, "xaxis": x, "yaxis": y, "height": 460,
-                   "legend": {"title": {"text": legend}}})
+    return themed(
+        {"title": {"text": title}, "xaxis": x, "yaxis": y, "height": 460, "legend": {"title": {"text": legend}}}
+    )
 
 
-def line_trace(x: Any, y: Any, name: str, color: str, dash: str = "solid", hover: str = "",
-               mode: str = "lines", **extra: Any) -> dict[str, Any]:
+def line_trace(
+    x: Any, y: Any, name: str, color: str, dash: str = "solid", hover: str = "", mode: str = "lines", **extra: Any
+) -> dict[str, Any]:
     """A scatter trace (lists, so the spec is plain JSON)."""
-    trace = {"type": "scatter", "x": np.asarray(x).tolist(), "y": np.asarray(y).tolist(), "name": name,
-             "mode": mode, "line": {"color": color, "dash": dash}}
+    trace = {
+        "type": "scatter",
+        "x": np.asarray(x).tolist(),
+        "y": np.asarray(y).tolist(),
+        "name": name,
+        "mode": mode,
+        "line": {"color": color, "dash": dash},
+    }
     if hover:
         trace["hovertemplate"] = hover
     trace.update(extra)
@@ -125,8 +151,17 @@ def frontier_figure(result: SweepResult, objective: str, title: str, group: str 
         y = result.columns[y_col][idx] * y_scale
         xs.append(x)
         ys.append(y)
-        traces.append(line_trace(x, y, str(key), COLORS[i % len(COLORS)], hover=HOVER, mode="lines+markers",
-                                 customdata=hover_data(result, idx)))
+        traces.append(
+            line_trace(
+                x,
+                y,
+                str(key),
+                COLORS[i % len(COLORS)],
+                hover=HOVER,
+                mode="lines+markers",
+                customdata=hover_data(result, idx),
+            )
+        )
         traces[-1]["line"]["shape"] = "hv"
     all_x = np.concatenate(xs) if xs else np.zeros(0)
     all_y = np.concatenate(ys) if ys else np.zeros(0)
@@ -172,9 +207,20 @@ def trace_frontier_figure(traces: Sequence[FrontierTrace], objective: str, title
         style = KIND_STYLE[tr.kind]
         custom = [row + [note] for row, note in zip(hover_data(tr.result, idx), notes.tolist(), strict=True)]
         symbols = np.where(out, SCALE_OUT_SYMBOL, style["symbol"]).tolist()
-        data.append(line_trace(x, y, tr.name, tr.color, dash=style["dash"], hover=KIND_HOVER + HOVER,
-                               mode="lines+markers", customdata=custom, legendgroup=tr.name.split(" · ")[0],
-                               marker={"color": tr.color, "symbol": symbols, "size": 7}))
+        data.append(
+            line_trace(
+                x,
+                y,
+                tr.name,
+                tr.color,
+                dash=style["dash"],
+                hover=KIND_HOVER + HOVER,
+                mode="lines+markers",
+                customdata=custom,
+                legendgroup=tr.name.split(" · ")[0],
+                marker={"color": tr.color, "symbol": symbols, "size": 7},
+            )
+        )
         data[-1]["line"]["shape"] = "hv"
     all_x = np.concatenate(xs) if xs else np.zeros(0)
     all_y = np.concatenate(ys) if ys else np.zeros(0)
@@ -190,40 +236,91 @@ def throughput_vs_batch_figure(
     for i, c in enumerate(curves):
         color = COLORS[i % len(COLORS)]
         b, tps, fits = np.asarray(c["batch"]), np.asarray(c["tokens_per_s"]), np.asarray(c["fits"])
-        traces.append(line_trace(b[fits], tps[fits], f"{c['name']} (fits)", color,
-                                 hover="batch %{x}<br>%{y:,.1f} tokens/s<extra></extra>"))
-        traces.append(line_trace(b[~fits], tps[~fits], f"{c['name']} (out of HBM)", color, dash="dot",
-                                 hover="batch %{x}<br>%{y:,.1f} tokens/s (OOM)<extra></extra>"))
+        traces.append(
+            line_trace(
+                b[fits],
+                tps[fits],
+                f"{c['name']} (fits)",
+                color,
+                hover="batch %{x}<br>%{y:,.1f} tokens/s<extra></extra>",
+            )
+        )
+        traces.append(
+            line_trace(
+                b[~fits],
+                tps[~fits],
+                f"{c['name']} (out of HBM)",
+                color,
+                dash="dot",
+                hover="batch %{x}<br>%{y:,.1f} tokens/s (OOM)<extra></extra>",
+            )
+        )
     for i, p in enumerate(book):
-        traces.append(line_trace(p["batch"], p["tokens_per_s"], f"the book: {p['name']}",
-                                 COLORS[i % len(COLORS)], mode="markers",
-                                 hover="the book: batch %{x}<br>%{y:,.2f} tokens/s<extra></extra>",
-                                 marker={"color": COLORS[i % len(COLORS)], "symbol": "x", "size": 10}))
+        traces.append(
+            line_trace(
+                p["batch"],
+                p["tokens_per_s"],
+                f"the book: {p['name']}",
+                COLORS[i % len(COLORS)],
+                mode="markers",
+                hover="the book: batch %{x}<br>%{y:,.2f} tokens/s<extra></extra>",
+                marker={"color": COLORS[i % len(COLORS)], "symbol": "x", "size": 10},
+            )
+        )
     top = max(float(np.max(c["tokens_per_s"])) for c in curves) if curves else 1.0
     low = min(float(np.min(c["tokens_per_s"])) for c in curves) if curves else 1.0
     label = f"critical batch {critical_batch:.0f}"
-    traces.append(line_trace([critical_batch] * 2, [low, top], label, "#52606d", dash="dash",
-                             hover=label + "<extra></extra>"))
+    traces.append(
+        line_trace([critical_batch] * 2, [low, top], label, "#52606d", dash="dash", hover=label + "<extra></extra>")
+    )
     values = np.concatenate([np.asarray(c["tokens_per_s"], dtype=float) for c in curves]) if curves else None
-    return {"data": traces, "layout": layout(title, axis("batch size (sequences)", np.asarray([1.0, 512.0])),
-                                             axis("throughput (tokens/s, whole slice)", values))}
+    return {
+        "data": traces,
+        "layout": layout(
+            title,
+            axis("batch size (sequences)", np.asarray([1.0, 512.0])),
+            axis("throughput (tokens/s, whole slice)", values),
+        ),
+    }
 
 
 def memory_vs_batch_figure(
     curves: Sequence[dict[str, Any]], capacities: Sequence[dict[str, Any]], title: str
 ) -> Figure:
     """Weights + KV bytes (GB) vs batch per curve, with one HBM capacity line per slice."""
-    traces = [line_trace(c["batch"], np.asarray(c["total_bytes"]) / 1e9, c["name"], COLORS[i % len(COLORS)],
-                         hover="batch %{x}<br>%{y:,.1f} GB<extra>" + c["name"] + "</extra>")
-              for i, c in enumerate(curves)]
+    traces = [
+        line_trace(
+            c["batch"],
+            np.asarray(c["total_bytes"]) / 1e9,
+            c["name"],
+            COLORS[i % len(COLORS)],
+            hover="batch %{x}<br>%{y:,.1f} GB<extra>" + c["name"] + "</extra>",
+        )
+        for i, c in enumerate(curves)
+    ]
     batches = [float(np.min(c["batch"])) for c in curves] + [float(np.max(c["batch"])) for c in curves]
     span = [min(batches), max(batches)] if batches else [1.0, 1.0]
     for i, cap in enumerate(capacities):
         label = f"HBM {cap['name']}: {cap['bytes'] / 1e9:,.0f} GB"
-        traces.append(line_trace(span, [cap["bytes"] / 1e9] * 2, label,
-                                 COLORS[(i + len(curves)) % len(COLORS)], dash="dash",
-                                 hover=label + "<extra></extra>"))
-    gb = np.concatenate([np.asarray(c["total_bytes"], dtype=float) / 1e9 for c in curves]
-                        + [np.asarray([cap["bytes"] / 1e9]) for cap in capacities])
-    return {"data": traces, "layout": layout(title, axis("batch size (sequences)", np.asarray(span), log=True),
-                                             axis("memory: weights + KV cache (GB)", gb, log=True))}
+        traces.append(
+            line_trace(
+                span,
+                [cap["bytes"] / 1e9] * 2,
+                label,
+                COLORS[(i + len(curves)) % len(COLORS)],
+                dash="dash",
+                hover=label + "<extra></extra>",
+            )
+        )
+    gb = np.concatenate(
+        [np.asarray(c["total_bytes"], dtype=float) / 1e9 for c in curves]
+        + [np.asarray([cap["bytes"] / 1e9]) for cap in capacities]
+    )
+    return {
+        "data": traces,
+        "layout": layout(
+            title,
+            axis("batch size (sequences)", np.asarray(span), log=True),
+            axis("memory: weights + KV cache (GB)", gb, log=True),
+        ),
+    }

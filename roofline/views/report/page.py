@@ -48,12 +48,17 @@ def json_safe(value: Any) -> Any:
 
 def figure_html(fig: dict[str, Any], div_id: str) -> str:
     """A figure spec as a plotly <div> and its Plotly.newPlot call (plotly.js is added once per page)."""
-    spec = json.dumps(json_safe({"data": fig["data"], "layout": fig["layout"], "config": PLOTLY_CONFIG}),
-                      separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    spec = json.dumps(
+        json_safe({"data": fig["data"], "layout": fig["layout"], "config": PLOTLY_CONFIG}),
+        separators=(",", ":"),
+        allow_nan=False,
+    ).replace("</", "<\\/")
     height = int(fig["layout"].get("height", 450))
-    return (f'<div id="{div_id}" class="plotly-graph-div" style="height:{height}px; width:100%;"></div>'
-            f'<script type="text/javascript">(function(){{var f={spec};'
-            f'Plotly.newPlot("{div_id}", f.data, f.layout, f.config);}})();</script>')
+    return (
+        f'<div id="{div_id}" class="plotly-graph-div" style="height:{height}px; width:100%;"></div>'
+        f'<script type="text/javascript">(function(){{var f={spec};'
+        f'Plotly.newPlot("{div_id}", f.data, f.layout, f.config);}})();</script>'
+    )
 
 
 def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], text_columns: int = 0) -> str:
@@ -73,9 +78,9 @@ def page_html(title: str, sections: Sequence[str]) -> str:
     from plotly.offline import get_plotlyjs
 
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{STYLE}</style>"
-        f"<script type=\"text/javascript\">{get_plotlyjs()}</script></head><body>"
+        f'<script type="text/javascript">{get_plotlyjs()}</script></head><body>'
         + "\n".join(sections)
         + "</body></html>\n"
     )

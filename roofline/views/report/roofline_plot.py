@@ -47,18 +47,41 @@ def roofline_figure(phases: Sequence[tuple[str, str, OpBreakdown]], title: str) 
         fitted = kind != kinds[0]  # the spec sheet comes first; a calibrated profile's points are filled
         color = COLORS[(0 if phase == "decode" else 1) + (2 if fitted else 0)]
         symbol = PHASES[phase] + ("-open" if len(kinds) > 1 and not fitted else "")
-        data.append(line_trace(xs, ys, f"{phase} · {kind}", color, mode="markers", customdata=names,
-                               hover="<b>%{customdata}</b><br>%{x:,.1f} FLOP/byte<br>%{y:,.2f} TFLOP/s per chip"
-                                     "<extra>%{fullData.name}</extra>",
-                               marker={"color": color, "symbol": symbol, "size": 10, "line": {"width": 1.5}}))
+        data.append(
+            line_trace(
+                xs,
+                ys,
+                f"{phase} · {kind}",
+                color,
+                mode="markers",
+                customdata=names,
+                hover="<b>%{customdata}</b><br>%{x:,.1f} FLOP/byte<br>%{y:,.2f} TFLOP/s per chip"
+                "<extra>%{fullData.name}</extra>",
+                marker={"color": color, "symbol": symbol, "size": 10, "line": {"width": 1.5}},
+            )
+        )
     ys_all = [y for _, _, b in phases for y in _points(b)[1]] + [lo * bw, peak]
-    fig = layout(title, axis("arithmetic intensity (FLOPs per byte of weights + KV)", [lo, hi], log=True),
-                 axis("attained TFLOP/s per chip", ys_all, log=True), "ops")
+    fig = layout(
+        title,
+        axis("arithmetic intensity (FLOPs per byte of weights + KV)", [lo, hi], log=True),
+        axis("attained TFLOP/s per chip", ys_all, log=True),
+        "ops",
+    )
     return {"data": data, "layout": fig}
 
 
-OP_HEADERS = ("op", "kernels / step", "GFLOP", "weights (MB)", "activations (MB, not timed)", "KV (MB)",
-              "FLOP/byte", "bound", "time (ms)", "share")
+OP_HEADERS = (
+    "op",
+    "kernels / step",
+    "GFLOP",
+    "weights (MB)",
+    "activations (MB, not timed)",
+    "KV (MB)",
+    "FLOP/byte",
+    "bound",
+    "time (ms)",
+    "share",
+)
 
 
 def op_rows(b: OpBreakdown) -> list[list[str]]:
@@ -67,16 +90,37 @@ def op_rows(b: OpBreakdown) -> list[list[str]]:
     rows = []
     for op in b.ops:
         intensity = "-" if not np.isfinite(op.intensity) else f"{op.intensity:,.1f}"
-        rows.append([op.name, f"{op.count:,.4g}", f"{op.flops / 1e9:,.3f}", f"{op.weight_bytes / 1e6:,.2f}",
-                     f"{op.activation_bytes / 1e6:,.2f}", f"{op.kv_bytes / 1e6:,.2f}", intensity, op.bound,
-                     f"{op.time_s * 1e3:,.4f}", f"{op.time_s / total:.1%}" if total > 0 else "-"])
+        rows.append(
+            [
+                op.name,
+                f"{op.count:,.4g}",
+                f"{op.flops / 1e9:,.3f}",
+                f"{op.weight_bytes / 1e6:,.2f}",
+                f"{op.activation_bytes / 1e6:,.2f}",
+                f"{op.kv_bytes / 1e6:,.2f}",
+                intensity,
+                op.bound,
+                f"{op.time_s * 1e3:,.4f}",
+                f"{op.time_s / total:.1%}" if total > 0 else "-",
+            ]
+        )
     flops = sum(op.flops for op in b.ops)
     sums = [sum(getattr(op, k) for op in b.ops) / 1e6 for k in ("weight_bytes", "activation_bytes", "kv_bytes")]
     blank = [""] * 4
-    rows.append(["Σ ops", "", f"{flops / 1e9:,.3f}", *(f"{v:,.2f}" for v in sums), "", "", f"{total * 1e3:,.4f}",
-                 "100%"])
-    rows.append(["+ the step model's one roofline over all matmuls (spec sheet: max(ΣFLOPs/peak, Σbytes/BW))",
-                 "", *blank, "", "", f"{b.shared_roofline_s * 1e3:+,.4f}", ""])
+    rows.append(
+        ["Σ ops", "", f"{flops / 1e9:,.3f}", *(f"{v:,.2f}" for v in sums), "", "", f"{total * 1e3:,.4f}", "100%"]
+    )
+    rows.append(
+        [
+            "+ the step model's one roofline over all matmuls (spec sheet: max(ΣFLOPs/peak, Σbytes/BW))",
+            "",
+            *blank,
+            "",
+            "",
+            f"{b.shared_roofline_s * 1e3:+,.4f}",
+            "",
+        ]
+    )
     rows.append(["= step model's local time (no collectives)", "", *blank, "", "", f"{b.local_s * 1e3:,.4f}", ""])
     rows.append(["+ collectives on the critical path", "", *blank, "", "", f"{b.comms_exposed_s * 1e3:,.4f}", ""])
     rows.append(["= step time (prediction)", "", *blank, "", "", f"{b.step_s * 1e3:,.4f}", ""])
@@ -85,10 +129,12 @@ def op_rows(b: OpBreakdown) -> list[list[str]]:
 
 def op_note(b: OpBreakdown) -> str:
     """One line under the table: what was timed and how."""
-    return (f"{b.source}; on {b.chips:g} chips.  Time per op: its own roofline on the spec sheet, "
-            "max(FLOPs / (chips · peak), (weight + KV bytes) / (chips · HBM bandwidth)); a calibrated profile's "
-            "fitted kernel otherwise.  Activation bytes are shown, not timed (the book's accounting).  "
-            f"'{OUTSIDE_GEMMS}' is what the step model counts beyond the GEMM shapes.")
+    return (
+        f"{b.source}; on {b.chips:g} chips.  Time per op: its own roofline on the spec sheet, "
+        "max(FLOPs / (chips · peak), (weight + KV bytes) / (chips · HBM bandwidth)); a calibrated profile's "
+        "fitted kernel otherwise.  Activation bytes are shown, not timed (the book's accounting).  "
+        f"'{OUTSIDE_GEMMS}' is what the step model counts beyond the GEMM shapes."
+    )
 
 
 def data_points(phases: Sequence[tuple[str, str, OpBreakdown]]) -> dict[str, Any]:

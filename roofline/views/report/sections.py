@@ -40,21 +40,39 @@ def trace_legend(refs: Sequence[HardwareRef], scenario: Scenario) -> list[str]:
     for ref in refs:
         domain = f"{ref.domain}-chip scale-up domain" if ref.domain else "no scale-up limit in the file"
         if "bound" in scenario.traces:
-            rows.append((f"{ref.label} · bound", "dotted, open markers",
-                         f"spec sheet of {ref.spec.name}: collectives overlapped (max of local work and "
-                         "collectives), no kernel overheads; every tp degree, those across the scale-out "
-                         f"network marked ✕ ({domain})"))
+            rows.append(
+                (
+                    f"{ref.label} · bound",
+                    "dotted, open markers",
+                    f"spec sheet of {ref.spec.name}: collectives overlapped (max of local work and "
+                    "collectives), no kernel overheads; every tp degree, those across the scale-out "
+                    f"network marked ✕ ({domain})",
+                )
+            )
         if "prediction" in scenario.traces:
-            rates = ("fitted kernel times and per-kernel overheads of the calibrated profile"
-                     if ref.calibrated else "spec sheet rates and no kernel overheads (still optimistic)")
-            tp_rule = ("every tp degree" if scenario.scale_out_tp or not ref.domain
-                       else f"tp ≤ {ref.domain} only (one scale-up domain)")
-            rows.append((f"{ref.label} · prediction", "solid, filled markers",
-                         f"the step model's step time (step_time_s): {rates}; {_collectives(ref)}; {tp_rule}"))
-    lead = ("<p class=\"lead\"><b>Bounds are not predictions.</b> A <b>bound</b> trace is the spec-sheet "
-            "roofline with collectives hidden behind local work and no kernel overheads: a floor no engine "
-            "reaches (on GPUs not even a plausible schedule). A <b>prediction</b> trace is the step model's "
-            "step time, from a calibrated profile where one is given.</p>")
+            rates = (
+                "fitted kernel times and per-kernel overheads of the calibrated profile"
+                if ref.calibrated
+                else "spec sheet rates and no kernel overheads (still optimistic)"
+            )
+            tp_rule = (
+                "every tp degree"
+                if scenario.scale_out_tp or not ref.domain
+                else f"tp ≤ {ref.domain} only (one scale-up domain)"
+            )
+            rows.append(
+                (
+                    f"{ref.label} · prediction",
+                    "solid, filled markers",
+                    f"the step model's step time (step_time_s): {rates}; {_collectives(ref)}; {tp_rule}",
+                )
+            )
+    lead = (
+        '<p class="lead"><b>Bounds are not predictions.</b> A <b>bound</b> trace is the spec-sheet '
+        "roofline with collectives hidden behind local work and no kernel overheads: a floor no engine "
+        "reaches (on GPUs not even a plausible schedule). A <b>prediction</b> trace is the step model's "
+        "step time, from a calibrated profile where one is given.</p>"
+    )
     return [lead, html_table(("trace", "drawn as", "what it is"), rows, text_columns=3)]
 
 
@@ -63,15 +81,29 @@ def excluded_note(excluded: dict[str, int], scenario: Scenario) -> str:
     if scenario.scale_out_tp or "prediction" not in scenario.traces:
         return ""
     counts = ", ".join(f"{label}: {n:,}" for label, n in excluded.items() if n) or "none in this scenario"
-    return ("<p class=\"note\">Left out of the prediction traces by default: tensor parallelism across a "
-            "scale-out network (tp above the chip's max_ici_domain_chips, e.g. 8 NVLink GPUs), whose "
-            "per-layer all-reduces over InfiniBand no deployment uses; such a slice is served as replicas of "
-            f"a smaller tp group instead. Points left out: {html.escape(counts)}. `--scale-out-tp` keeps them; "
-            "the bound traces show them marked ✕.</p>")
+    return (
+        '<p class="note">Left out of the prediction traces by default: tensor parallelism across a '
+        "scale-out network (tp above the chip's max_ici_domain_chips, e.g. 8 NVLink GPUs), whose "
+        "per-layer all-reduces over InfiniBand no deployment uses; such a slice is served as replicas of "
+        f"a smaller tp group instead. Points left out: {html.escape(counts)}. `--scale-out-tp` keeps them; "
+        "the bound traces show them marked ✕.</p>"
+    )
 
 
-DROPPED_HEADERS = ("model", "chip", "weights", "KV", "chips", "tp", "context", "largest batch that fits",
-                   "dropped batches", "first dropped batch", "weights + KV there (GB)", "usable HBM (GB)")
+DROPPED_HEADERS = (
+    "model",
+    "chip",
+    "weights",
+    "KV",
+    "chips",
+    "tp",
+    "context",
+    "largest batch that fits",
+    "dropped batches",
+    "first dropped batch",
+    "weights + KV there (GB)",
+    "usable HBM (GB)",
+)
 
 
 def dropped_rows(name: str, result: SweepResult) -> list[list[Any]]:
@@ -80,9 +112,22 @@ def dropped_rows(name: str, result: SweepResult) -> list[list[Any]]:
     for slot in result.dropped_slots:
         blk = result.blocks[slot.block]
         tp = f"{slot.tp} x pp {slot.pp}" if slot.pp > 1 else slot.tp
-        rows.append([name, blk["hardware"], blk["weights"], blk["kv_dtype"], slot.chips, tp, slot.context,
-                     slot.largest_fit or "none", slot.dropped, slot.first_dropped,
-                     f"{slot.total_bytes / 1e9:,.1f}", f"{slot.usable_hbm_bytes / 1e9:,.1f}"])
+        rows.append(
+            [
+                name,
+                blk["hardware"],
+                blk["weights"],
+                blk["kv_dtype"],
+                slot.chips,
+                tp,
+                slot.context,
+                slot.largest_fit or "none",
+                slot.dropped,
+                slot.first_dropped,
+                f"{slot.total_bytes / 1e9:,.1f}",
+                f"{slot.usable_hbm_bytes / 1e9:,.1f}",
+            ]
+        )
     return rows
 
 
@@ -101,13 +146,14 @@ def book_section(fig_html: FigureHtml) -> list[str]:
     capacity = [{"name": f"{BOOK_SLICE_CHIPS}x tpu-v5e", "bytes": BOOK_SLICE_CHIPS * hw.hbm_bytes}]
     return [
         "<h2>Throughput vs batch: the book's LLaMA-2-13B tables</h2>",
-        "<p class=\"note\">8x TPU v5e, context 8192, bf16, no collectives (the book's idealised slice), all of "
+        '<p class="note">8x TPU v5e, context 8192, bf16, no collectives (the book\'s idealised slice), all of '
         "HBM for weights + KV (the book's accounting). Crosses: the book's table values. The catalog's "
         "llama-2-13b-gqa has 8 KV heads and therefore 1.7e9 fewer attention parameters than the book's "
         "'same parameters, KV 5x smaller' thought experiment, "
         "so its curve sits slightly above the book's second table at small batch.</p>",
-        fig_html(figures.throughput_vs_batch_figure(curves, book, critical,
-                                                    "LLaMA-2-13B on 8x TPU v5e: throughput vs batch")),
+        fig_html(
+            figures.throughput_vs_batch_figure(curves, book, critical, "LLaMA-2-13B on 8x TPU v5e: throughput vs batch")
+        ),
         fig_html(figures.memory_vs_batch_figure(memory, capacity, "LLaMA-2-13B on 8x TPU v5e: memory vs batch")),
     ]
 
@@ -120,11 +166,12 @@ def memory_section(scenario: Scenario, refs: Sequence[HardwareRef], fig_html: Fi
     for name in scenario.models:
         res = decode_step(load_model(name), refs[0].spec, 1, batch, scenario.context[0], precision)
         curves.append({"name": name, "batch": batch, "total_bytes": res.total_bytes})
-    capacities = [{"name": f"{BOOK_SLICE_CHIPS}x {r.label}", "bytes": BOOK_SLICE_CHIPS * r.spec.hbm_bytes}
-                  for r in refs]
+    capacities = [
+        {"name": f"{BOOK_SLICE_CHIPS}x {r.label}", "bytes": BOOK_SLICE_CHIPS * r.spec.hbm_bytes} for r in refs
+    ]
     return [
         "<h2>Memory vs batch for the scenario's models</h2>",
-        f"<p class=\"note\">{html.escape(scenario.weights[0])} weights, {html.escape(scenario.kv_dtypes[0])} KV, "
+        f'<p class="note">{html.escape(scenario.weights[0])} weights, {html.escape(scenario.kv_dtypes[0])} KV, '
         f"context {scenario.context[0]}; dashed lines: physical HBM of an {BOOK_SLICE_CHIPS}-chip slice.</p>",
         fig_html(figures.memory_vs_batch_figure(curves, capacities, "memory vs batch")),
     ]
@@ -137,53 +184,84 @@ def ops_configuration(model: ModelSpec, ref: HardwareRef, scenario: Scenario) ->
     for chips in sorted(scenario.chips):
         if ref.domain and chips > ref.domain:
             continue
-        res = decode_step(model, ref.spec_sheet, chips, 1, scenario.context[0], precision, tp=chips,
-                          memory_utilization=scenario.memory_utilization)
+        res = decode_step(
+            model,
+            ref.spec_sheet,
+            chips,
+            1,
+            scenario.context[0],
+            precision,
+            tp=chips,
+            memory_utilization=scenario.memory_utilization,
+        )
         fitting = [b for b in scenario.batch if b <= min(OPS_BATCH, float(res.max_batch))]
         if bool(np.all(res.fits)) and fitting:
             return chips, max(fitting)
     return None
 
 
-def op_breakdowns(model: ModelSpec, ref: HardwareRef, scenario: Scenario, chips: int,
-                  batch: int) -> list[tuple[str, str, OpBreakdown]]:
+def op_breakdowns(
+    model: ModelSpec, ref: HardwareRef, scenario: Scenario, chips: int, batch: int
+) -> list[tuple[str, str, OpBreakdown]]:
     """(phase, rates, breakdown): decode of ``batch`` and prefill of one prompt, spec sheet then profile."""
     precision = Precision(scenario.weights[0], scenario.kv_dtypes[0], scenario.compute_dtype)
     context = scenario.context[0]
     specs = [("spec sheet", ref.spec_sheet)] + ([("calibrated profile", ref.spec)] if ref.calibrated else [])
     out = []
     for kind, hw in specs:
-        dep = deployment(model, hw, chips, precision, tp=chips, memory_utilization=scenario.memory_utilization,
-                         engine=scenario.engine if hw is ref.spec and ref.calibrated else None)
+        dep = deployment(
+            model,
+            hw,
+            chips,
+            precision,
+            tp=chips,
+            memory_utilization=scenario.memory_utilization,
+            engine=scenario.engine if hw is ref.spec and ref.calibrated else None,
+        )
         out.append(("decode", kind, step_ops(dep, decode_work(batch, context))))
         out.append(("prefill", kind, step_ops(dep, prefill_work(1, context))))
     return out
 
 
-def ops_section(name: str, scenario: Scenario, refs: Sequence[HardwareRef],
-                fig_html: FigureHtml) -> tuple[list[str], dict[str, Any]]:
+def ops_section(
+    name: str, scenario: Scenario, refs: Sequence[HardwareRef], fig_html: FigureHtml
+) -> tuple[list[str], dict[str, Any]]:
     """The classic roofline plot and the per-op tables of one configuration of model ``name``."""
     model = load_model(name)
     ref = next((r for r in refs if r.calibrated), refs[0])
     found = ops_configuration(model, ref, scenario)
     head = f"<h3>{html.escape(name)}: the classic roofline, op by op</h3>"
     if found is None:
-        return [head, "<p class=\"note\">No scenario slice within one scale-up domain holds the model: "
-                      "no per-op breakdown.</p>"], {}
+        return [
+            head,
+            '<p class="note">No scenario slice within one scale-up domain holds the model: no per-op breakdown.</p>',
+        ], {}
     chips, batch = found
     phases = op_breakdowns(model, ref, scenario, chips, batch)
-    config = (f"{ref.label}, {chips} chip{'s' if chips > 1 else ''} (tp {chips}), {scenario.weights[0]} weights, "
-              f"{scenario.kv_dtypes[0]} KV, context {scenario.context[0]}: decode of batch {batch} and prefill "
-              f"of one {scenario.context[0]}-token prompt")
-    sections = [head, f"<p class=\"note\">Configuration: {html.escape(config)} (the smallest scenario slice "
-                      f"within one scale-up domain that holds the model, the largest scenario batch up to "
-                      f"{OPS_BATCH} that fits; {'the first calibrated profile' if ref.calibrated else 'the first chip'}"
-                      " of the scenario).</p>",
-                fig_html(roofline_plot.roofline_figure(phases, f"{name} on {ref.label}: ops on the roofline"))]
+    config = (
+        f"{ref.label}, {chips} chip{'s' if chips > 1 else ''} (tp {chips}), {scenario.weights[0]} weights, "
+        f"{scenario.kv_dtypes[0]} KV, context {scenario.context[0]}: decode of batch {batch} and prefill "
+        f"of one {scenario.context[0]}-token prompt"
+    )
+    sections = [
+        head,
+        f'<p class="note">Configuration: {html.escape(config)} (the smallest scenario slice '
+        f"within one scale-up domain that holds the model, the largest scenario batch up to "
+        f"{OPS_BATCH} that fits; {'the first calibrated profile' if ref.calibrated else 'the first chip'}"
+        " of the scenario).</p>",
+        fig_html(roofline_plot.roofline_figure(phases, f"{name} on {ref.label}: ops on the roofline")),
+    ]
     for phase, kind, b in phases:
-        sections += [f"<h4>{html.escape(phase)} · {html.escape(kind)}</h4>",
-                     html_table(roofline_plot.OP_HEADERS, roofline_plot.op_rows(b), text_columns=1),
-                     f"<p class=\"note\">{html.escape(roofline_plot.op_note(b))}</p>"]
-    data = {"hardware": ref.label, "chips": chips, "batch": batch, "context": scenario.context[0],
-            **roofline_plot.data_points(phases)}
+        sections += [
+            f"<h4>{html.escape(phase)} · {html.escape(kind)}</h4>",
+            html_table(roofline_plot.OP_HEADERS, roofline_plot.op_rows(b), text_columns=1),
+            f'<p class="note">{html.escape(roofline_plot.op_note(b))}</p>',
+        ]
+    data = {
+        "hardware": ref.label,
+        "chips": chips,
+        "batch": batch,
+        "context": scenario.context[0],
+        **roofline_plot.data_points(phases),
+    }
     return sections, data

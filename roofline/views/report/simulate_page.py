@@ -29,12 +29,26 @@ def cdf_points(samples: np.ndarray, max_points: int = CDF_POINTS) -> tuple[list[
 def cdf_figure(samples: np.ndarray, label: str) -> dict[str, Any]:
     """One latency's empirical CDF in milliseconds."""
     x, y = cdf_points(samples)
-    trace = {"type": "scatter", "mode": "lines", "name": label, "x": [v * 1e3 for v in x], "y": y,
-             "line": {"shape": "hv"}, "hovertemplate": "%{x:.2f} ms: %{y:.1%} of requests<extra></extra>"}
-    return {"data": [trace], "layout": themed({"title": {"text": f"{label}: CDF over requests"}, "height": 340,
-                                               "xaxis": {"title": {"text": f"{label} (ms)"}},
-                                               "yaxis": {"title": {"text": "fraction of requests"},
-                                                         "range": [0, 1.02]}})}
+    trace = {
+        "type": "scatter",
+        "mode": "lines",
+        "name": label,
+        "x": [v * 1e3 for v in x],
+        "y": y,
+        "line": {"shape": "hv"},
+        "hovertemplate": "%{x:.2f} ms: %{y:.1%} of requests<extra></extra>",
+    }
+    return {
+        "data": [trace],
+        "layout": themed(
+            {
+                "title": {"text": f"{label}: CDF over requests"},
+                "height": 340,
+                "xaxis": {"title": {"text": f"{label} (ms)"}},
+                "yaxis": {"title": {"text": "fraction of requests"}, "range": [0, 1.02]},
+            }
+        ),
+    }
 
 
 def series_figure(result: SimulationResult) -> dict[str, Any]:
@@ -42,18 +56,40 @@ def series_figure(result: SimulationResult) -> dict[str, Any]:
     s = result.series
     t = s.time_s.tolist()
     data = [
-        {"type": "scatter", "mode": "lines", "name": "batch (sequences)", "x": t, "y": s.batch.tolist(),
-         "line": {"shape": "hv"}},
-        {"type": "scatter", "mode": "lines", "name": "queue (waiting requests)", "x": t, "y": s.queue.tolist(),
-         "line": {"shape": "hv"}},
-        {"type": "scatter", "mode": "lines", "name": "KV cache used", "x": t, "y": s.kv_use.tolist(),
-         "yaxis": "y2", "line": {"shape": "hv", "dash": "dot"}},
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "batch (sequences)",
+            "x": t,
+            "y": s.batch.tolist(),
+            "line": {"shape": "hv"},
+        },
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "queue (waiting requests)",
+            "x": t,
+            "y": s.queue.tolist(),
+            "line": {"shape": "hv"},
+        },
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "KV cache used",
+            "x": t,
+            "y": s.kv_use.tolist(),
+            "yaxis": "y2",
+            "line": {"shape": "hv", "dash": "dot"},
+        },
     ]
-    layout = {"title": {"text": "Batch, queue and KV cache over time"}, "height": 420,
-              "xaxis": {"title": {"text": "time (s)"}}, "yaxis": {"title": {"text": "sequences / requests"}},
-              "yaxis2": {"title": {"text": "KV fraction used"}, "overlaying": "y", "side": "right",
-                         "range": [0, 1.02]},
-              "legend": {"orientation": "h", "y": -0.2}}
+    layout = {
+        "title": {"text": "Batch, queue and KV cache over time"},
+        "height": 420,
+        "xaxis": {"title": {"text": "time (s)"}},
+        "yaxis": {"title": {"text": "sequences / requests"}},
+        "yaxis2": {"title": {"text": "KV fraction used"}, "overlaying": "y", "side": "right", "range": [0, 1.02]},
+        "legend": {"orientation": "h", "y": -0.2},
+    }
     return {"data": data, "layout": themed(layout)}
 
 
@@ -69,10 +105,14 @@ def summary_rows(result: SimulationResult) -> list[tuple[str, str, str, str, str
 def simulate_page_html(result: SimulationResult, title: str) -> str:
     """The whole page: summary, latency table, three CDFs and the time series."""
     facts = [
-        ("load", result.load), ("completed / dropped", f"{result.completed} / {result.dropped}"),
-        ("warm-up", result.warmup_rule), ("output tokens/s", f"{result.output_tokens_per_s:,.1f}"),
-        ("requests/s", f"{result.requests_per_s:,.3f}"), ("mean batch", f"{result.mean_batch:.1f}"),
-        ("mean KV utilization", f"{result.mean_kv_utilization:.1%}"), ("preemptions", str(result.preemptions)),
+        ("load", result.load),
+        ("completed / dropped", f"{result.completed} / {result.dropped}"),
+        ("warm-up", result.warmup_rule),
+        ("output tokens/s", f"{result.output_tokens_per_s:,.1f}"),
+        ("requests/s", f"{result.requests_per_s:,.3f}"),
+        ("mean batch", f"{result.mean_batch:.1f}"),
+        ("mean KV utilization", f"{result.mean_kv_utilization:.1%}"),
+        ("preemptions", str(result.preemptions)),
         ("goodput (fraction meeting the SLOs)", f"{result.goodput_fraction:.1%}"),
     ] + [(k, v) for k, v in result.sources.items()]
     sections = [
