@@ -144,6 +144,7 @@ def test_constant_fit_recovers_known_efficiencies():
     assert got["overhead_s"] == pytest.approx(4e-6, rel=0.05)
 
 
+@pytest.mark.slow
 def test_fixture_calibration_improves_on_the_spec_roofline(tmp_path):
     table = load_measurements(FIXTURES / "schema_small.csv")
     for f in ("gemm_perf.csv", "generation_attention_perf.csv", "nccl_perf.csv"):
@@ -168,6 +169,7 @@ def test_fixture_calibration_improves_on_the_spec_roofline(tmp_path):
 # --------------------------------------------------------------------------- CLI
 
 
+@pytest.mark.slow
 def test_cli_fit_evaluate_and_step_use_the_profile(tmp_path):
     meas = [
         str(AIC / f)

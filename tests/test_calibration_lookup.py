@@ -182,6 +182,7 @@ def small_table():
     return concat(parts)
 
 
+@pytest.mark.slow
 def test_uncovered_rows_are_counted_not_scored(small_table):
     hw = profile({"gemm/bf16": CONSTANT})
     assert uncovered(hw, small_table) == {"gemm/fp8": 300, "gemm_fp8_block/fp8": 300}
@@ -191,6 +192,7 @@ def test_uncovered_rows_are_counted_not_scored(small_table):
     assert uncovered(H100, small_table) == {}  # a spec sheet claims no calibration
 
 
+@pytest.mark.slow
 def test_cli_fit_every_dtype_and_evaluate_by_dtype(small_table, tmp_path):
     rows = write_measurements(small_table, tmp_path / "gemm.csv.gz")
     out = run_json(

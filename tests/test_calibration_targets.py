@@ -17,6 +17,8 @@ from roofline.kernels.schema import COLLECTIVE_OPS, read_measurements
 from roofline.specs import load_hardware
 from tests.conftest import REPO, run_json
 
+pytestmark = pytest.mark.slow  # fits or validates whole profiles: only in the full run
+
 #: Held-out MAPE targets of issue 9, per profile entry: (entry, split) -> bound.  GEMM: bf16
 #: 6%, fp8 per-tensor 8%, fp8 block-scaled 10% on the random split; the shape-range split
 #: within 1.5x of those.

@@ -131,6 +131,7 @@ def test_catalog_commands(tmp_path):
         (("step", "--model", "missing.yaml", "--hardware", "tpu-v5e"), "no such file"),
     ],
 )
+@pytest.mark.slow
 def test_bad_input_one_line_exit_2(args, fragment):
     proc = run_cli(*args)
     assert proc.returncode == 2

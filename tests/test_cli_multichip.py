@@ -75,6 +75,7 @@ def test_collective_over_topology_axes():
         (("--op", "allgather", "--bytes", "-5", "--hardware", "tpu-v5e", "--devices", "8"), "--bytes"),
     ],
 )
+@pytest.mark.slow
 def test_collective_bad_input_is_one_line(args, message):
     proc = run_cli("collective", *args)
     assert proc.returncode == 2 and proc.stdout == ""

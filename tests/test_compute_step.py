@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from roofline.analyses.step import Precision, decode_step, request
 from roofline.formulas import compute, step
 from roofline.specs import load_hardware, load_model
+from tests.profiles import at_most
 
 LLAMA = load_model("llama-2-13b")
 V5E = load_hardware("tpu-v5e")
@@ -97,7 +98,7 @@ def test_moe_reads_only_touched_experts_at_batch_one():
     assert one.weight_time_s < 0.5 * many.weight_time_s
 
 
-@settings(max_examples=50, deadline=None)
+@at_most(50)
 @given(
     b1=st.integers(1, 4096),
     b2=st.integers(1, 4096),

@@ -20,6 +20,8 @@ from roofline.views.report.validation import validation_page_html
 
 from .conftest import run_cli
 
+pytestmark = pytest.mark.slow  # fits or validates whole profiles: only in the full run
+
 FIXTURES = Path(__file__).parent / "fixtures" / "e2e"
 #: Models another helper adds to the catalog; shipped rows may name them before that merge.
 PENDING_MODELS = {"gpt-j-6b", "falcon-180b", "bloom-176b"}

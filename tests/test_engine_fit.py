@@ -15,6 +15,8 @@ from roofline.core.errors import RooflineError
 from roofline.deploy import NO_ENGINE, deployment
 from roofline.specs import load_hardware, load_model
 
+pytestmark = pytest.mark.slow  # fits or validates whole profiles: only in the full run
+
 H100 = load_hardware("h100-sxm")
 LLAMA = load_model("llama-3-8b")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -12,6 +12,7 @@ from roofline.specs import load_hardware, load_model
 from roofline.terms import decode_work, step_terms
 from roofline.terms.exact import fits_into, nonnegative_finite, plus, times, zeros_shaped
 from roofline.terms.step import bound_code
+from tests.profiles import at_most
 
 # Non-negative values, zeros included (the shortcuts' promise excludes −0 only).
 VALUES = st.one_of(st.just(0.0), st.floats(0.0, 1e30, allow_nan=False))
@@ -22,7 +23,7 @@ def bits(x) -> np.ndarray:
     return np.asarray(x, dtype=float).view(np.int64)
 
 
-@settings(max_examples=60, deadline=None)
+@at_most(60)
 @given(
     SHAPES.flatmap(lambda s: hnp.arrays(float, s, elements=VALUES)),
     SHAPES.flatmap(lambda s: hnp.arrays(float, s, elements=st.sampled_from([0.0, 1.0, 2.5]))),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from roofline.analyses.diff import TERMS, diff_steps
@@ -13,6 +13,7 @@ from roofline.deploy import deployment
 from roofline.specs import load_hardware, load_model
 from roofline.views.explain import explain_request, explain_step
 from tests.conftest import run_cli, run_json
+from tests.profiles import at_most
 
 M13 = load_model("llama-2-13b")
 V5E = load_hardware("tpu-v5e")
@@ -44,7 +45,7 @@ def test_step_explanation_reproduces_the_book_table():
     assert 2 * kv["K"] * kv["H"] * kv["L"] * kv["bytes"] * kv["S"] == pytest.approx(ex["KV cache per sequence"].value)
 
 
-@settings(max_examples=40, deadline=None)
+@at_most(40)
 @given(
     batch=st.integers(1, 2048),
     context=st.integers(1, 32768),
@@ -63,7 +64,7 @@ MODELS = ("llama-3-8b", "llama-2-13b", "mixtral-8x7b", "gemma-2-9b", "deepseek-v
 CHIPS = ("h100-sxm", "tpu-v5e", "b200")
 
 
-@settings(max_examples=30, deadline=None)
+@at_most(30)
 @given(
     model=st.sampled_from(MODELS),
     chip=st.sampled_from(CHIPS),
@@ -159,6 +160,7 @@ def test_diff_across_chips_splits_price_and_time():
     assert d.cost_a == pytest.approx(float(a.cost_per_million_tokens))
 
 
+@pytest.mark.slow
 def test_cli_explain_diff_and_units():
     out = run_json(
         "step",

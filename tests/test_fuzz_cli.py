@@ -369,6 +369,7 @@ def _with_value(args: list[str], names: tuple[str, ...], value: str) -> list[str
     return out if replaced else [*out, names[0], value]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("command", "flag", "names"), CASES, ids=[f"{c}:{f}" for c, f, _ in CASES])
 @FEW
 @given(data=st.data())

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from roofline.core.checks import MAX_COUNT
@@ -23,8 +23,9 @@ from roofline.specs.hf.checks import KEY_KINDS
 from roofline.specs.hf.config import model_dict_from_hf_config
 from tests import test_hf_config as released
 from tests.inprocess import assert_one_line, assert_refused, run_roofline
+from tests.profiles import at_most
 
-FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = at_most(60)
 CONFIGS = {
     name: getattr(released, name)
     for name in (
@@ -188,7 +189,7 @@ def test_config_json_cli_exit_2_no_output_file(tmp_path):
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["config.json", "model"]
 
 
-@settings(max_examples=30, deadline=None)
+@at_most(30)
 @given(st.binary(max_size=200))
 def test_random_bytes_as_config_json(data):
     with tempfile.TemporaryDirectory() as folder:

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from roofline.calibrate.kernels.fit import calibrate
@@ -23,8 +23,9 @@ from roofline.kernels.schema import NUMBER_COLUMNS, CalibrationError, check_fit_
 from roofline.specs import load_hardware
 from tests.conftest import REPO
 from tests.inprocess import assert_one_line, assert_refused, run_roofline
+from tests.profiles import at_most
 
-FUZZ = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = at_most(50)
 FIXTURES = REPO / "tests" / "fixtures" / "measurements"
 SCHEMA = (FIXTURES / "schema_small.csv").read_text()
 #: Public tables (fixture path) and the number columns their importer reads from the first row.

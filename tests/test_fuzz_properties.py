@@ -9,7 +9,7 @@ what keeps the estimators' arithmetic finite.
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from roofline.core.checks import MAX_COUNT, MAX_VALUE
@@ -17,8 +17,9 @@ from roofline.core.units import DTYPE_BYTES
 from roofline.formulas import compute, step
 from roofline.model import memory
 from roofline.specs import HardwareSpec, ModelSpec, hardware_from_dict, model_from_dict
+from tests.profiles import at_most
 
-PROPERTY = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = at_most(80)
 COUNT = st.integers(1, MAX_COUNT)
 SMALL = st.integers(1, 4096)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from roofline.core.checks import MAX_COUNT, MAX_VALUE
@@ -32,9 +32,10 @@ from roofline.specs import (
 )
 from roofline.specs import files as spec_files
 from tests.inprocess import assert_one_line, assert_refused, run_roofline
+from tests.profiles import at_most
 
-FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-FEW = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = at_most(40)
+FEW = at_most(10)
 
 HARDWARE = load_hardware("h100-sxm").model_dump(exclude_none=True)
 MODEL = load_model("llama-3-8b").model_dump(exclude_none=True)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from roofline.model import memory
 from roofline.specs import load_model
+from tests.profiles import at_most
 
 LLAMA = load_model("llama-2-13b")
 
@@ -80,7 +81,7 @@ def test_min_chips_and_fit():
     assert not memory.fits_in_memory(total, 7 * 16 * 2**30)
 
 
-@settings(max_examples=60, deadline=None)
+@at_most(60)
 @given(
     context=st.integers(1, 200_000),
     chips=st.integers(1, 64),
@@ -97,7 +98,7 @@ def test_max_batch_is_largest_that_fits(context, chips, name):
     assert not memory.fits_in_memory(weights + (b + 1) * kv_seq, hbm)
 
 
-@settings(max_examples=60, deadline=None)
+@at_most(60)
 @given(
     batch=st.integers(1, 256),
     chips=st.integers(1, 64),
@@ -114,7 +115,7 @@ def test_max_context_is_largest_that_fits(batch, chips, name):
     assert not memory.fits_in_memory(weights + memory.kv_cache_bytes(m, batch, s + 1, 2.0), hbm)
 
 
-@settings(max_examples=40, deadline=None)
+@at_most(40)
 @given(s1=st.integers(1, 100_000), s2=st.integers(1, 100_000))
 def test_kv_linear_in_context_without_window(s1, s2):
     a = memory.kv_cache_bytes_per_sequence(LLAMA, s1, 2.0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from roofline.core.errors import RooflineError
@@ -12,6 +12,7 @@ from roofline.deploy import chip_rates, deployment
 from roofline.specs import hardware_from_dict, load_hardware, load_model
 from roofline.terms import decode_work, prefill_work, step_terms
 from roofline.terms.ops import OUTSIDE_GEMMS, step_ops
+from tests.profiles import at_most
 
 LLAMA = load_model("llama-2-13b")  # D 5120, F 13824, 40 layers, 40 heads (MHA), V 32000
 V5E = load_hardware("tpu-v5e")
@@ -98,7 +99,7 @@ def test_breakdown_refuses_pipelines_and_arrays():
         step_ops(deployment(LLAMA, H100, 8, tp=8), decode_work(np.array([1, 2]), 1024))
 
 
-@settings(max_examples=40, deadline=None)
+@at_most(40)
 @given(
     model=st.sampled_from(["llama-3-8b", "mixtral-8x7b", "deepseek-v3", "gemma-2-9b", "qwen3-32b"]),
     batch=st.integers(1, 2048),

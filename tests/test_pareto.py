@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from roofline.analyses.pareto import OBJECTIVES, frontier_by_group, frontier_of, pareto_mask, pareto_order
+from tests.profiles import at_most
 
 
 def brute_force_mask(x: np.ndarray, y: np.ndarray, x_sense: str, y_sense: str) -> np.ndarray:
@@ -63,7 +64,7 @@ def test_empty_and_bad_input() -> None:
         frontier_of({}, "speed")
 
 
-@settings(max_examples=200, deadline=None)
+@at_most(200)
 @given(
     st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6)), min_size=1, max_size=40),
     st.sampled_from(["min", "max"]),
@@ -76,7 +77,7 @@ def test_matches_brute_force_with_ties(points: list[tuple[int, int]], xs: str, y
     assert pareto_mask(x, y, xs, ys).tolist() == brute_force_mask(x, y, xs, ys).tolist()
 
 
-@settings(max_examples=10, deadline=None)
+@at_most(10)
 @given(st.integers(0, 2**31 - 1), st.integers(5000, 20000))
 def test_sample_screen_is_exact_on_large_inputs(seed: int, n: int) -> None:
     # Above 4096 points a 1-in-64 sample screens the input first; the result must equal the

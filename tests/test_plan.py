@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from roofline.analyses.lengths import averaged_request, fixed_lengths, from_points, parse_lengths, read_lengths_csv
@@ -17,6 +17,7 @@ from roofline.deploy import Precision, deployment
 from roofline.model import memory
 from roofline.specs import load_hardware, load_model
 from tests.conftest import run_cli, run_json
+from tests.profiles import at_most
 
 V5E_BW, V5E_BF16 = 8.2e11, 1.97e14
 
@@ -42,7 +43,7 @@ def test_bandwidth_and_chips_for_tpot():
     assert plan.chips_for_tpot(26.03e9 / V5E_BW, 5e-3) == 7
 
 
-@settings(max_examples=25, deadline=None)
+@at_most(25)
 @given(tpot=st.floats(2e-3, 0.1), chips=st.sampled_from([1, 2, 4, 8]), context=st.integers(128, 8192))
 def test_largest_batch_within_inverts_the_step_model(tpot, chips, context):
     # Invariant: step(B_max) ≤ T < step(B_max + 1), both from the step model itself (a search, no formula).
@@ -66,7 +67,7 @@ def test_mg1_wait_matches_md1():
     assert plan.mg1_wait_s(3.0, 0.2, 0.04) == pytest.approx(md1_wait_s(3.0, 0.2))
 
 
-@settings(max_examples=60, deadline=None)
+@at_most(60)
 @given(s=st.floats(1e-3, 1.0), cv=st.floats(0.0, 2.0), slack=st.floats(1.01, 20.0))
 def test_rate_for_ttft_is_the_exact_inverse(s, cv, slack):
     s2 = s * s * (1 + cv * cv)
@@ -75,7 +76,7 @@ def test_rate_for_ttft_is_the_exact_inverse(s, cv, slack):
     assert s + float(plan.mg1_wait_s(rate, s, s2)) == pytest.approx(slo, rel=1e-9)
 
 
-@settings(max_examples=40, deadline=None)
+@at_most(40)
 @given(batch=st.integers(1, 1024), s=st.floats(1e-3, 0.5), t=st.floats(1e-3, 0.1), n=st.integers(1, 2000))
 def test_rate_for_concurrency_fills_the_batch(batch, s, t, n):
     # Little's law: at the returned rate the sequences in flight equal the batch (bisection tolerance).
@@ -108,6 +109,7 @@ def test_plan_single_chip_by_hand():
     assert best.rate_per_replica * best.replicas == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 def test_plan_tighter_targets_never_cheaper_and_infeasible_is_named():
     m, hw = load_model("llama-3-8b"), [load_hardware("h100-sxm"), load_hardware("tpu-v5e")]
     lengths = fixed_lengths(2048, 256)
@@ -229,6 +231,7 @@ def test_inverse_questions_by_hand():
     assert ans.max_batch_for_tpot == 5 and ans.max_batch_for_memory == 16
 
 
+@pytest.mark.slow
 def test_command_examples_run_as_shown():
     import re
     import shlex

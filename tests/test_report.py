@@ -197,6 +197,7 @@ def test_pareto_cli_json_frontier_is_non_dominated(tmp_path: Path) -> None:
         (("pareto", "--model", "llama-3-70b", "--hardware", "tpu-v5e", "--chips", "1"), "no configuration"),
     ],
 )
+@pytest.mark.slow
 def test_bad_input_is_one_line(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
     out = tmp_path / "never.csv"
     proc = run_cli(*args, "--csv" if args[0] == "sweep" else "--html", str(out))
@@ -205,6 +206,7 @@ def test_bad_input_is_one_line(tmp_path: Path, args: tuple[str, ...], message: s
     assert not out.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["sweep", "pareto", "report"])
 def test_help_example_runs_as_shown(tmp_path: Path, command: str) -> None:
     from roofline.views.cli.report import report_command

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from roofline.analyses.lengths import fixed_lengths, parse_lengths
@@ -26,6 +26,7 @@ from roofline.analyses.simulate import (
     simulate,
 )
 from roofline.core.errors import RooflineError
+from tests.profiles import at_most
 
 A, B, C = 0.005, 1e-4, 1e-8  # s per step, s per token processed, s per KV token / attention pair read
 
@@ -224,6 +225,7 @@ def test_bursty_arrivals_wait_longer_than_poisson():
     assert bursty.ttft_s.mean > poisson.ttft_s.mean
 
 
+@pytest.mark.slow
 def test_least_outstanding_balances_a_fleet():
     common = dict(lengths=fixed_lengths(300, 40), requests=4000, seed=10)
     one = simulate(LinearCost(), OpenLoop(5.0), **common)
@@ -294,7 +296,7 @@ def test_bad_scheduler_settings():
 # ---------------------------------------------------------------------- properties
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@at_most(30)
 @given(
     seqs=st.integers(1, 6),
     extra_budget=st.integers(0, 100),

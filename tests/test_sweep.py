@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from roofline.analyses.sweep.run import COLUMNS, decode_sweep, feasible_points, parse_int_list
 from roofline.core.errors import RooflineError
 from roofline.specs import load_hardware, load_model
+from tests.profiles import at_most
 
 V5E = load_hardware("tpu-v5e")
 H100 = load_hardware("h100-sxm")
@@ -117,7 +118,7 @@ def test_feasible_points_prefix_by_hand() -> None:
     assert slot.tolist() == [0, 0, 2, 2, 2, 2] and b.tolist() == [1, 2, 1, 2, 4, 8]
 
 
-@settings(max_examples=25, deadline=None)
+@at_most(25)
 @given(
     st.sampled_from(["llama-2-13b", "llama-2-13b-gqa", "llama-3-8b", "mixtral-8x7b"]),
     st.sampled_from(["tpu-v5e", "h100-sxm", "h200"]),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, event, example, given, settings
+from hypothesis import event, example, given
 from hypothesis import strategies as st
 
 from roofline.analyses.pareto import OBJECTIVES, frontier_by_group, pareto_order, staircase_floor
@@ -22,8 +22,9 @@ from roofline.deploy import FITTED_ENGINE_TERMS, deployment
 from roofline.formulas import cost, step
 from roofline.specs import hardware_from_dict, load_hardware, load_model
 from roofline.terms import decode_work, step_terms
+from tests.profiles import at_most
 
-FEW = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FEW = at_most(12)
 
 
 def calibrated_h100():
@@ -229,7 +230,7 @@ def test_bound_words_come_from_the_code() -> None:
     assert scalar.as_dict()["bound"] == scalar.bound
 
 
-@settings(max_examples=40, deadline=None)
+@at_most(40)
 @given(st.lists(st.integers(0, 40), min_size=1, max_size=12), st.integers(1, 64))
 def test_grids_cover_each_rows_prefix_once_in_order(counts: list[int], chunk: int) -> None:
     cells = []
@@ -271,7 +272,7 @@ def test_streamed_frontiers_equal_the_whole_sweeps(g, group: str, buffer_points:
             }
 
 
-@settings(max_examples=60, deadline=None)
+@at_most(60)
 @given(
     st.lists(st.tuples(st.floats(-1e3, 1e3), st.floats(-1e3, 1e3)), min_size=1, max_size=30),
     st.lists(st.floats(-2e3, 2e3), min_size=1, max_size=30),

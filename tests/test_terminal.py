@@ -57,6 +57,7 @@ def test_the_readme_has_commands_to_check():
     assert len(COMMANDS) >= 30
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", COMMANDS)
 def test_readme_command_fits_80_columns(command, tmp_path, monkeypatch):
     monkeypatch.setenv("ROOFLINE_HOME", str(tmp_path / "catalog"))  # a saved name lands here, not in ~

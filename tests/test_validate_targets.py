@@ -7,6 +7,8 @@ import pytest
 from roofline.calibrate.engine.data import load_shipped
 from roofline.calibrate.engine.validate import validate
 
+pytestmark = pytest.mark.slow  # fits or validates whole profiles: only in the full run
+
 
 @pytest.fixture(scope="module")
 def held_out():
