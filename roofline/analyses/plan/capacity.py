@@ -1,227 +1,84 @@
-"""Capacity planning: inverse questions in closed form, and the cheapest deployment meeting SLOs.
+"""Capacity planning: the cheapest deployment that meets the SLOs at one steady request rate.
 
-Closed forms (pure functions of numbers, broadcasting) invert the book's decode step time
-B·KV/W + max(2·B·P/C, P_bytes/W) ("Theoretical estimates for LLM latency and throughput").
-
-The search (:func:`plan`) evaluates every chips × batch × dtype configuration of each chip with
-one :func:`roofline.analyses.sweep.run.decode_sweep` (decode steps, tensor-parallel collectives included, points
-that overflow HBM dropped) and :func:`roofline.analyses.step.request` (prefill), then sizes replicas.
-Its queueing approximation, stated once:
-
-* TTFT = prefill time + the M/G/1 (Pollaczek-Khinchine) wait λ·E[S²]/(2(1-ρ)) on each replica,
-  S the prefill time of a request drawn from the length distribution, ρ = λ·E[S];
-* prefill shares the replica's chips with decode, so TPOT = decode step / (1 - ρ);
-* the decode step is taken at the full batch B and the decode-step-weighted mean context, with
-  tensor parallelism over the whole replica (collectives overlapped, as the sweep reports it);
-* Little's law: a replica holds λ·(TTFT + (E[O] - 1)·TPOT) sequences, at most B;
-  replicas = ceil(qps / λ_max), λ_max the largest per-replica rate meeting all three limits.
+:func:`plan` evaluates every candidate shape (:mod:`roofline.analyses.plan.shapes`: one decode sweep and
+one prefill request per slice), sizes each shape's replicas for the rate under the queueing model of
+:mod:`roofline.analyses.plan.queueing` (M/G/1 prefill wait, TPOT / (1 - ρ), Little's law), adds the
+failure headroom asked for (:mod:`roofline.analyses.plan.spares`) and ranks by $/hour.  The closed
+forms and the inverse questions live in their own modules and stay importable from here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
-from numpy.typing import ArrayLike
 
-from roofline.analyses.lengths import LengthDistribution, weighted_mean
-from roofline.analyses.step import BOOK, Precision, decode_step, request_from
-from roofline.analyses.sweep.run import decode_sweep
+from roofline.analyses.lengths import LengthDistribution
+from roofline.analyses.plan.inverse import SECTION, InverseAnswers, inverse_questions, largest_batch_within
+from roofline.analyses.plan.queueing import (
+    bandwidth_for_tpot,
+    chips_for_tpot,
+    cost_per_million_output_tokens,
+    kv_crossover_batch,
+    latencies,
+    mg1_wait_s,
+    rate_for_concurrency,
+    rate_for_tpot,
+    rate_for_ttft,
+    replicas_needed,
+    sequences_in_flight,
+)
+from roofline.analyses.plan.shapes import (
+    BATCHES,
+    KV_DTYPES,
+    LIMITS,
+    WEIGHT_DTYPES,
+    SearchSpace,
+    ShapeTable,
+    Targets,
+    candidate_shapes,
+)
+from roofline.analyses.plan.spares import Spares, describe, node_size, replicas_lost
+from roofline.analyses.step import BOOK
 from roofline.core.errors import OptionError, shown
-from roofline.core.units import HOUR_S
-from roofline.deploy import DEFAULT_MEMORY_UTILIZATION, deployment
+from roofline.deploy import DEFAULT_MEMORY_UTILIZATION
 from roofline.formulas.cost import cost_per_hour
-from roofline.formulas.serving import littles_law_concurrency
-from roofline.model import memory
-from roofline.model.memory import Number
 from roofline.specs import HardwareSpec, ModelSpec
 
-SECTION = f"{BOOK}, 'Theoretical estimates for LLM latency and throughput'"
-
-# --------------------------------------------------------------------------- closed forms
-
-
-def kv_crossover_batch(weight_bytes: ArrayLike, kv_bytes_per_seq: ArrayLike) -> Number:
-    """Batch where KV reads equal weight reads: B·KV_seq = P_bytes, so B* = P_bytes / KV_seq."""
-    return np.divide(weight_bytes, kv_bytes_per_seq)
-
-
-def bandwidth_for_tpot(
-    tpot_s: ArrayLike,
-    batch: ArrayLike,
-    kv_bytes_per_seq: ArrayLike,
-    weight_bytes: ArrayLike,
-    compute_time_s: ArrayLike,
-) -> Number:
-    """HBM bytes/s for step ≤ T: max((B·KV + P_bytes)/T, B·KV/(T - 2BP/C)); inf if T ≤ 2BP/C."""
-    t = np.asarray(tpot_s, dtype=float)
-    kv = np.multiply(batch, kv_bytes_per_seq)
-    room = t - np.asarray(compute_time_s, dtype=float)
-    with np.errstate(divide="ignore"):
-        compute_side = np.where(room > 0, kv / np.where(room > 0, room, 1.0), np.inf)
-    return np.maximum(np.add(kv, weight_bytes) / t, compute_side)
-
-
-def chips_for_tpot(step_time_one_chip_s: ArrayLike, tpot_s: ArrayLike) -> Number:
-    """Chips for a TPOT target: every term of the step scales as 1/n, so n = ceil(step(1) / T)."""
-    return np.ceil(np.divide(step_time_one_chip_s, tpot_s) - 1e-9)
-
-
-def mg1_wait_s(arrival_rate: ArrayLike, mean_service_s: ArrayLike, mean_service_sq_s2: ArrayLike) -> Number:
-    """Pollaczek-Khinchine M/G/1 delay λ·E[S²]/(2(1 - λE[S])), inf at ρ ≥ 1 (serving.md1_wait_s: E[S²] = E[S]²)."""
-    lam = np.asarray(arrival_rate, dtype=float)
-    rho = lam * np.asarray(mean_service_s, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        wait = lam * np.asarray(mean_service_sq_s2, dtype=float) / (2.0 * (1.0 - rho))
-    return np.where(rho < 1.0, wait, np.inf)
-
-
-def rate_for_ttft(ttft_slo_s: ArrayLike, mean_prefill_s: ArrayLike, mean_prefill_sq_s2: ArrayLike) -> Number:
-    """Largest λ with E[S] + λE[S²]/(2(1-λE[S])) ≤ SLO: λ = 2a/(E[S²] + 2a·E[S]), a = SLO - E[S]."""
-    a = np.subtract(ttft_slo_s, mean_prefill_s)
-    rate = 2.0 * a / (np.asarray(mean_prefill_sq_s2) + 2.0 * a * np.asarray(mean_prefill_s))
-    return np.where(a > 0, rate, 0.0)
-
-
-def rate_for_tpot(tpot_slo_s: ArrayLike, step_time_s: ArrayLike, mean_prefill_s: ArrayLike) -> Number:
-    """Largest λ with step/(1 - λ·E[S]) ≤ SLO: λ = (1 - step/SLO) / E[S] (0 if step > SLO)."""
-    return np.maximum(1.0 - np.divide(step_time_s, tpot_slo_s), 0.0) / np.asarray(mean_prefill_s, dtype=float)
-
-
-def sequences_in_flight(
-    rate: ArrayLike,
-    mean_prefill_s: ArrayLike,
-    mean_prefill_sq_s2: ArrayLike,
-    step_time_s: ArrayLike,
-    decode_steps: ArrayLike,
-) -> Number:
-    """Little's law L = λ·W with W = TTFT(λ) + n·step/(1 - λE[S]), TTFT(λ) = E[S] + M/G/1 wait."""
-    lam = np.asarray(rate, dtype=float)
-    rho = lam * np.asarray(mean_prefill_s, dtype=float)
-    ttft = np.add(mean_prefill_s, mg1_wait_s(lam, mean_prefill_s, mean_prefill_sq_s2))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        decode = np.multiply(decode_steps, step_time_s) / (1.0 - rho)
-    return np.where(rho < 1.0, littles_law_concurrency(lam, ttft + decode), np.inf)
-
-
-def rate_for_concurrency(
-    batch: ArrayLike,
-    mean_prefill_s: ArrayLike,
-    mean_prefill_sq_s2: ArrayLike,
-    step_time_s: ArrayLike,
-    decode_steps: ArrayLike,
-    iterations: int = 60,
-) -> Number:
-    """Largest λ whose sequences in flight fit the batch B (bisection; in-flight grows with λ)."""
-    hi = np.broadcast_to(
-        1.0 / np.asarray(mean_prefill_s, dtype=float),
-        np.broadcast_shapes(np.shape(batch), np.shape(mean_prefill_s), np.shape(step_time_s)),
-    ).copy()
-    lo = np.zeros_like(hi)
-    for _ in range(iterations):
-        mid = (lo + hi) / 2.0
-        ok = sequences_in_flight(mid, mean_prefill_s, mean_prefill_sq_s2, step_time_s, decode_steps) <= batch
-        lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
-    return lo
-
-
-def replicas_needed(qps: ArrayLike, rate_per_replica: ArrayLike) -> Number:
-    """ceil(qps / per-replica rate); inf where a replica can carry no traffic."""
-    r = np.asarray(rate_per_replica, dtype=float)
-    with np.errstate(divide="ignore"):
-        return np.where(r > 0, np.ceil(np.divide(qps, np.where(r > 0, r, 1.0)) - 1e-9), np.inf)
-
-
-def cost_per_million_output_tokens(dollars_per_hour: ArrayLike, qps: ArrayLike, mean_output: ArrayLike) -> Number:
-    """$ per 1e6 generated tokens: $/h / (qps·E[O]·3600) · 1e6."""
-    return np.divide(dollars_per_hour, np.multiply(qps, mean_output) * HOUR_S) * 1e6
+__all__ = [
+    "BATCHES",
+    "KV_DTYPES",
+    "SECTION",
+    "WEIGHT_DTYPES",
+    "Deployment",
+    "InverseAnswers",
+    "PlanCandidate",
+    "PlanConfig",
+    "PlanResult",
+    "Resilience",
+    "SearchSpace",
+    "Targets",
+    "bandwidth_for_tpot",
+    "binding_constraint",
+    "chips_for_tpot",
+    "cost_per_million_output_tokens",
+    "inverse_questions",
+    "kv_crossover_batch",
+    "largest_batch_within",
+    "mg1_wait_s",
+    "plan",
+    "plan_with",
+    "rate_for_concurrency",
+    "rate_for_tpot",
+    "rate_for_ttft",
+    "replicas_needed",
+    "sequences_in_flight",
+]
 
 
 @dataclass(frozen=True)
-class InverseAnswers:
-    """The closed-form inverse questions for one configuration (SI units; inf where impossible)."""
-
-    longest_context_tokens: float
-    kv_crossover_batch: float
-    bandwidth_for_tpot_bytes_per_s: float
-    bandwidth_per_chip_for_tpot_bytes_per_s: float
-    chips_for_tpot: float
-    min_chips_for_memory: float
-    max_batch_for_tpot: float
-    max_batch_for_memory: float
-    step_time_s: float
-    tpot_s: float
-    sources: dict[str, str] = field(default_factory=dict)
-
-
-def inverse_questions(
-    model: ModelSpec,
-    hw: HardwareSpec,
-    chips: int,
-    batch: int,
-    context: int,
-    tpot_s: float,
-    precision: Precision | None = None,
-    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
-) -> InverseAnswers:
-    """Longest context at B; batch where KV reads overtake weights; HBM bandwidth, chips and batch for T.
-
-    Weight bytes are those read at this batch (MoE: the experts touched); a calibrated
-    profile's fixed overhead is taken off the target first, since the closed forms have none.
-    """
-    if not tpot_s > 0:
-        raise OptionError(f"tpot_s must be positive (got {shown(tpot_s)})", parameters=("tpot_s",))
-    precision = precision or Precision()
-    res = decode_step(model, hw, chips, batch, context, precision, memory_utilization=memory_utilization)
-    weights_read = float(memory.weight_bytes_read(model, precision.bytes_by_component, batch))
-    kv_seq = float(memory.cache_bytes_per_sequence(model, context, precision.kv_bytes))
-    target = tpot_s - float(res.overhead_time_s)
-    one_chip = decode_step(model, hw, 1, batch, context, precision)
-    bandwidth = float(bandwidth_for_tpot(target, batch, kv_seq, weights_read, res.compute_time_s))
-    return InverseAnswers(
-        longest_context_tokens=float(res.max_context),
-        kv_crossover_batch=float(kv_crossover_batch(weights_read, kv_seq)),
-        bandwidth_for_tpot_bytes_per_s=bandwidth,
-        bandwidth_per_chip_for_tpot_bytes_per_s=bandwidth / chips,
-        chips_for_tpot=float(chips_for_tpot(float(one_chip.step_time_s) - float(one_chip.overhead_time_s), target))
-        if target > 0
-        else np.inf,
-        min_chips_for_memory=float(res.min_chips),
-        max_batch_for_tpot=largest_batch_within(model, hw, chips, context, precision, tpot_s),
-        max_batch_for_memory=float(res.max_batch),
-        step_time_s=float(res.step_time_s),
-        tpot_s=tpot_s,
-        sources={**res.sources, "inverse": f"{SECTION}: the step-time formula solved for S, B, W and chips"},
-    )
-
-
-def largest_batch_within(
-    model: ModelSpec,
-    hw: HardwareSpec,
-    chips: int,
-    context: int,
-    precision: Precision,
-    tpot_s: float,
-    limit: int = 1 << 16,
-) -> float:
-    """Largest batch whose decode step (the step model's prediction) is ≤ T; 0 if none (a search, no formula)."""
-    batches = np.arange(1, limit + 1, dtype=float)
-    steps = np.asarray(decode_step(model, hw, chips, batches, context, precision).step_time_s, dtype=float)
-    ok = np.flatnonzero(steps <= tpot_s)
-    return float(batches[ok[-1]]) if ok.size else 0.0
-
-
-# --------------------------------------------------------------------------- search
-
-#: Dtypes the search tries by default (weights × KV cache; matmuls in bf16).
-WEIGHT_DTYPES = ("bf16", "int8")
-KV_DTYPES = ("bf16", "int8")
-BATCHES = tuple(2**k for k in range(0, 11))
-
-
-@dataclass(frozen=True)
-class Deployment:
+class PlanCandidate:
     """One candidate deployment and every number the plan reports about it (SI units)."""
 
     hardware: str
@@ -248,14 +105,32 @@ class Deployment:
     binding: str
     price_per_chip_hour: float
     pp: int = 1
+    #: Replicas beyond the load's need, so the SLOs hold with the spares' failures (0: no headroom).
+    spare_replicas: int = 0
+
+
+#: The plan's candidate was called ``Deployment`` before the deployment layer's class took the name.
+Deployment = PlanCandidate
+
+
+@dataclass(frozen=True)
+class Resilience:
+    """What surviving failures costs: the plain plan (no headroom) beside the resilient best."""
+
+    spares: Spares
+    plain: PlanCandidate | None
+    extra_replicas: int
+    extra_dollars_per_hour: float
+    node_chips: dict[str, int]
+    source: str
 
 
 @dataclass(frozen=True)
 class PlanResult:
     """The cheapest deployment (None if nothing meets the targets) and the runners-up."""
 
-    best: Deployment | None
-    candidates: list[Deployment]
+    best: PlanCandidate | None
+    candidates: list[PlanCandidate]
     qps: float
     ttft_slo_s: float | None
     tpot_slo_s: float | None
@@ -264,7 +139,19 @@ class PlanResult:
     feasible: int
     reasons: dict[str, int] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
-    best_per_hardware: dict[str, Deployment] = field(default_factory=dict)
+    best_per_hardware: dict[str, PlanCandidate] = field(default_factory=dict)
+    resilience: Resilience | None = None
+
+
+@dataclass(frozen=True)
+class PlanConfig:
+    """Everything a plan needs beyond the model, the chips, the rate and the lengths."""
+
+    targets: Targets = Targets()
+    space: SearchSpace = SearchSpace()
+    spares: Spares = Spares()
+    max_replicas: int | None = None
+    top: int = 10
 
 
 def binding_constraint(
@@ -282,50 +169,15 @@ def binding_constraint(
     return "qps"
 
 
-def _chip_axis(hardware: Sequence[HardwareSpec], max_chips: int) -> np.ndarray:
-    """Powers of two up to ``max_chips`` (a replica stays within one chip's ICI/NVLink domain)."""
-    top = max(min(hw.max_ici_domain_chips or max_chips, max_chips) for hw in hardware)
-    return np.array([2**k for k in range(0, 20) if 2**k <= top], dtype=np.int64)
-
-
-def _prefill_moments(
-    model: ModelSpec,
-    hw: HardwareSpec,
-    layout: tuple[int, int, int],
-    lengths: LengthDistribution,
-    precision: Precision,
-    mfu: float,
-    memory_utilization: float,
-    ep: int | None = None,
-    engine: str | None = None,
-) -> tuple[float, float, float, float]:
-    """E[S] and E[S²] of one request's prefill (analysis.request, batch 1) on a (chips, tp, pp) slice,
-    and the memory of its tightest request on the replica that holds it, with that replica's usable
-    HBM (request's check, :func:`~roofline.analyses.step.held_memory`: KV at I + O beside its prefill)."""
-    chips, tp, pp = layout
-    dep = deployment(
-        model,
-        hw,
-        chips,
-        precision,
-        tp=tp,
-        pp=pp if pp > 1 else None,
-        ep=ep,
-        memory_utilization=memory_utilization,
-        engine=engine,
-    )
-    res = request_from(dep, lengths.input_len, lengths.output_len, 1, mfu)
-    ttft = np.asarray(res.ttft_s, dtype=float)
-    need, room = (
-        np.broadcast_to(np.asarray(v, dtype=float), ttft.shape) for v in (res.replica_bytes, res.replica_usable_bytes)
-    )
-    worst = int(np.argmax(need - room))
-    return (
-        float(weighted_mean(ttft, lengths.weight)),
-        float(weighted_mean(ttft**2, lengths.weight)),
-        float(need[worst]),
-        float(room[worst]),
-    )
+def check_plan_inputs(qps: float, targets: Targets, hardware: Sequence[HardwareSpec]) -> None:
+    """A positive finite rate, positive SLOs, at least one chip (one line naming the parameter)."""
+    if not 0 < qps < float("inf"):
+        raise OptionError(f"qps must be positive and finite (got {shown(qps)})", parameters=("qps",))
+    for name, slo in (("ttft_slo_s", targets.ttft_slo_s), ("tpot_slo_s", targets.tpot_slo_s)):
+        if slo is not None and not slo > 0:
+            raise OptionError(f"{name} must be positive seconds (got {shown(slo)})", parameters=(name,))
+    if not hardware:
+        raise OptionError("hardware: give at least one chip", parameters=("hardware",))
 
 
 def plan(
@@ -347,142 +199,132 @@ def plan(
     memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
     ep: int | None = None,
     engine: str | None = None,
+    spares: Spares | None = None,
+    max_replicas: int | None = None,
 ) -> PlanResult:
     """Cheapest $/hour over chips × batch × dtypes (one :func:`sweep.decode_sweep`) meeting the targets."""
-    if not 0 < qps < float("inf"):
-        raise OptionError(f"qps must be positive and finite (got {shown(qps)})", parameters=("qps",))
-    for name, slo in (("ttft_slo_s", ttft_slo_s), ("tpot_slo_s", tpot_slo_s)):
-        if slo is not None and not slo > 0:
-            raise OptionError(f"{name} must be positive seconds (got {shown(slo)})", parameters=(name,))
-    if not hardware:
-        raise OptionError("hardware: give at least one chip", parameters=("hardware",))
-    prices = dict(prices or {})
-    by_name = {hw.name: hw for hw in hardware}
-    sw = decode_sweep(
-        model,
-        hardware,
-        batch=np.asarray(batches),
-        chips=_chip_axis(hardware, max_chips),
-        context=(int(round(lengths.decode_context)),),
-        weights=weights,
-        kv_dtypes=kv_dtypes,
-        prices=prices,
-        tp=tp,
-        pp=pp,
-        memory_utilization=memory_utilization,
+    space = SearchSpace(
+        max_chips=max_chips,
+        batches=tuple(int(b) for b in batches),
+        weights=tuple(weights),
+        kv_dtypes=tuple(kv_dtypes),
+        tp=None if tp is None else tuple(int(t) for t in tp),
+        pp=None if pp is None else tuple(int(p) for p in pp),
         ep=ep,
+        mfu=mfu,
+        memory_utilization=memory_utilization,
         engine=engine,
+        prices=dict(prices or {}),
     )
-    cols = sw.columns
-    hw_col, w_col, kv_col = sw.column("hardware"), sw.column("weights"), sw.column("kv_dtype")
-    chips, batch = cols["chips"].astype(float), cols["batch"].astype(float)
-    domain = np.array([by_name[h].max_ici_domain_chips or max_chips for h in hw_col], dtype=float)
-    in_domain = (chips <= domain) & (chips <= max_chips)
-    # Prefill moments per block (chip × dtypes), vectorised over the block's slice sizes; and every
-    # request must fit on its own beside the weights (longest: the tightest one's bytes).
-    p_mean, p_sq = np.ones_like(chips), np.ones_like(chips)
-    longest, usable_hbm = np.zeros_like(chips), np.ones_like(chips)
-    for index, blk in enumerate(sw.blocks):
-        rows = np.flatnonzero(cols["block"] == index)
-        if rows.size:
-            prec = Precision(blk["weights"], blk["kv_dtype"], blk["compute_dtype"])
-            for key in {(int(chips[r]), int(cols["tp"][r]), int(cols["pp"][r])) for r in rows}:
-                sel = rows[(chips[rows] == key[0]) & (cols["tp"][rows] == key[1]) & (cols["pp"][rows] == key[2])]
-                p_mean[sel], p_sq[sel], longest[sel], usable_hbm[sel] = _prefill_moments(
-                    model, by_name[blk["hardware"]], key, lengths, prec, mfu, memory_utilization, ep, engine
-                )
-    usable = in_domain & np.asarray(memory.fits_in_memory(longest, usable_hbm))
-    step_s = cols["step_time_s"]
-    decode_steps = max(lengths.mean_output - 1.0, 0.0)
-    inf = np.full(step_s.shape, np.inf)
-    limits = {
-        "concurrency": rate_for_concurrency(batch, p_mean, p_sq, step_s, decode_steps),
-        "TTFT SLO": rate_for_ttft(ttft_slo_s, p_mean, p_sq) if ttft_slo_s else inf,
-        "TPOT SLO": rate_for_tpot(tpot_slo_s, step_s, p_mean) if tpot_slo_s else inf,
-    }
-    rate = np.minimum.reduce(list(limits.values()))
-    ok = usable & (rate > 0)
-    reasons = {
-        "memory": sw.dropped_out_of_memory + int(np.sum(in_domain & ~usable)),
-        "TTFT SLO": int(np.sum(usable & (limits["TTFT SLO"] <= 0))),
-        "TPOT SLO": int(np.sum(usable & (limits["TPOT SLO"] <= 0))),
-    }
-    price = np.array([prices.get(h, by_name[h].price_per_chip_hour) for h in hw_col], dtype=float)
-    replicas = replicas_needed(qps, rate)
-    dollars = np.where(ok, cost_per_hour(price, chips * replicas), np.inf)
-    ranked = [int(i) for i in np.lexsort((step_s, dollars)) if ok[i]]
-    step_of = {(int(cols["block"][i]), int(chips[i]), int(batch[i])): float(step_s[i]) for i in range(step_s.size)}
+    config = PlanConfig(Targets(ttft_slo_s, tpot_slo_s), space, spares or Spares(), max_replicas, top)
+    return plan_with(model, hardware, qps, lengths, config)
 
-    def deployment(i: int) -> Deployment:
-        bigger = step_of.get((int(cols["block"][i]), int(chips[i]), int(batch[i]) * 2))
-        binding = binding_constraint(
-            {k: float(v[i]) for k, v in limits.items()},
-            bigger is not None,
-            bigger if bigger is not None else np.inf,
-            tpot_slo_s,
-        )
-        if replicas[i] == 1 and longest[i] > usable_hbm[i] / 2:
-            binding = "memory"  # one replica carries the traffic; holding the weights sets its size
-        return Deployment(
-            hardware=str(hw_col[i]),
-            chips_per_replica=int(chips[i]),
-            tp=int(cols["tp"][i]),
-            sharding=f"tensor-parallel over {int(cols['tp'][i])} chips"
-            + (f" x {int(cols['pp'][i])} pipeline stages" if cols["pp"][i] > 1 else "")
-            + f" within a replica, {int(replicas[i])} data-parallel replica(s)",
-            batch=int(batch[i]),
-            weights=str(w_col[i]),
-            kv_dtype=str(kv_col[i]),
-            replicas=int(replicas[i]),
-            total_chips=int(chips[i] * replicas[i]),
-            dollars_per_hour=float(dollars[i]),
-            cost_per_million_output_tokens=float(cost_per_million_output_tokens(dollars[i], qps, lengths.mean_output)),
-            **_latencies(qps / replicas[i], p_mean[i], p_sq[i], step_s[i], decode_steps),
-            memory_bytes=float(cols["total_bytes"][i]),
-            hbm_bytes=float(cols["hbm_capacity_bytes"][i]),
-            binding=binding,
-            price_per_chip_hour=float(price[i]),
-            pp=int(cols["pp"][i]),
-        )
 
-    chosen = [deployment(i) for i in ranked[:top]]
-    per_hardware: dict[str, Deployment] = {}
+def plan_with(
+    model: ModelSpec,
+    hardware: Sequence[HardwareSpec],
+    qps: float,
+    lengths: LengthDistribution,
+    config: PlanConfig,
+    table: ShapeTable | None = None,
+) -> PlanResult:
+    """:func:`plan` with one config object; ``table`` reuses shapes already evaluated for ``lengths``."""
+    check_plan_inputs(qps, config.targets, hardware)
+    if table is None:
+        table = candidate_shapes(model, hardware, [lengths], config.targets, config.space)
+    by_name = {hw.name: hw for hw in hardware}
+    nodes = {h: node_size(by_name[h], config.spares.node_chips) for h in set(table.fields["hardware"].tolist())}
+    result = rank_at_rate(table, 0, qps, config, nodes)
+    if not config.spares.any:
+        return result
+    plain = rank_at_rate(table, 0, qps, replace(config, spares=Spares(), top=1), nodes).best
+    best = result.best
+    resilience = Resilience(
+        config.spares,
+        plain,
+        (best.replicas - plain.replicas) if (best and plain) else 0,
+        (best.dollars_per_hour - plain.dollars_per_hour) if (best and plain) else float("nan"),
+        {h: n for h, (n, _) in nodes.items()},
+        f"SLOs hold with {describe(config.spares)}; " + "; ".join(s for _, s in nodes.values()),
+    )
+    return replace(result, resilience=resilience, sources={**result.sources, "spares": resilience.source})
+
+
+def rank_at_rate(
+    table: ShapeTable, j: int, qps: float, config: PlanConfig, nodes: dict[str, tuple[int, str]]
+) -> PlanResult:
+    """Size every shape's replicas for ``qps`` of workload ``j`` (plus the spares) and rank by $/hour."""
+    lengths = table.workloads[j]
+    rate = table.rate[:, j]
+    node = np.array([nodes[h][0] for h in table.fields["hardware"]], dtype=np.int64)
+    lost = replicas_lost(table.fields["chips"], node, config.spares)
+    replicas = replicas_needed(qps, rate) + lost
+    ok = rate > 0
+    if config.max_replicas is not None:
+        ok &= replicas <= config.max_replicas
+    dollars = np.where(ok, cost_per_hour(table.price, table.chips * replicas), np.inf)
+    ranked = [int(i) for i in np.lexsort((table.step_s[:, j], dollars)) if ok[i]]
+    chosen = [candidate(table, i, j, qps, int(replicas[i]), int(lost[i]), config.targets) for i in ranked[: config.top]]
+    per_hardware: dict[str, PlanCandidate] = {}
     for i in ranked:
-        if str(hw_col[i]) not in per_hardware:
-            per_hardware[str(hw_col[i])] = deployment(i)
+        name = str(table.fields["hardware"][i])
+        if name not in per_hardware:
+            per_hardware[name] = candidate(table, i, j, qps, int(replicas[i]), int(lost[i]), config.targets)
     sources = {
-        **sw.sources,
-        "queueing": "M/G/1 prefill wait, TPOT / (1 - ρ), Little's law (roofline.analyses.plan.capacity)",
+        **table.sources,
+        "queueing": "M/G/1 prefill wait, TPOT / (1 - ρ), Little's law (roofline.analyses.plan.queueing)",
         "lengths": lengths.source,
-        "prefill": f"{BOOK}: analysis.request, batch 1, MFU {mfu:g}",
+        "prefill": f"{BOOK}: analysis.request, batch 1, MFU {config.space.mfu:g}",
     }
     return PlanResult(
         chosen[0] if chosen else None,
         chosen,
         qps,
-        ttft_slo_s,
-        tpot_slo_s,
+        config.targets.ttft_slo_s,
+        config.targets.tpot_slo_s,
         lengths.source,
-        sw.evaluated,
+        table.evaluated,
         int(np.sum(ok)),
-        reasons,
+        dict(table.reasons[j]),
         sources,
         per_hardware,
     )
 
 
-def _latencies(rate: float, p_mean: float, p_sq: float, step_s: float, decode_steps: float) -> dict[str, float]:
-    """TTFT, TPOT, latency and occupancy of a replica at request rate λ (the module's queueing model)."""
-    rho = rate * p_mean
-    ttft = p_mean + float(mg1_wait_s(rate, p_mean, p_sq))
-    tpot = step_s / (1.0 - rho)
-    return {
-        "ttft_s": float(ttft),
-        "prefill_s": float(p_mean),
-        "tpot_s": float(tpot),
-        "decode_step_s": float(step_s),
-        "request_latency_s": float(ttft + decode_steps * tpot),
-        "rate_per_replica": float(rate),
-        "sequences_per_replica": float(sequences_in_flight(rate, p_mean, p_sq, step_s, decode_steps)),
-        "prefill_utilisation": float(rho),
-    }
+def candidate(
+    table: ShapeTable, i: int, j: int, qps: float, replicas: int, spare: int, targets: Targets
+) -> PlanCandidate:
+    """Shape ``i`` serving ``qps`` of workload ``j`` on ``replicas`` replicas (``spare`` of them headroom)."""
+    f, lengths = table.fields, table.workloads[j]
+    chips, tp, pp, batch = (int(f[k][i]) for k in ("chips", "tp", "pp", "batch"))
+    serving = replicas - spare
+    double = float(table.step_double_s[i, j])
+    binding = binding_constraint(
+        {k: float(table.limits[k][i, j]) for k in LIMITS}, np.isfinite(double), double, targets.tpot_slo_s
+    )
+    if serving == 1 and table.longest_bytes[i, j] > table.usable_bytes[i, j] / 2:
+        binding = "memory"  # one replica carries the traffic; holding the weights sets its size
+    dollars = float(cost_per_hour(table.price[i], chips * replicas))
+    p_mean, p_sq, step_s = (float(a[i, j]) for a in (table.prefill_mean_s, table.prefill_sq_s2, table.step_s))
+    return PlanCandidate(
+        hardware=str(f["hardware"][i]),
+        chips_per_replica=chips,
+        tp=tp,
+        sharding=f"tensor-parallel over {tp} chips"
+        + (f" x {pp} pipeline stages" if pp > 1 else "")
+        + f" within a replica, {replicas} data-parallel replica(s)",
+        batch=batch,
+        weights=str(f["weights"][i]),
+        kv_dtype=str(f["kv_dtype"][i]),
+        replicas=replicas,
+        total_chips=chips * replicas,
+        dollars_per_hour=dollars,
+        cost_per_million_output_tokens=float(cost_per_million_output_tokens(dollars, qps, lengths.mean_output)),
+        **latencies(qps / serving, p_mean, p_sq, step_s, max(lengths.mean_output - 1.0, 0.0)),
+        memory_bytes=float(table.memory_bytes[i, j]),
+        hbm_bytes=float(table.hbm_bytes[i, j]),
+        binding=binding,
+        price_per_chip_hour=float(table.price[i]),
+        pp=pp,
+        spare_replicas=spare,
+    )

@@ -14,7 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 
 from roofline.analyses.lengths import LengthDistribution
-from roofline.analyses.plan.capacity import Deployment, PlanResult, cost_per_million_output_tokens, plan
+from roofline.analyses.plan.capacity import PlanCandidate, PlanResult, cost_per_million_output_tokens, plan
 from roofline.core.errors import RooflineError
 from roofline.formulas.cost import cost_per_hour
 from roofline.specs import HardwareSpec, ModelSpec
@@ -28,7 +28,7 @@ MAX_EXTRA_REPLICAS = 16
 class SimulatedSizing:
     """One candidate re-sized by simulation: replicas, the percentile latencies, and whether it meets the SLOs."""
 
-    candidate: Deployment
+    candidate: PlanCandidate
     replicas: int
     ttft_s: float
     tpot_s: float
@@ -43,7 +43,7 @@ def _percentile(p: object, name: str) -> float:
 def size_candidate(
     model: ModelSpec,
     hw: HardwareSpec,
-    d: Deployment,
+    d: PlanCandidate,
     qps: float,
     lengths: LengthDistribution,
     percentile: str,
