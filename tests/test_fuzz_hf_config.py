@@ -164,7 +164,10 @@ BAD_JSON = {
     "truncated.json": (b'{"hidden_size": 40', "malformed JSON"),
     "list.json": (b"[1, 2]", "expected a JSON object"),
     "duplicate.json": (b'{"a": 1, "a": 2}', "duplicate key 'a'"),
-    "long_int.json": (b'{"hidden_size": ' + b"9" * 5000 + b"}", "malformed JSON"),
+    "long_int.json": (
+        b'{"hidden_size": ' + b"9" * 5000 + b"}",
+        "'hidden_size': number out of range (got <a 5000-digit",
+    ),
 }
 
 

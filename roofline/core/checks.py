@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from roofline.core.errors import OptionError, shown
 from roofline.core.units import Dimension, parse_quantity
 
@@ -129,3 +131,78 @@ def check_text(value: object, name: str = "value", *, max_chars: int = MAX_TEXT_
 def is_finite_number(value: object) -> bool:
     """True for an int or float that is finite (and not a bool)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_array(
+    value: object,
+    name: str,
+    *,
+    minimum: float | None = 0.0,
+    maximum: float | None = float(MAX_COUNT),
+    open_low: bool = True,
+    whole: bool = False,
+    max_ndim: int = 8,
+) -> np.ndarray:
+    """``value`` (a number, a list or an array) as a float array: real numbers only (no text, complex,
+    booleans or None), finite, in the range, whole numbers when ``whole``; one OptionError line
+    naming ``name`` otherwise.  Accepts what the estimators broadcast over."""
+    what = "whole numbers" if whole else "numbers"
+    allowed = f"must be {what} in {interval(minimum, maximum, open_low)}"
+    if value is None or isinstance(value, (bool, str, bytes, complex)):
+        raise _fail(name, f"{allowed} (got {shown(value)})")
+    try:
+        raw = np.asarray(value)
+    except (ValueError, TypeError):  # ragged nested lists
+        raise _fail(name, f"{allowed}, as a number or a rectangular array (got {shown(value)})") from None
+    if raw.dtype.kind not in "iuf":
+        kind = {"b": "booleans", "c": "complex numbers", "U": "text", "S": "bytes", "O": "objects"}.get(
+            raw.dtype.kind, f"dtype {raw.dtype}"
+        )
+        raise _fail(name, f"{allowed}, not {kind} (got {shown(value)})")
+    if raw.ndim > max_ndim:
+        raise _fail(name, f"must have at most {max_ndim} dimensions (got {raw.ndim})")
+    if raw.size == 0:
+        raise _fail(name, f"{allowed}; got an empty array")
+    try:
+        arr = raw.astype(float)
+    except OverflowError:
+        raise _fail(name, f"{allowed} (got {shown(value)})") from None
+    bad = ~np.isfinite(arr)
+    if minimum is not None:
+        bad |= (arr <= minimum) if open_low else (arr < minimum)
+    if maximum is not None:
+        bad |= arr > maximum
+    if whole:
+        bad |= np.isfinite(arr) & (arr != np.round(arr))
+    if np.any(bad):
+        first = arr.ravel()[int(np.argmax(bad.ravel()))]
+        raise _fail(name, f"{allowed} (got {_plain(float(first))}{'' if arr.ndim == 0 else ' in ' + shown(value)})")
+    return arr
+
+
+def check_scalar(value: object, name: str, **limits: object) -> float:
+    """One real number (not an array) checked as :func:`check_array`; a 2-D ``mfu`` is refused here."""
+    arr = check_array(value, name, **limits)  # type: ignore[arg-type]
+    if arr.ndim != 0 and arr.size != 1:
+        raise _fail(name, f"must be one number, not an array of shape {arr.shape}")
+    return float(arr.ravel()[0])
+
+
+def check_broadcast(**arrays: object) -> tuple[int, ...]:
+    """The common shape of the named arrays; one OptionError line naming the mismatched ones."""
+    shapes = {name: np.shape(value) for name, value in arrays.items()}
+    try:
+        return tuple(np.broadcast_shapes(*shapes.values()))
+    except ValueError:
+        listed_shapes = ", ".join(f"{n} {s}" for n, s in shapes.items() if s)
+        raise OptionError(
+            f"{', '.join(n for n, s in shapes.items() if s)}: array shapes do not broadcast together "
+            f"({listed_shapes}); give equal shapes, scalars, or shapes numpy can broadcast",
+            parameters=tuple(n for n, s in shapes.items() if s),
+        ) from None
+
+
+def check_instance(value: object, name: str, kind: type, hint: str) -> None:
+    """``value`` must be a ``kind`` (e.g. a ModelSpec); ``hint`` says how to make one."""
+    if not isinstance(value, kind):
+        raise _fail(name, f"must be a {kind.__name__} ({hint}), not {type(value).__name__} {shown(value)}")

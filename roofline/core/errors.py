@@ -63,7 +63,7 @@ _SHORT = _ShortRepr()
 
 def shown(value: object, limit: int = SHOWN_CHARS) -> str:
     """A repr of ``value`` for messages: at most ``limit`` characters, cheap for any input."""
-    if isinstance(value, str) and len(value) > limit:
+    if type(value) is str and len(value) > limit:
         return repr(value[: limit - 5]) + "..."
     try:
         text = _SHORT.repr(value)

@@ -8,7 +8,6 @@ Every failure is a :class:`~roofline.core.errors.SpecError` naming the file.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import yaml
 
 from roofline.core.errors import SpecError, shown
 from roofline.core.files import MAX_SPEC_FILE_BYTES, read_text_limited
+from roofline.core.jsontext import load_json
 
 #: Deepest nesting of mappings and lists in a spec or config.json (real ones: 5 levels).
 MAX_DEPTH = 32
@@ -95,35 +95,12 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(key)
-        out[key] = value
-    return out
-
-
-class _DuplicateKey(Exception):
-    pass
-
-
 def read_json(path: Path) -> dict[str, Any]:
     """A JSON object (e.g. a Hugging Face config.json), with a one-line error naming the file."""
     text = read_text_limited(path, MAX_SPEC_FILE_BYTES, SpecError, "config")
-    try:
-        data = json.loads(text, object_pairs_hook=_no_duplicates)
-    except json.JSONDecodeError as exc:
-        raise SpecError(f"{path}: malformed JSON at line {exc.lineno}: {exc.msg}") from None
-    except RecursionError:
-        raise SpecError(f"{path}: malformed JSON: nested deeper than {MAX_DEPTH} levels") from None
-    except _DuplicateKey as exc:
-        raise SpecError(f"{path}: malformed JSON: duplicate key {shown(exc.args[0])}") from None
-    except ValueError as exc:  # an integer of thousands of digits
-        raise SpecError(f"{path}: malformed JSON: {str(exc).splitlines()[0][:80]}") from None
+    data = load_json(text, str(path), SpecError, finite=False, max_nodes=MAX_NODES)
     if not isinstance(data, dict):
         raise SpecError(f"{path}: expected a JSON object at the top level (got {type(data).__name__})")
-    check_tree(data, str(path), finite=False)
     return data
 
 

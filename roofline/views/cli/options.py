@@ -162,6 +162,11 @@ def _dtype(option: str, value: str) -> str:
         raise RooflineError(f"{option}: {exc}") from None
 
 
+def _weight_dtype(value: object) -> str:
+    """A weight dtype, or 'checkpoint' (the model's own precision) as the default item."""
+    return "checkpoint" if value == "checkpoint" else values.dtype(value)
+
+
 def precision_from_options(
     weights: str, kv_dtype: str, compute_dtype: str, model: ModelSpec | None = None
 ) -> Precision:
@@ -173,24 +178,21 @@ def precision_from_options(
     """
     _dtype("--kv-dtype", kv_dtype)
     _dtype("--compute-dtype", compute_dtype)
-    default, components = "bf16", {}
-    for item in str(weights).split(","):
-        if not item:
-            raise RooflineError(f"--weights: empty item in {weights!r} (e.g. bf16,experts=mxfp4)")
-        if item == "checkpoint":
-            if model is None:
-                raise RooflineError("--weights checkpoint: this command has no model to read a precision from")
-            base = Precision.checkpoint(model)
-            default, components = base.weights, {**dict(base.components), **components}
-        elif "=" in item:
-            name, _, dtype = item.partition("=")
-            if name not in WEIGHT_COMPONENTS:
-                raise RooflineError(
-                    f"--weights: unknown component {name!r} in {item!r}; allowed: {', '.join(WEIGHT_COMPONENTS)}"
-                )
-            components[name] = _dtype("--weights", dtype)
-        else:
-            default = _dtype("--weights", item)
+    example = "bf16,experts=mxfp4"
+    try:
+        given, components = values.component_items(weights, "--weights", WEIGHT_COMPONENTS, _weight_dtype, example)
+    except ValueError as exc:
+        raise RooflineError(str(exc)) from None
+    if "checkpoint" in components.values():
+        raise RooflineError(
+            "--weights: 'checkpoint' is a default, not a component's dtype (e.g. checkpoint,attention=fp8)"
+        )
+    default = "bf16" if given in (None, "checkpoint") else given
+    if given == "checkpoint":
+        if model is None:
+            raise RooflineError("--weights checkpoint: this command has no model to read a precision from")
+        base = Precision.checkpoint(model)
+        default, components = base.weights, {**dict(base.components), **components}
     return Precision(
         weights=default,
         kv=kv_dtype,

@@ -10,12 +10,12 @@ and :func:`split_names`, which name their option themselves.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from roofline.core.checks import MAX_COUNT, MAX_VALUE, check_count, check_name, check_number
 from roofline.core.errors import OptionError, nearest, shown
+from roofline.core.files import check_output_path, output_kind
 from roofline.core.units import DTYPE_BYTES, Dimension
 
 #: Largest price accepted, in USD per chip-hour (the spec files' own limit).
@@ -123,25 +123,18 @@ def split_names(text: object, option: str) -> list[str]:
 
 
 def check_outputs(paths: Sequence[tuple[str, Path | str | None]]) -> None:
-    """Refuse, before anything is written, an output path that is a folder, lies under a file or an
-    unwritable folder, or is given twice (flag, path pairs; None = not asked for)."""
+    """Refuse, before anything is written, an output path that is a folder, a socket, lies under a file
+    or an unwritable folder, or is given twice (flag, path pairs; None = not asked for).  A character
+    device or FIFO (/dev/null, /dev/stdout) is accepted: it is written through, never replaced."""
     seen: dict[str, str] = {}
     for flag, raw in paths:
         if raw is None:
             continue
         text = str(raw)
-        path = Path(text)
-        if text.endswith(("/", os.sep)) or path.is_dir():
-            raise OptionError(f"{flag}: {shown(text)} is a folder; give a file name such as {path / 'out.html'}")
-        parent = path.absolute().parent  # the nearest existing folder above it is where it gets created
-        while not parent.exists() and parent != parent.parent:
-            parent = parent.parent
-        if not parent.is_dir():
-            raise OptionError(f"{flag}: {shown(str(parent))} is a file, not a folder")
-        if not os.access(parent, os.W_OK):
-            raise OptionError(f"{flag}: folder {shown(str(parent))} is not writable")
-        key = str(path.resolve())
-        if key in seen:
+        check_name(text, flag)
+        check_output_path(text, flag)
+        key = str(Path(text).resolve())
+        if key in seen and output_kind(text) != "stream":
             raise OptionError(f"{flag}: {shown(text)} is also given to {seen[key]}")
         seen[key] = flag
 
@@ -165,3 +158,45 @@ def parse_prices(text: str | None, chips: Sequence[str], option: str = "--price"
             raise OptionError(f"{where}: {exc}; use 2.5 or h100-sxm=2.5,tpu-v5e=1.1") from None
         prices.update({chip: usd} if chip else dict.fromkeys(chips, usd))
     return prices
+
+
+def component_items(
+    text: object, option: str, components: Sequence[str], value: Callable[[object], str], example: str
+) -> tuple[str | None, dict[str, str]]:
+    """'bf16,experts=mxfp4' -> ('bf16', {'experts': 'mxfp4'}): an optional default and component=value
+    items, each value checked by ``value``.  Refused, naming ``option``: an empty item (a trailing or
+    doubled comma), an unknown component, a component given twice, and two defaults (bf16,fp8)."""
+    raw = str(text)
+    if len(raw) > 1000:
+        raise OptionError(f"{option}: at most 1000 characters (got {len(raw):,}); e.g. {example}")
+    default: str | None = None
+    items: dict[str, str] = {}
+    for item in raw.split(","):
+        item = item.strip()
+        if not item:
+            raise OptionError(f"{option}: empty item in {shown(raw)} (a trailing or doubled comma?); e.g. {example}")
+        name, has_name, given = item.partition("=")
+        name = name.strip()
+        if not has_name:
+            if default is not None:
+                raise OptionError(
+                    f"{option}: two defaults in {shown(raw)} ({default} and {shown(item)}); give one, then "
+                    f"component=value items, e.g. {example}"
+                )
+            default = _checked(value, item, option)
+            continue
+        if name not in components:
+            raise OptionError(
+                f"{option}: unknown component {shown(name)} in {shown(item)}; allowed: {', '.join(components)}"
+            )
+        if name in items:
+            raise OptionError(f"{option}: component {name!r} given twice in {shown(raw)}; give each component once")
+        items[name] = _checked(value, given.strip(), f"{option} {name}")
+    return default, items
+
+
+def _checked(value: Callable[[object], str], text: str, where: str) -> str:
+    try:
+        return value(text)
+    except ValueError as exc:
+        raise OptionError(f"{where}: {exc}") from None
