@@ -319,7 +319,7 @@ def test_plan_at_a_percentile_is_sized_by_simulation():
     assert res.best is not None and res.best.binding == "p99 by simulation"
     assert res.best.ttft_s <= 0.5 and res.best.tpot_s <= 0.03
     assert all(s.replicas >= s.candidate.replicas for s in sized)  # never fewer than the closed form
-    with pytest.raises(RooflineError, match="--percentile"):
+    with pytest.raises(RooflineError, match="percentile must be one of p50, p90, p99"):
         plan_at_percentile(m, [hw], 4.0, fixed_lengths(512, 64), "p95")
 
 

@@ -39,7 +39,7 @@ from roofline.analyses.plan.shapes import (
     Targets,
     candidate_shapes,
 )
-from roofline.analyses.plan.spares import Spares, describe, node_size, replicas_lost
+from roofline.analyses.plan.spares import Spares, check_spares_below, describe, node_size, replicas_lost
 from roofline.analyses.step import BOOK
 from roofline.core.errors import OptionError, shown
 from roofline.deploy import DEFAULT_MEMORY_UTILIZATION
@@ -230,6 +230,7 @@ def plan_with(
 ) -> PlanResult:
     """:func:`plan` with one config object; ``table`` reuses shapes already evaluated for ``lengths``."""
     check_plan_inputs(qps, config.targets, hardware)
+    check_spares_below(config.spares, config.max_replicas)
     if table is None:
         table = candidate_shapes(model, hardware, [lengths], config.targets, config.space)
     by_name = {hw.name: hw for hw in hardware}

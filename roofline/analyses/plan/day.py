@@ -212,7 +212,7 @@ def day_table(
     check_plan_inputs(max(profile.peak_rate, 1.0), config.targets, hardware)
     caps = {int(c) for c in profile.max_replicas if np.isfinite(c)}
     for cap in sorted(caps):
-        check_spares_below(config.spares, cap, "a slot's max_replicas")
+        check_spares_below(config.spares, cap, f"{profile.source}: a slot's max_replicas")
     check_spares_below(config.spares, config.max_replicas)
     dists, work = workloads_of(profile, lengths)
     return candidate_shapes(model, hardware, dists, config.targets, config.space), work

@@ -10,7 +10,6 @@ maintenance window is a slot with fewer replicas allowed.
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,17 +17,14 @@ from pathlib import Path
 import numpy as np
 
 from roofline.analyses.lengths import LengthDistribution, fixed_lengths
-from roofline.core.checks import MAX_COUNT, check_count, check_number
-from roofline.core.errors import OptionError, RooflineError, shown
-from roofline.core.files import read_text_limited
+from roofline.core.errors import OptionError, shown
+from roofline.core.tables import Column, read_table
 
 HOURS_PER_DAY = 24.0
 #: Most slots a profile holds (one a minute); bounds the planner's work.
 MAX_SLOTS = 1440
 #: Largest load-profile file read.
 MAX_PROFILE_BYTES = 2**20
-#: Columns a load-profile CSV may have (the first two are required).
-PROFILE_COLUMNS = ("start_hour", "rate", "input_len", "output_len", "max_replicas")
 #: Built-in diurnal shape: the trough is this fraction of the peak by default (an assumption, not measured).
 DEFAULT_TROUGH_FRACTION = 0.3
 #: Hours of the built-in shape's trough and peak (local time; an assumption: quiet at night, busy mid-afternoon).
@@ -133,65 +129,47 @@ def diurnal_profile(peak_rate: float, trough_fraction: float = DEFAULT_TROUGH_FR
     )
 
 
-def read_load_profile(path: str | Path) -> LoadProfile:
-    """A CSV with header start_hour,rate[,input_len,output_len][,max_replicas]: one row per slot."""
-    p = Path(path)
-    text = read_text_limited(p, MAX_PROFILE_BYTES, OptionError, "load-profile")
-    reader = csv.DictReader(text.splitlines())
-    header = [h.strip() for h in (reader.fieldnames or [])]
-    reader.fieldnames = header
-    unknown = [h for h in header if h not in PROFILE_COLUMNS]
-    if not {"start_hour", "rate"} <= set(header) or unknown:
-        raise OptionError(
-            f"{p}: header must be start_hour,rate with optional input_len,output_len,max_replicas "
-            f"(got {shown(','.join(header))})"
-        )
-    if ("input_len" in header) != ("output_len" in header):
-        raise OptionError(f"{p}: input_len and output_len go together (header has one of them)")
-    starts: list[float] = []
-    rates: list[float] = []
+#: The load-profile CSV's columns (the input boundary's schema).
+PROFILE_SCHEMA = (
+    Column("start_hour", "number", minimum=0.0, maximum=HOURS_PER_DAY),
+    Column("rate", "number", minimum=0.0),
+    Column("input_len", "count", required=False),
+    Column("output_len", "count", required=False),
+    Column("max_replicas", "count", required=False),
+)
+
+
+def read_load_profile(path: str | Path, what: str = "load_profile") -> LoadProfile:
+    """A CSV with header start_hour,rate[,input_len,output_len][,max_replicas]: one row per slot, sorted."""
+    table = read_table(
+        path,
+        PROFILE_SCHEMA,
+        max_rows=MAX_SLOTS,
+        what=what,
+        kind="load-profile",
+        error=OptionError,
+        max_bytes=MAX_PROFILE_BYTES,
+    )
+    origin = table.source
+    if ("input_len" in table.header) != ("output_len" in table.header):
+        raise OptionError(f"{origin}: input_len and output_len go together (the header has one of them)")
+    cols = table.columns
     lengths: list[LengthDistribution | None] = []
-    caps: list[float] = []
-    for line, row in enumerate(reader, start=2):
-        if len(starts) >= MAX_SLOTS:
-            raise OptionError(f"{p}: more than {MAX_SLOTS} slots (one a minute at most)")
-        if None in row or None in row.values():
-            raise OptionError(f"{p}: line {line}: expected {len(header)} cells ({','.join(header)})")
-        starts.append(_cell(p, line, row, "start_hour", maximum=HOURS_PER_DAY))
-        rates.append(_cell(p, line, row, "rate", maximum=None))
-        if "input_len" in header:
-            lengths.append(fixed_lengths(*(_count(p, line, row, c, 1) for c in ("input_len", "output_len"))))
-        else:
-            lengths.append(None)
-        cap = (row.get("max_replicas") or "").strip()
-        caps.append(float(_count(p, line, row, "max_replicas", 1)) if cap else np.inf)
-    if not starts:
-        raise OptionError(f"{p}: no slots (a header and at least one row start_hour,rate)")
-    return make_profile(starts, rates, lengths, caps, source=str(p))
-
-
-def _cell(p: Path, line: int, row: dict[str, str], column: str, maximum: float | None) -> float:
-    """A number >= 0 from one cell; empty, text, NaN, negative or too large names the line and column."""
-    value = (row.get(column) or "").strip()
-    if not value:
-        raise OptionError(f"{p}: line {line}: {column} is missing")
-    try:
-        number = check_number(value, "", minimum=0.0, open_low=False, maximum=maximum)
-    except RooflineError:
-        bound = f"in [0, {maximum:g})" if maximum else "a finite number >= 0"
-        raise OptionError(f"{p}: line {line}: {column} must be {bound} (got {shown(value)})") from None
-    if maximum is not None and number >= maximum:
-        raise OptionError(f"{p}: line {line}: {column} must be in [0, {maximum:g}) (got {shown(value)})")
-    return number
-
-
-def _count(p: Path, line: int, row: dict[str, str], column: str, minimum: int) -> int:
-    value = (row.get(column) or "").strip()
-    if not value:
-        raise OptionError(f"{p}: line {line}: {column} is missing")
-    try:
-        return check_count(value, "", minimum=minimum, maximum=MAX_COUNT)
-    except RooflineError:
-        raise OptionError(
-            f"{p}: line {line}: {column} must be a whole number in [{minimum}, {MAX_COUNT}] (got {shown(value)})"
-        ) from None
+    for k, line in enumerate(table.lines):
+        pair = (cols["input_len"][k], cols["output_len"][k])
+        if (pair[0] is None) != (pair[1] is None):
+            raise OptionError(f"{origin}: line {line}: give both input_len and output_len, or neither")
+        if pair[0] is None and "input_len" in table.header:
+            raise OptionError(f"{origin}: line {line}: input_len and output_len are empty; give them on every row")
+        lengths.append(None if pair[0] is None else fixed_lengths(*pair))
+        if cols["start_hour"][k] >= HOURS_PER_DAY:
+            raise OptionError(f"{origin}: line {line}: start_hour is {shown(cols['start_hour'][k])}; allowed: [0, 24)")
+        if k and cols["start_hour"][k] <= cols["start_hour"][k - 1]:
+            same = cols["start_hour"][k] == cols["start_hour"][k - 1]
+            what_is = "overlaps the row above (same start)" if same else "is before the row above"
+            raise OptionError(
+                f"{origin}: line {line}: start_hour {cols['start_hour'][k]:g} {what_is}; slots must be sorted "
+                "by start_hour, one per start"
+            )
+    caps = [np.inf if c is None else float(c) for c in cols["max_replicas"]]
+    return make_profile(cols["start_hour"], cols["rate"], lengths, caps, source=str(path))

@@ -30,7 +30,7 @@ from roofline.analyses.lengths import LengthDistribution, from_points
 from roofline.analyses.plan.capacity import PlanCandidate, PlanConfig, check_plan_inputs, plan_with, rank_at_rate
 from roofline.analyses.plan.queueing import cost_per_million_output_tokens
 from roofline.analyses.plan.shapes import ShapeTable, candidate_shapes
-from roofline.analyses.plan.spares import node_size, replicas_lost
+from roofline.analyses.plan.spares import check_spares_below, node_size, replicas_lost
 from roofline.core.errors import OptionError, shown
 from roofline.specs import HardwareSpec, ModelSpec
 
@@ -119,6 +119,7 @@ def plan_mix(
 ) -> MixPlan:
     """The cheapest split of the traffic by length bucket over the chip types (see the module)."""
     check_plan_inputs(qps, config.targets, hardware)
+    check_spares_below(config.spares, config.max_replicas)
     check_prices(hardware, dict(config.space.prices))
     buckets = length_buckets(lengths, qps)
     table = candidate_shapes(model, hardware, [b.lengths for b in buckets] + [lengths], config.targets, config.space)

@@ -9,13 +9,12 @@ the plan provisions the replicas its load needs plus that loss, so the survivors
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from roofline.core.errors import OptionError
+from roofline.core.errors import OptionError, shown
 from roofline.specs import HardwareSpec
 
 
@@ -34,7 +33,9 @@ class Spares:
         for name in ("replicas", "nodes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise OptionError(f"spare {name} must be a whole number >= 0 (got {value!r})", parameters=(name,))
+                raise OptionError(
+                    f"spare_{name} must be a whole number >= 0 (got {shown(value)})", parameters=(f"spare_{name}",)
+                )
         if self.node_chips is not None and (
             isinstance(self.node_chips, bool) or not isinstance(self.node_chips, int) or self.node_chips < 1
         ):
@@ -84,16 +85,12 @@ def describe(spares: Spares) -> str:
     return " or ".join(parts) + " down" if parts else "no failure headroom"
 
 
-def check_spares_below(spares: Spares, max_replicas: int | None, where: str = "max_replicas") -> None:
-    """Refuse k spare replicas at or above the replicas allowed: no replica would be left to serve."""
+def check_spares_below(spares: Spares, max_replicas: int | None, where: str = "") -> None:
+    """Refuse k spare replicas at or above the replicas allowed: with k down, none would serve."""
     if max_replicas is not None and spares.replicas >= max_replicas:
+        allowed = f"{where} allows {max_replicas}" if where else f"max_replicas={max_replicas}"
         raise OptionError(
-            f"spare replicas ({spares.replicas}) must be below the replicas allowed by {where} ({max_replicas}): "
-            "with that many down none would serve",
-            parameters=("spares", "max_replicas"),
+            f"spare_replicas: {spares.replicas} must be below the replicas allowed ({allowed}): with that many "
+            "down none would serve",
+            parameters=("spare_replicas", "max_replicas"),
         )
-
-
-def whole(x: float) -> int:
-    """An integer count from a float that holds one (inf -> a large sentinel never chosen)."""
-    return int(x) if math.isfinite(x) else 2**62

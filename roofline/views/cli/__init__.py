@@ -157,6 +157,11 @@ PARAMETER_FLAGS = {
     "tpot_slo_s": "--tpot-slo",
     "tpot_s": "--tpot-slo",
     "kv_dtypes": "--kv-dtype",
+    "spare_replicas": "--spare",
+    "load_bandwidth_bytes_per_s": "--load-bandwidth",
+    "trough_fraction": "--trough",
+    "address": "--ray-address",
+    "prices": "--price",
 }
 
 

@@ -8,8 +8,9 @@ from typing import Any
 import typer
 
 from roofline.analyses.lengths import lengths_from_options
-from roofline.analyses.plan.capacity import KV_DTYPES, WEIGHT_DTYPES, inverse_questions, plan
+from roofline.analyses.plan.capacity import KV_DTYPES, WEIGHT_DTYPES, inverse_questions
 from roofline.analyses.sweep.run import check_dtypes, parse_int_list
+from roofline.core.errors import OptionError
 from roofline.core.fmt import format_bytes, format_seconds
 from roofline.views.cli import values
 from roofline.views.cli._common import (
@@ -19,8 +20,6 @@ from roofline.views.cli._common import (
     console,
     emit,
     print_assumptions,
-    print_explanations,
-    write_records_csv,
 )
 from roofline.views.cli.options import (
     BATCH,
@@ -45,16 +44,83 @@ from roofline.views.cli.options import (
     precision_from_options,
 )
 from roofline.views.cli.values import check_outputs, parse_prices, split_names
-from roofline.views.explain import explain_deployment
 
 PLAN_CSV = typer.Option(None, "--csv", help="Write the candidate deployments shown (see --top) to this CSV file.")
+
+
+LOAD_PROFILE = typer.Option(
+    None,
+    "--load-profile",
+    help="A day of load: CSV start_hour,rate[,input_len,output_len][,max_replicas] (hours from the start of "
+    "the day, requests/s; max_replicas caps a slot, e.g. a maintenance window). Plans replicas per slot.",
+)
+DIURNAL = typer.Option(
+    False,
+    "--diurnal",
+    help="A day of load from the built-in diurnal shape (an assumption, not measured): hourly slots peaking "
+    "at --qps at 16:00, --trough x that at 04:00.",
+)
+TROUGH = typer.Option(
+    0.3, "--trough", parser=values.probability, help="The built-in day's lowest rate as a fraction of its peak."
+)
+MIN_REPLICAS = typer.Option(
+    1, "--min-replicas", parser=values.count(0), help="A day plan runs at least this many replicas in every slot."
+)
+LOAD_BANDWIDTH = typer.Option(
+    None,
+    "--load-bandwidth",
+    parser=values.number(0.0, dimension="bytes/s"),
+    metavar="RATE",
+    help="Rate a new replica reads its weights at, e.g. 2GB/s (sets the scale-up delay; default 1,000 MiB/s: "
+    "one AWS EBS gp3 volume's largest throughput).",
+)
+SPARE = typer.Option(0, "--spare", parser=values.count(0), help="The SLOs still hold with this many replicas down.")
+SPARE_NODES = typer.Option(
+    0,
+    "--spare-nodes",
+    parser=values.count(0),
+    help="The SLOs still hold with this many nodes down (each takes out every replica with a chip on it).",
+)
+NODE_CHIPS = typer.Option(
+    None,
+    "--node-chips",
+    parser=values.count(),
+    help="Chips per node for --spare-nodes (default: the chip's scale-up domain, max_ici_domain_chips: 8 GPUs "
+    "of an HGX server; give the host size for TPU pods and NVL72 racks).",
+)
+MAX_REPLICAS = typer.Option(
+    None, "--max-replicas", parser=values.count(), help="Most replicas the fleet may run (in every slot)."
+)
+MIX = typer.Option(
+    False,
+    "--mix",
+    help="Split the traffic by length bucket across the --hardware chip types (one shape each), cheapest "
+    "mix by a mixed-integer program; compared with the best single type.",
+)
+EXECUTOR = typer.Option(
+    "local",
+    "--executor",
+    parser=values.choice("local", "ray"),
+    help="Where --percentile simulations run: local (a process pool) or ray (pip install 'roofline[ray]').",
+)
+WORKERS = typer.Option(2, "--workers", parser=values.count(maximum=1024), help="Local processes or local Ray CPUs.")
+RAY_ADDRESS = typer.Option(
+    None,
+    "--ray-address",
+    parser=values.name,
+    help="A Ray cluster to run on (auto, or ray://head:10001); default: a local Ray for the run.",
+)
 
 
 def plan_command(
     model: str = MODEL,
     hardware: str = typer.Option(..., "--hardware", "-H", help="Chips to consider, comma-separated."),
     qps: float = typer.Option(
-        ..., "--qps", "--arrival-rate", parser=values.rate, help="Requests per second to serve (alias --arrival-rate)."
+        None,
+        "--qps",
+        "--arrival-rate",
+        parser=values.rate,
+        help="Requests per second to serve (alias --arrival-rate); with --diurnal, the peak.",
     ),
     input_len: int = INPUT_LEN,
     output_len: int = OUTPUT_LEN,
@@ -87,6 +153,19 @@ def plan_command(
         "--percentile",
         help="Size the cheapest candidates by simulation so the SLOs hold at p50, p90 or p99 (slower).",
     ),
+    load_profile: str = LOAD_PROFILE,
+    diurnal: bool = DIURNAL,
+    trough: float = TROUGH,
+    min_replicas: int = MIN_REPLICAS,
+    load_bandwidth: float = LOAD_BANDWIDTH,
+    spare: int = SPARE,
+    spare_nodes: int = SPARE_NODES,
+    node_chips: int = NODE_CHIPS,
+    max_replicas: int = MAX_REPLICAS,
+    mix: bool = MIX,
+    executor: str = EXECUTOR,
+    workers: int = WORKERS,
+    ray_address: str = RAY_ADDRESS,
     explain: bool = typer.Option(False, "--explain", help="Show formulas and values behind the best plan."),
     wide: bool = WIDE_OPTION,
     csv_path: str = PLAN_CSV,
@@ -96,137 +175,79 @@ def plan_command(
 
     Example: roofline plan --model llama-3-70b --hardware h100-sxm,tpu-v5e --qps 10 -i 2048 -o 256 --tpot-slo 50ms
     """
+    from roofline.analyses.executors import ExecutorConfig
+    from roofline.analyses.plan.capacity import PlanConfig, SearchSpace, Targets
+    from roofline.analyses.plan.spares import Spares
+
+    day_mode = load_profile is not None or diurnal
+    check_plan_flags(qps, load_profile, diurnal, mix, percentile, ray_address, executor)
     m = load_model_option(model)
     hws = [load_hardware_option(h, compute_dtype="bf16", command="plan") for h in split_names(hardware, "--hardware")]
     check_outputs([("--csv", csv_path)])
-    dist = lengths_from_options(input_len, output_len, lengths, lengths_csv)
-    options: dict[str, Any] = dict(
-        prices=parse_prices(price, [h.name for h in hws]),
+    profile = None
+    if load_profile is not None:
+        from roofline.analyses.plan.load_profile import read_load_profile
+
+        profile = read_load_profile(load_profile, "--load-profile")
+    elif diurnal:
+        from roofline.analyses.plan.load_profile import diurnal_profile
+
+        profile = diurnal_profile(qps, trough)
+    own = profile is not None and profile.has_own_lengths and input_len is None and output_len is None
+    dist = (
+        None
+        if own and lengths is None and lengths_csv is None
+        else lengths_from_options(input_len, output_len, lengths, lengths_csv)
+    )
+    space = SearchSpace(
         max_chips=max_chips,
         weights=check_dtypes(split_names(weights, "--weights"), "--weights"),
         kv_dtypes=check_dtypes(split_names(kv_dtype, "--kv-dtype"), "--kv-dtype"),
-        mfu=mfu,
-        tp=None if tp is None else parse_int_list(tp, "--tp", 1 << 20).tolist(),
-        pp=None if pp is None else parse_int_list(pp, "--pp", 1 << 20).tolist(),
+        tp=None if tp is None else tuple(parse_int_list(tp, "--tp", 1 << 20).tolist()),
+        pp=None if pp is None else tuple(parse_int_list(pp, "--pp", 1 << 20).tolist()),
         ep=ep,
+        mfu=mfu,
         memory_utilization=memory_utilization,
         engine=engine,
+        prices=parse_prices(price, [h.name for h in hws]),
     )
-    sized: list[Any] = []
-    if percentile is not None:
-        from roofline.analyses.plan.percentile import plan_at_percentile
+    config = PlanConfig(Targets(ttft_slo, tpot_slo), space, Spares(spare, spare_nodes, node_chips), max_replicas, top)
+    run_on = ExecutorConfig(executor, workers, ray_address)
+    if day_mode:
+        from roofline.views.cli.plan_run import day_command
 
-        res, sized = plan_at_percentile(
-            m, hws, qps, dist, percentile, ttft_slo, tpot_slo, candidates=max(top, 4), **options
-        )
-    else:
-        res = plan(m, hws, qps, dist, ttft_slo, tpot_slo, top=top, **options)
-    explanations = explain_deployment(res.best, qps, dist.mean_output) if (explain and res.best) else []
-    data: dict[str, Any] = {
-        "model": m.name,
-        "hardware": [h.name for h in hws],
-        "qps": qps,
-        "lengths": dist.source,
-        "mean_input_len": dist.mean_input,
-        "mean_output_len": dist.mean_output,
-        "decode_context": dist.decode_context,
-        "ttft_slo_s": res.ttft_slo_s,
-        "tpot_slo_s": res.tpot_slo_s,
-        "best": asdict(res.best) if res.best else None,
-        "candidates": [asdict(d) for d in res.candidates],
-        "best_per_hardware": {k: asdict(d) for k, d in res.best_per_hardware.items()},
-        "evaluated": res.evaluated,
-        "feasible": res.feasible,
-        "infeasible_by": res.reasons,
-        "sources": res.sources,
-        "percentile": percentile,
-        "simulated": [
-            {
-                "hardware": z.candidate.hardware,
-                "chips_per_replica": z.candidate.chips_per_replica,
-                "batch": z.candidate.batch,
-                "weights": z.candidate.weights,
-                "kv_dtype": z.candidate.kv_dtype,
-                "closed_form_replicas": z.candidate.replicas,
-                "replicas": z.replicas,
-                f"ttft_{percentile}_s": z.ttft_s,
-                f"tpot_{percentile}_s": z.tpot_s,
-                "meets": z.meets,
-            }
-            for z in sized
-        ],
-    }
-    if explain:
-        data["explain"] = [e.as_dict() for e in explanations]
+        day_command(m, hws, profile, dist, config, min_replicas, load_bandwidth, percentile, run_on, as_json, csv_path)
+        return
+    if mix:
+        from roofline.views.cli.plan_run import mix_command
 
-    if csv_path is not None:
-        write_records_csv(csv_path, [asdict(d) for d in res.candidates])
-        data["csv"] = str(csv_path)
+        mix_command(m, hws, qps, dist, config, as_json, csv_path)
+        return
+    from roofline.views.cli.plan_run import steady_command
 
-    def render() -> None:
-        if res.best is None:
-            console.print(
-                f"[bold red]no deployment meets the targets[/] ({res.evaluated} configurations; "
-                f"infeasible by memory / TTFT / TPOT: {res.reasons})"
-            )
-            return
-        cols = [
-            "chip",
-            "replicas\nx chips",
-            "batch",
-            "weights\n/KV",
-            "$/h",
-            "$/Mtok\nout",
-            "TTFT",
-            "TPOT",
-            "binding",
-        ] + (["sharding", "memory\n/usable HBM"] if wide else [])
-        table = compact_table(
-            f"{m.name}: {qps:g} req/s, {dist.source}; cheapest first",
-            cols,
-            left=("weights\n/KV", "binding", "sharding"),
-        )
-        for d in res.candidates:
-            extra = [d.sharding, f"{format_bytes(d.memory_bytes)}\n/{format_bytes(d.hbm_bytes)}"] if wide else []
-            table.add_row(
-                d.hardware,
-                f"{d.replicas} x {d.chips_per_replica}",
-                str(d.batch),
-                f"{d.weights}/{d.kv_dtype}",
-                f"{d.dollars_per_hour:,.2f}",
-                f"{d.cost_per_million_output_tokens:.3f}",
-                format_seconds(d.ttft_s),
-                format_seconds(d.tpot_s),
-                d.binding,
-                *extra,
-            )
-        console.print(table)
-        b = res.best
-        console.print(
-            f"[bold]plan:[/] {b.replicas} replica(s) x {b.chips_per_replica} {b.hardware} chips "
-            f"({b.sharding}), batch {b.batch}, {b.weights} weights / {b.kv_dtype} KV: "
-            f"${b.dollars_per_hour:,.2f}/h, ${b.cost_per_million_output_tokens:.3f} per million output "
-            f"tokens; binding constraint: [bold yellow]{b.binding}[/]"
-        )
-        if len(hws) > 1:
-            for name, d in res.best_per_hardware.items():
-                console.print(
-                    f"  cheapest on {name}: {d.replicas} replica(s) x {d.chips_per_replica} chips, "
-                    f"batch {d.batch}, {d.weights}/{d.kv_dtype}: ${d.dollars_per_hour:,.2f}/h, "
-                    f"${d.cost_per_million_output_tokens:.3f}/M output tokens ({d.binding})"
-                )
-            missing = [h.name for h in hws if h.name not in res.best_per_hardware]
-            if missing:
-                console.print(f"  no deployment meets the targets on: {', '.join(missing)}")
-        if not wide:
-            console.print("[dim]--wide adds sharding and memory / usable HBM[/]")
-        if csv_path is not None:
-            console.print(f"wrote {len(res.candidates)} deployments to {csv_path}")
-        print_assumptions(mfu=mfu, memory_utilization=memory_utilization, kinds=tuple(h.kind for h in hws))
-        if explain:
-            print_explanations(explanations, "where the plan's numbers come from")
+    steady_command(m, hws, qps, dist, config, percentile, run_on, explain, wide, csv_path, as_json)
 
-    emit(data, as_json, render)
+
+def check_plan_flags(
+    qps: float | None,
+    load_profile: str | None,
+    diurnal: bool,
+    mix: bool,
+    percentile: str | None,
+    ray_address: str | None,
+    executor: str,
+) -> None:
+    """Flags that need or exclude one another: one line naming them (exit 2)."""
+    if load_profile is not None and (qps is not None or diurnal):
+        raise OptionError("--load-profile gives the rates: drop --qps and --diurnal")
+    if load_profile is None and qps is None:
+        raise OptionError("give --qps (requests/s; the peak with --diurnal) or --load-profile FILE")
+    if mix and (load_profile is not None or diurnal):
+        raise OptionError("--mix plans one steady --qps; it does not take --load-profile or --diurnal")
+    if mix and percentile is not None:
+        raise OptionError("--mix plans in closed form; it does not take --percentile")
+    if ray_address is not None and executor != "ray":
+        raise OptionError("--ray-address needs --executor ray")
 
 
 def inverse_command(
