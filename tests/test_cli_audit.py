@@ -274,10 +274,14 @@ def test_sweep_and_pareto_take_a_profiles_engine_as_step_does(tmp_path):
             "--batch",
             "8",
             "--engine",
-            "trtllm/1.0",
+            "tgi/2.0",
         ),
         "no such engine entry",
     )
+    # A built-in entry works on a spec sheet too (issue 25): no refusal for trtllm/1.0 on h100-sxm.
+    spec = run_roofline("sweep", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--chips", "1", "--batch", "8",
+                        "--engine", "trtllm/1.0")  # fmt: skip
+    assert spec.code == 0, spec.stderr
 
 
 def test_diff_takes_an_engine_on_either_side():
@@ -326,10 +330,10 @@ def test_report_takes_an_engine_and_a_compute_dtype_as_sweep_does(tmp_path):
     ops = {k: v["models"]["llama-2-70b"]["ops"]["decode:calibrated profile"]["local_s"] for k, v in runs.items()}
     assert ops["engine"] > ops["plain"]
     assert "fp8" in (tmp_path / "engine").read_text()
-    # A chip without the entry (a spec sheet has no engine: section) is refused, and nothing is written.
+    # An engine no entry has (built-in or the profile's) is refused, and nothing is written.
     out = tmp_path / "refused.html"
     run = run_roofline(
-        "report", *REPORT_SMALL, "--hardware", "h100-sxm-cal,h100-sxm", "--out", str(out), "--engine", "trtllm/1.0"
+        "report", *REPORT_SMALL, "--hardware", "h100-sxm-cal,h100-sxm", "--out", str(out), "--engine", "tgi/2.0"
     )
-    assert_refused(run, "--engine", "'trtllm/1.0'", "h100-sxm has no such engine entry")
+    assert_refused(run, "--engine", "'tgi/2.0'", "no such engine entry")
     assert not out.exists()

@@ -617,6 +617,14 @@ def test_load_model_accepts_config_json_path(tmp_path):
     assert memory.param_counts(m).total == 8_030_261_248
 
 
+def test_a_json_not_named_config_json_names_the_model_after_itself(tmp_path):
+    # --model dir/x.json used to name the model after its folder ("dir"); only config.json takes the folder's.
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    (folder / "llama-8b-variant.json").write_text(json.dumps(LLAMA_31_8B))
+    assert load_model(str(folder / "llama-8b-variant.json")).name == "llama-8b-variant"
+
+
 def test_model_import_cli_writes_commented_yaml(tmp_path):
     from tests.conftest import run_cli, run_json
 

@@ -94,6 +94,10 @@ class StepResult:
     replica_batch: Number = 1.0
     #: The KV cache those sequences hold.
     replica_kv_bytes: Number = 0.0
+    #: Host time the engine entry adds to the step (its registry step terms, or an eager step's launch floor).
+    engine_host_s: Number = 0.0
+    #: The engine entry priced in (key, source, policy, every registry term and its source); None without one.
+    engine: dict[str, object] | None = None
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -332,6 +336,8 @@ def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResu
         replica_batch=g_batch,
         replica_kv_bytes=np.multiply(g_batch, kv_only),
         state_bytes=np.multiply(batch, state_seq),
+        engine_host_s=t.engine_host_s,
+        engine=dep.engine.as_dict() if dep.engine.registry_entry else None,
     )
 
 

@@ -8,6 +8,7 @@ from roofline.deploy.deployment import (
     deployment,
 )
 from roofline.deploy.engine import ENGINE_FLOOR, ENGINE_TERMS, FITTED_ENGINE_TERMS, NO_ENGINE, EngineTerms, engine_terms
+from roofline.deploy.engine_registry import EngineTerm, register_engine_term
 from roofline.deploy.layout import Parallelism
 from roofline.deploy.rates import TERM_SOURCES, Rates, chip_rates
 
@@ -18,7 +19,9 @@ __all__ = [
     "FITTED_ENGINE_TERMS",
     "NO_ENGINE",
     "Deployment",
+    "EngineTerm",
     "EngineTerms",
+    "register_engine_term",
     "engine_terms",
     "Parallelism",
     "Precision",

@@ -169,8 +169,13 @@ def model_from_config_file(path: Path) -> ModelSpec:
     from roofline.specs.files import read_json
     from roofline.specs.hf.config import model_dict_from_hf_config
 
-    data = model_dict_from_hf_config(read_json(path), name=Path(path).parent.name or path.stem, origin=str(path))
+    data = model_dict_from_hf_config(read_json(path), name=config_name(Path(path)), origin=str(path))
     return model_from_dict(data, str(path))
+
+
+def config_name(path: Path) -> str:
+    """A config file's model name: its folder's for ``config.json`` (a Hugging Face checkout), else its stem."""
+    return (path.parent.name or path.stem) if path.name == "config.json" else path.stem
 
 
 def dump_yaml(data: dict[str, Any]) -> str:

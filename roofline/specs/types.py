@@ -121,6 +121,15 @@ class EngineCalibration(_Spec):
     at_bound: list[str] = field(default_factory=list)
     fit: dict[str, float] = field(default_factory=dict)
     at_upper_bound: list[str] = field(default_factory=list)
+    # Physical terms of the engine-term registry (roofline.deploy.engine_registry), by name: an entry
+    # written by today's fit gives these and leaves the fields above at 0; a term it omits takes the
+    # registry's default.  term_sources says where each value came from; spread is each fitted term's
+    # spread (standard deviation over leave-one-out refits); policy names the simulator's scheduling
+    # policy (decode-first, prefill-first).
+    terms: dict[str, float] = field(default_factory=dict)
+    term_sources: dict[str, str] = field(default_factory=dict)
+    spread: dict[str, float] = field(default_factory=dict)
+    policy: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)

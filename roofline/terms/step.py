@@ -19,6 +19,7 @@ from roofline.deploy import Deployment
 from roofline.model import memory
 from roofline.model.memory import Number
 from roofline.terms import attention, comms, gemms
+from roofline.terms.engine import host_terms_s, step_shape
 from roofline.terms.exact import all_zero, fits_into, nonnegative_finite, plus, times, zeros_shaped
 from roofline.terms.work import Work
 
@@ -64,6 +65,8 @@ class StepTerms:
     bound_code: np.ndarray
     sources: dict[str, str] = field(default_factory=dict)
     state_bytes: Number = 0.0
+    #: Host time the engine entry's registry terms add to the step (step terms, or an eager floor's excess).
+    engine_host_s: Number = 0.0
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
@@ -167,7 +170,7 @@ def engine_overhead_s(
     """
     e = dep.engine
     sampled = np.add(stage.decode_seqs, stage.prompts)
-    if not e.active:  # every term 0: a read-only zero of the step's shape, no full-grid passes
+    if not e.legacy_active:  # every term 0: a read-only zero of the step's shape, no full-grid passes
         return zeros_shaped(sampled, stage.tokens, gemm_s)
     per_step = (
         e.step_overhead_s
@@ -363,6 +366,20 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     code = bound_code(compute_time, kv_time + weight_time, None if quiet or quiet_net else exposed, stage_local)
     stage_pred, stage_upper, code = prompt_step_floor(dep, stage, share, stage_pred, stage_upper, code)
     bubble = pipeline_bubble_s(pp, mb, stage_pred, send, quiet or (finite and nonnegative_finite(c.time_s)))
+    time_s, lower_s, upper_s = (
+        times(pp, plus(stage_pred, send)),
+        times(pp, plus(stage_lower, send)),
+        times(pp, plus(stage_upper, send)),
+    )
+    host = host_terms_s(dep.engine, step_shape(float(m.num_layers), replica))
+    engine_host: Number = 0.0
+    if host is not None:
+        code = np.where(np.greater(host[1], np.add(time_s, host[0])), HOST_BOUND, code).astype(np.int8)
+        device_s = time_s
+        time_s = np.maximum(np.add(time_s, host[0]), host[1])
+        lower_s = np.maximum(np.add(lower_s, host[0]), host[1])
+        upper_s = np.maximum(np.add(upper_s, host[0]), host[1])
+        engine_host = np.subtract(time_s, device_s)
     return StepTerms(
         tokens=replica.tokens,
         kv_read_bytes=kv_read,
@@ -386,11 +403,12 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
         pipeline_send_s=pp * send,
         pipeline_bubble_s=bubble,
         microbatches=mb,
-        time_s=times(pp, plus(stage_pred, send)),
-        lower_s=times(pp, plus(stage_lower, send)),
-        upper_s=times(pp, plus(stage_upper, send)),
+        time_s=time_s,
+        lower_s=lower_s,
+        upper_s=upper_s,
         bound_code=code,
         state_bytes=state,
+        engine_host_s=engine_host,
         sources={
             **rates.sources,
             "gemm": gemm_source(dep),
