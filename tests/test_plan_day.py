@@ -176,3 +176,21 @@ def test_day_cli(tmp_path):
         proc = run_cli(*base, *one, *args)
         assert proc.returncode == 2 and needle in proc.stderr and proc.stdout == "", (args, proc.stderr)
         assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_day_page_renders(tmp_path):
+    # The day page in a real browser: load and replicas (load, autoscaled, fixed: 3 traces), cost (2 traces).
+    from tests.browser import assert_page_renders, require_browser
+
+    require_browser()
+    page = tmp_path / "day.html"
+    proc = run_cli(
+        "plan", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--qps", "60", "--diurnal", "-i", "1024",
+        "-o", "128", "--ttft-slo", "1s", "--tpot-slo", "50ms", "--html", str(page),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    found = assert_page_renders(page, min_figures=2)
+    assert [f["traces"] for f in found["figures"]] == [3, 2]
+    text = page.read_text()
+    assert "fixed fleet sized for the peak" in text and "cost per day" in text

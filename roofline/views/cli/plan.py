@@ -169,6 +169,9 @@ def plan_command(
     explain: bool = typer.Option(False, "--explain", help="Show formulas and values behind the best plan."),
     wide: bool = WIDE_OPTION,
     csv_path: str = PLAN_CSV,
+    html_path: str = typer.Option(
+        None, "--html", help="With a day of load: write its page (load, replicas and cost over the day) here."
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Cheapest deployment (chips, sharding, batch, dtypes, replicas) meeting qps and latency targets.
@@ -183,7 +186,9 @@ def plan_command(
     check_plan_flags(qps, load_profile, diurnal, mix, percentile, ray_address, executor)
     m = load_model_option(model)
     hws = [load_hardware_option(h, compute_dtype="bf16", command="plan") for h in split_names(hardware, "--hardware")]
-    check_outputs([("--csv", csv_path)])
+    check_outputs([("--csv", csv_path), ("--html", html_path)])
+    if html_path is not None and not day_mode:
+        raise OptionError("--html draws the day page: give --load-profile or --diurnal")
     profile = None
     if load_profile is not None:
         from roofline.analyses.plan.load_profile import read_load_profile
@@ -216,7 +221,20 @@ def plan_command(
     if day_mode:
         from roofline.views.cli.plan_run import day_command
 
-        day_command(m, hws, profile, dist, config, min_replicas, load_bandwidth, percentile, run_on, as_json, csv_path)
+        day_command(
+            m,
+            hws,
+            profile,
+            dist,
+            config,
+            min_replicas,
+            load_bandwidth,
+            percentile,
+            run_on,
+            as_json,
+            csv_path,
+            html_path,
+        )
         return
     if mix:
         from roofline.views.cli.plan_run import mix_command

@@ -206,9 +206,10 @@ def day_command(
     run_on: ExecutorConfig,
     as_json: bool,
     csv_path: str | None,
+    html_path: str | None = None,
 ) -> None:
     """A day of load: the schedule, chip-hours and cost per day (``cost_per_day``), simulated per slot
-    with ``percentile``."""
+    with ``percentile``; ``html_path`` gets the day page."""
     from roofline.analyses.plan.day import DEFAULT_LOAD_BANDWIDTH_BYTES_PER_S, Autoscaling, plan_day
 
     autoscaling = Autoscaling(min_replicas, load_bandwidth or DEFAULT_LOAD_BANDWIDTH_BYTES_PER_S)
@@ -241,11 +242,18 @@ def day_command(
     if csv_path is not None:
         write_records_csv(csv_path, body["schedule"])
         data["csv"] = str(csv_path)
+    if html_path is not None:
+        from roofline.views.report.day_page import write_day_page
+
+        write_day_page(html_path, day, f"{m.name}: a day of load on {', '.join(h.name for h in hws)}")
+        data["html"] = str(html_path)
 
     def render() -> None:
         render_day(day, m.name, percentile)
         if csv_path is not None:
             console.print(f"wrote {len(day.schedule)} slots to {csv_path}")
+        if html_path is not None:
+            console.print(f"wrote the day page to {html_path}")
         space = config.space
         print_assumptions(mfu=space.mfu, memory_utilization=space.memory_utilization, kinds=tuple(h.kind for h in hws))
 

@@ -18,6 +18,7 @@ from roofline.analyses.plan.day import DayCandidate, DayPlan
 from roofline.analyses.plan.mix import MixPlan
 from roofline.core.fmt import format_seconds
 from roofline.views.cli._common import compact_table, console, err_console
+from roofline.views.report.day_page import clock
 
 
 @contextmanager
@@ -151,7 +152,7 @@ def render_day(day: DayPlan, model: str, percentile: str | None) -> None:
         reps = f"{s.replicas}" + (f" ({s.spare_replicas} spare)" if s.spare_replicas else "")
         cap = f" cap {s.max_replicas:g}" if s.max_replicas != float("inf") else ""
         table.add_row(
-            _clock(s.start_hour),
+            clock(s.start_hour),
             f"{s.hours:g}",
             f"{s.rate:,.3g}",
             reps + cap,
@@ -183,11 +184,6 @@ def render_day(day: DayPlan, model: str, percentile: str | None) -> None:
         if "spares" in day.sources:
             console.print(f"[dim]{day.sources['spares']}[/]")
     console.print(f"[dim]{day.sources.get('autoscaling', '')}[/]")
-
-
-def _clock(hour: float) -> str:
-    minutes = int(round(hour * 60))
-    return f"{minutes // 60:02d}:{minutes % 60:02d}"
 
 
 # --------------------------------------------------------------------------- a mix of chip types
