@@ -98,7 +98,11 @@ def _refused(path: Path, *needles: str) -> str:
 
 
 @FUZZ
-@given(st.sampled_from(NUMBER_COLUMNS), st.integers(2, 6), BAD_CELLS | st.just("1e300"))
+@given(
+    st.sampled_from([c for c in NUMBER_COLUMNS if c in SCHEMA.splitlines()[0].split(",")]),
+    st.integers(2, 6),
+    BAD_CELLS | st.just("1e300"),
+)
 def test_bad_schema_cell_names_row_and_column(column, row, value):
     text = _with_cell(SCHEMA, row, column, value)
     with tempfile.TemporaryDirectory() as folder:

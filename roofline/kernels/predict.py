@@ -7,32 +7,35 @@ dtype, or by the spec-sheet roofline; evaluation scores covered rows only and co
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
-
 import numpy as np
 
-from roofline.core.units import DTYPE_BYTES
+import roofline.kernels.mla
+import roofline.kernels.moe  # noqa: F401  (registers the fused-MoE and MLA kernel families)
 from roofline.kernels import forms as models
 from roofline.kernels.keys import base_op, entry_key, op_key, resolve, split_key
 from roofline.kernels.lsq import Param
-from roofline.kernels.schema import COLLECTIVE_OPS, OP_SHAPE, CalibrationError, Measurements
-from roofline.specs import HardwareSpec, SpecError
+from roofline.kernels.registry import FAMILIES, IDEAL, KernelFamily
+from roofline.kernels.schema import COLLECTIVE_OPS, Measurements
+from roofline.kernels.shapes import (
+    BLOCK_SCALED_DTYPES,
+    QUANTIZED_DTYPES,
+    SHAPE_COLUMNS,
+    chip_numbers,
+    hw_numbers,
+    num_sms,
+    peak_flops,
+    shape_arrays,
+    shapes,
+)
+from roofline.specs import HardwareSpec
+
+__all__ = ["QUANTIZED_DTYPES", "SHAPE_COLUMNS", "hw_numbers", "num_sms", "shape_arrays", "shapes"]
 
 # --------------------------------------------------------------------------- op models
 
 
-@dataclass(frozen=True)
-class OpModel:
-    """One op class: its time model, fitted parameters, fixed constants, range split."""
-
-    op: str
-    time: Callable[[models.Arrays, models.Hw, models.Params], np.ndarray]
-    params: tuple[Param, ...]
-    constants: dict[str, float] = field(default_factory=dict)
-    range_column: str = ""
-    range_max: float = 0.0
+#: One op class's model: a kernel family (the built-in GEMM and attention models are families too).
+OpModel = KernelFamily
 
 
 COMMON = (
@@ -58,8 +61,6 @@ def quantize_params(floor_s: float) -> tuple[Param, ...]:
     return (Param("quantize_floor_s", floor_s, 1e-8, 1e-4), Param("quantize_bandwidth_bytes_per_s", 1e12, 1e9, 1e14))
 
 
-#: dtypes whose GEMMs quantize their bf16 activations first (a kernel of its own).
-QUANTIZED_DTYPES = ("fp8", "int8", "fp4", "int4")
 MODELS: dict[str, OpModel] = {
     "gemm": OpModel("gemm", models.gemm_time, GEMM_PARAMS, GEMM_CONSTANTS, "m", 1024),
     # per-tensor dynamic quantization: an amax reduction, then the cast (~12 µs floor)
@@ -103,7 +104,16 @@ MODELS: dict[str, OpModel] = {
         range_max=1024,
     ),
 }
-COMPUTE_OPS = ("gemm", "attention_decode", "attention_prefill")
+BUILTIN_COMPUTE_OPS = ("gemm", "attention_decode", "attention_prefill")
+#: Compute ops known at import: the built-in models and the registered kernel families (fused MoE, MLA).
+COMPUTE_OPS = BUILTIN_COMPUTE_OPS + tuple(FAMILIES)
+
+
+def compute_ops() -> tuple[str, ...]:
+    """Compute ops now: the built-in models and every registered kernel family (one added later too)."""
+    return BUILTIN_COMPUTE_OPS + tuple(FAMILIES)
+
+
 COLLECTIVE_PARAMS = (
     Param("latency_s", 1e-5, 1e-7, 1e-2),
     Param("bandwidth_bytes_per_s", 1e11, 1e6, 1e13),
@@ -121,7 +131,10 @@ def model_for(key: str) -> OpModel | None:
     if op in COLLECTIVE_OPS:
         return None
     if op == "gemm" and dtype in QUANTIZED_DTYPES:
-        return MODELS["gemm_quantized_block" if op_class == "gemm_fp8_block" else "gemm_quantized"]
+        block = op_class == "gemm_fp8_block" or dtype in BLOCK_SCALED_DTYPES
+        return MODELS["gemm_quantized_block" if block else "gemm_quantized"]
+    if op in FAMILIES:
+        return FAMILIES[op]
     return MODELS[op]
 
 
@@ -145,99 +158,9 @@ def covering_keys(hw: HardwareSpec, table: Measurements) -> np.ndarray:
     return out
 
 
-# --------------------------------------------------------------------------- hardware
+# --------------------------------------------------------------------------- shapes (kernels.shapes)
 
-
-def num_sms(hw: HardwareSpec) -> float:
-    """Streaming multiprocessors (or cores) used by the fill effects."""
-    known = {"h100": 132.0, "h200": 132.0, "a100": 108.0, "b200": 148.0}
-    for key, cal in hw.calibration.ops.items() if hw.calibration else ():
-        if base_op(key) == "gemm" and cal.params.get("num_sms"):
-            return float(cal.params["num_sms"])
-    for prefix, sms in known.items():
-        if hw.name.lower().startswith(prefix):
-            return sms
-    return 132.0 if hw.kind != "cpu" else float(os.cpu_count() or 1)
-
-
-def _peak(hw: HardwareSpec, dtype: str) -> float:
-    try:
-        return hw.flops_for(dtype)
-    except SpecError:
-        return max(hw.flops_per_s.values())
-
-
-def hw_numbers(hw: HardwareSpec, table: Measurements) -> models.Hw:
-    """Per-row peak FLOP/s for each row's dtype plus the chip's bandwidths."""
-    peak = np.empty(len(table))
-    for dtype in table.unique("dtype"):
-        peak[table["dtype"] == dtype] = _peak(hw, dtype)
-    return _hw(hw, peak)
-
-
-def _hw(hw: HardwareSpec, peak: np.ndarray | float) -> models.Hw:
-    return models.Hw(
-        peak_flops=peak,
-        bandwidth=hw.hbm_bandwidth_bytes_per_s,
-        num_sms=num_sms(hw),
-        link_bandwidth=hw.ici_bandwidth_bytes_per_s,
-        hop_latency=hw.ici_hop_latency_s,
-    )
-
-
-SHAPE_COLUMNS = (
-    "m",
-    "n",
-    "k",
-    "batch",
-    "q_len",
-    "kv_len",
-    "num_heads",
-    "num_kv_heads",
-    "head_dim",
-    "message_bytes",
-    "num_devices",
-)
-
-
-def _widths(op: str, dtype: str) -> tuple[float, float]:
-    """(bytes per input element, bytes per output element): quantized GEMMs write bf16."""
-    width = DTYPE_BYTES[dtype]
-    quantized = op == "gemm" and dtype in QUANTIZED_DTYPES
-    return width, models.ACTIVATION_BYTES if quantized else width
-
-
-def shapes(table: Measurements) -> dict[str, np.ndarray]:
-    """Shape columns plus ``width`` and ``out_width`` (bytes per element in and out)."""
-    out = {c: np.asarray(table[c], float) for c in SHAPE_COLUMNS}
-    pairs = [_widths(o, d) for o, d in zip(table["op"], table["dtype"], strict=True)]
-    out["width"] = np.array([p[0] for p in pairs], float)
-    out["out_width"] = np.array([p[1] for p in pairs], float)
-    return out
-
-
-def shape_arrays(op: str, dtype: str, shape: dict[str, float | np.ndarray]) -> dict[str, np.ndarray]:
-    """Broadcast shape keywords of one op into model arrays (one-line errors for bad input)."""
-    unknown = sorted(set(shape) - set(SHAPE_COLUMNS) - ({"weight_width"} if op == "gemm" else set()))
-    if unknown:
-        raise CalibrationError(f"unknown shape {unknown[0]!r}; allowed: {', '.join(SHAPE_COLUMNS)}")
-    if dtype not in DTYPE_BYTES:
-        raise CalibrationError(f"unknown dtype {dtype!r}; allowed: {', '.join(DTYPE_BYTES)}")
-    shape = dict(shape)
-    if op == "attention_decode":
-        shape.setdefault("q_len", 1.0)
-    if op == "attention_prefill" and "q_len" in shape:
-        shape.setdefault("kv_len", shape["q_len"])
-    missing = [c for c in OP_SHAPE[op] if c not in shape]
-    if missing:
-        raise CalibrationError(f"{op} needs shape {missing[0]!r} (needs: {', '.join(OP_SHAPE[op])})")
-    arrays = np.broadcast_arrays(*(np.asarray(v, float) for v in shape.values()))
-    s = {name: np.full(arrays[0].shape, np.nan) for name in SHAPE_COLUMNS}
-    s.update(zip(shape, arrays, strict=True))
-    width, out_width = _widths(op, dtype)
-    s["width"] = np.full(arrays[0].shape, width)
-    s["out_width"] = np.full(arrays[0].shape, out_width)
-    return s
+_hw = chip_numbers
 
 
 # --------------------------------------------------------------------------- prediction
@@ -276,7 +199,7 @@ def op_time_with(
     op_class, dtype = split_key(key)
     op = base_op(op_class)
     s = shape_arrays(op, dtype, shape)
-    peak = 1.0 if op in COLLECTIVE_OPS else hw.flops_for(dtype)
+    peak = 1.0 if op in COLLECTIVE_OPS else peak_flops(hw, op, dtype)
     return op_times(key, s, _hw(hw, peak), params)
 
 
@@ -298,7 +221,10 @@ def op_times(key: str, s: dict[str, np.ndarray], nums: models.Hw, params: dict[s
             return models.collective_spec_time(op, s, nums)
         lat, bw, small = _collective_arrays(params, s["num_devices"])
         return models.collective_time(op, s, lat, bw, small)
+    family = FAMILIES.get(op)
     if params is None:
+        if family is not None and family.spec_time is not None:
+            return family.spec_time(s, nums, IDEAL)
         return models.roofline_time(*flops_bytes(op, s), nums)
     model = model_for(key)
     if model is None or not {p.name for p in model.params} <= set(params):
@@ -313,6 +239,10 @@ def op_times(key: str, s: dict[str, np.ndarray], nums: models.Hw, params: dict[s
 
 
 def flops_bytes(op: str, s: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(FLOPs, bytes) of rows of ``op``: a family's own work, the GEMM's, or attention's."""
+    family = FAMILIES.get(op)
+    if family is not None and family.work is not None:
+        return family.work(s)
     if op == "gemm":
         return models.gemm_flops(s["m"], s["n"], s["k"]), models.gemm_bytes(
             s["m"], s["n"], s["k"], s["width"], s.get("out_width")

@@ -3,16 +3,24 @@
 Columns (a contract; ``time_s`` is seconds, ``message_bytes`` is bytes):
 
 hardware, op, dtype, m, n, k, batch, q_len, kv_len, num_heads, num_kv_heads, head_dim,
-message_bytes, num_devices, time_s, source, impl
+message_bytes, num_devices, time_s, source, impl, num_experts, top_k, ep, tp, gated, routing,
+v_head_dim
 
-``op`` is one of :data:`OPS`.  Shape columns an op does not use are left empty.  GEMM:
+``op`` is one of :data:`OPS` or a registered kernel family (:mod:`roofline.kernels.registry`:
+``moe``, ``mla_decode``, ``mla_prefill``, ``bmm``).  Shape columns an op does not use are left empty.  GEMM:
 C[m, n] = A[m, k] . W[k, n].  Attention: ``batch`` sequences of ``q_len`` new tokens over
 ``kv_len`` cached tokens (decode: q_len = 1), heads per device.  Collectives:
 ``message_bytes`` is the per-device buffer nccl-tests calls ``size`` (all-reduce: the
 buffer reduced; all-gather: the gathered output; reduce-scatter: the input; all-to-all:
 the per-device send buffer) on ``num_devices`` devices.  ``impl`` names the kernel family
-when an op has several (``nccl``, ``custom``); it may be empty.  Files may be gzip'd
-(``.csv.gz``).
+when an op has several (``nccl``, ``custom``); it may be empty.  Fused MoE (``moe``, one layer on
+one GPU): ``m`` tokens entering the layer (before the top-k fan-out), ``k`` hidden size, ``n`` expert
+intermediate size before the ``tp`` split, ``num_experts`` before the ``ep`` split, ``top_k``,
+``gated`` (1 SwiGLU, 0 one up matrix), ``routing`` how tokens spread over experts (``balanced``,
+``uniform``, ``power_law_<alpha>``).  MLA attention: ``head_dim`` is the query-key width per head
+and ``v_head_dim`` the value width (absorbed decode: kv_lora_rank + rope and kv_lora_rank over one
+latent KV head).  Batched GEMM (``bmm``): ``batch`` independent [m, k] x [k, n] products.  Files
+may be gzip'd (``.csv.gz``).
 
 Reading is bounded: at most :data:`~roofline.core.files.MAX_MEASUREMENT_FILE_BYTES` (after
 decompression) and :data:`MAX_ROWS` rows per file, streamed into columns; a UTF-8 byte-order
@@ -49,7 +57,7 @@ OPS = (
     "alltoall",
 )
 COLLECTIVE_OPS = ("allreduce", "allgather", "reducescatter", "alltoall")
-TEXT_COLUMNS = ("hardware", "op", "dtype", "source", "impl")
+TEXT_COLUMNS = ("hardware", "op", "dtype", "source", "impl", "routing")
 NUMBER_COLUMNS = (
     "m",
     "n",
@@ -63,6 +71,12 @@ NUMBER_COLUMNS = (
     "message_bytes",
     "num_devices",
     "time_s",
+    "num_experts",
+    "top_k",
+    "ep",
+    "tp",
+    "gated",
+    "v_head_dim",
 )
 COLUMNS = (
     "hardware",
@@ -82,6 +96,13 @@ COLUMNS = (
     "time_s",
     "source",
     "impl",
+    "num_experts",
+    "top_k",
+    "ep",
+    "tp",
+    "gated",
+    "routing",
+    "v_head_dim",
 )
 REQUIRED = ("hardware", "op", "dtype", "time_s")
 #: Shape columns each op needs (non-empty, positive).
@@ -274,7 +295,7 @@ def check_record(record: Mapping[str, object], where: str) -> None:
     """One row: op and dtype known, hardware named, numbers finite and in range, op shape positive."""
     op = record.get("op")
     if op not in OP_SHAPE:
-        raise CalibrationError(f"{where}: column 'op' is {shown(op)}; allowed: {', '.join(OPS)}")
+        raise CalibrationError(f"{where}: column 'op' is {shown(op)}; allowed: {', '.join(OP_SHAPE)}")
     dtype = record.get("dtype")
     if dtype not in DTYPE_BYTES:
         raise CalibrationError(f"{where}: column 'dtype' is {shown(dtype)}; allowed: {', '.join(DTYPE_BYTES)}")

@@ -4,7 +4,9 @@ Every profile entry (``gemm/bf16``, ``gemm/fp8``, ``gemm_fp8_block/fp8``,
 ``allreduce/fp16``, ...; see :mod:`.keys`) is fitted on its own rows only by
 :func:`.lsq.fit_params` (least squares on log error, robust re-weighting, several starting
 points), records what it was fitted on and which parameters ended at a bound, and is checked
-on a seeded random 80/20 split and a shape-range split.  The prediction side (models,
+on a seeded random 80/20 split and a shape-range split.  A kernel family may fit on some of its
+rows only (fused MoE: the evenly spread ``balanced`` ones, whose routing is exact) and drops its
+outlier sweeps and isolated spikes first (:mod:`.sweeps`; the entry counts them).  The prediction side (models,
 ``predict``, ``evaluate``, ``op_time``) lives in :mod:`.predict` and is re-exported here.
 """
 
@@ -14,16 +16,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from roofline.calibrate.kernels.sweeps import outlier_sweeps, spikes
 from roofline.kernels import forms as models
 from roofline.kernels.keys import SEPARATE_IMPLS, base_op, entry_key, op_key, split_key
 from roofline.kernels.lsq import Param, at_bound, fit_params, levenberg_marquardt
 from roofline.kernels.predict import (
     COLLECTIVE_PARAMS,
     COLLECTIVE_RANGE_MAX,
-    COMPUTE_OPS,
     CONSTANT_PARAMS,
     MODELS,
     SHAPE_COLUMNS,
+    compute_ops,
     covering_keys,
     error_stats,
     evaluate,
@@ -42,7 +45,7 @@ from roofline.kernels.predict import (
     spec_predict,
     uncovered,
 )
-from roofline.kernels.schema import COLLECTIVE_OPS, CalibrationError, Measurements, check_fit_request
+from roofline.kernels.schema import COLLECTIVE_OPS, MIN_FIT_ROWS, CalibrationError, Measurements, check_fit_request
 from roofline.specs import HardwareSpec, hardware_from_dict
 
 __all__ = [
@@ -87,11 +90,22 @@ def _subsample(index: np.ndarray, max_rows: int, rng: np.random.Generator) -> np
     return index if len(index) <= max_rows else np.sort(rng.choice(index, max_rows, False))
 
 
+def fit_rows(key: str, table: Measurements) -> Measurements:
+    """The rows a fit of ``key`` uses: its family's ``fit_where`` rows where there are enough of them."""
+    model = model_for(key)
+    if model is None or model.fit_where is None:
+        return table
+    column, values = model.fit_where
+    chosen = table.take(np.isin(table[column], list(values)))
+    return chosen if len(chosen) >= MIN_FIT_ROWS else table
+
+
 def fit_op(key: str, table: Measurements, hw: HardwareSpec, max_rows: int = 4000, seed: int = 0) -> dict[str, float]:
     """Fitted parameters (plus fixed constants) of profile key ``key`` on ``table``'s rows."""
     rng = np.random.default_rng(seed)
-    sub = table.take(_subsample(np.arange(len(table)), max_rows, rng))
     op = base_op(key)
+    table = fit_rows(key, table) if op not in COLLECTIVE_OPS else table
+    sub = table.take(_subsample(np.arange(len(table)), max_rows, rng))
     if op in COLLECTIVE_OPS:
         return _fit_collective(op, sub, seed)
     model = model_for(key)
@@ -211,7 +225,7 @@ def holdout(
     before = predict_op(key, test_rows, hw, None)
     out = _prefixed("after_", error_stats(after, test_rows["time_s"]))
     out.update(_prefixed("before_", error_stats(before, test_rows["time_s"])))
-    if base_op(key) in COMPUTE_OPS:
+    if base_op(key) in compute_ops():
         constant = predict_op(key, test_rows, hw, fit_constant(key, table.take(train), hw))
         out.update(_prefixed("constant_", error_stats(constant, test_rows["time_s"])))
     return out
@@ -255,8 +269,22 @@ class OpFit:
         }
 
 
+def cleaned(key: str, table: Measurements, hw: HardwareSpec, max_rows: int, seed: int) -> tuple[Measurements, int]:
+    """``table`` without its family's outlier sweeps and isolated spikes (:mod:`.sweeps`), and how many went."""
+    family = model_for(key)
+    if family is None or not family.sweep:
+        return table, 0
+    bad = spikes(table, family)
+    if family.sweep_limit:
+        first = fit_op(key, table.take(~bad), hw, max_rows, seed)
+        bad |= outlier_sweeps(table, family, predict_op(key, table, hw, first))
+    return table.take(~bad), int(bad.sum())
+
+
 def calibrate_op(key: str, table: Measurements, hw: HardwareSpec, max_rows: int = 4000, seed: int = 0) -> OpFit:
-    """Fit one profile entry on all its rows and evaluate both held-out splits."""
+    """Fit one profile entry on all its rows (less its family's outlier sweeps and spikes) and evaluate
+    both held-out splits."""
+    table, excluded = cleaned(key, table, hw, max_rows, seed)
     params = fit_op(key, table, hw, max_rows, seed)
     measured = table["time_s"]
     stats = _prefixed("after_", error_stats(predict_op(key, table, hw, params), measured))
@@ -272,6 +300,8 @@ def calibrate_op(key: str, table: Measurements, hw: HardwareSpec, max_rows: int 
             key, table.take(_subsample(np.arange(len(table)), max_rows, np.random.default_rng(seed))), hw
         )
         stats.update(_prefixed("constant_", error_stats(predict_op(key, table, hw, constant), measured)))
+    if excluded:
+        stats["excluded_rows"] = float(excluded)
     random_split = holdout(key, table, hw, *split_random(len(table), seed), max_rows, seed)
     range_split = holdout(key, table, hw, *split_range(key, table), max_rows, seed)
     kernels = tuple(sorted({str(i) for i in table["impl"] if i}))
@@ -291,7 +321,7 @@ def calibrate_op(key: str, table: Measurements, hw: HardwareSpec, max_rows: int 
 
 def known_op_classes() -> list[str]:
     """Op classes ``calibrate --op`` accepts: the schema ops and their separate kernel families."""
-    plain = [*COMPUTE_OPS, *COLLECTIVE_OPS]
+    plain = [*compute_ops(), *COLLECTIVE_OPS]
     return plain + [f"{op}_{impl}" for op in plain for impl in SEPARATE_IMPLS]
 
 
@@ -301,7 +331,7 @@ def _wanted(keys: list[str], ops: list[str] | None) -> list[str]:
         return keys
     unknown = [o for o in ops if split_key(o)[0] not in known_op_classes()]
     if unknown:
-        allowed = ", ".join([*COMPUTE_OPS, *COLLECTIVE_OPS, "allreduce_custom", "gemm_fp8_block"])
+        allowed = ", ".join([*compute_ops(), *COLLECTIVE_OPS, "allreduce_custom", "gemm_fp8_block"])
         raise CalibrationError(f"--op {unknown[0]!r} is unknown; allowed: {allowed} (optionally /DTYPE, e.g. gemm/fp8)")
     return [k for k in keys if k in ops or split_key(k)[0] in ops]
 
@@ -323,7 +353,7 @@ def calibrate(
     max_rows, seed = check_fit_request(dtype, max_rows, seed)
     rows = table.where(hardware=hw.name) if hw.name in table.unique("hardware") else table
     if dtype:
-        compute = np.isin(rows["op"], list(COMPUTE_OPS))
+        compute = np.isin(rows["op"], list(compute_ops()))
         rows = rows.take(~compute | (rows["dtype"] == dtype))
     keys = row_entry_keys(rows)
     wanted = _wanted(sorted(set(keys)), ops)

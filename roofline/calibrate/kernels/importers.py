@@ -13,6 +13,8 @@ Formats (detected from the CSV header):
   and intra-node rows kept) -> ``allreduce``
 * vidur ``compute/<gpu>/<model>/mlp.csv`` (ms, per-GPU TP shards) -> the four projection
   GEMMs of a layer
+* aiconfigurator ``moe_perf``, ``context_mla_perf``, ``generation_mla_perf`` and ``mla_bmm_perf``
+  -> ``moe``, ``mla_prefill``, ``mla_decode`` and ``bmm`` (:mod:`.fused`)
 
 Sliding-window attention rows, beam search rows, attention rows whose KV-cache dtype
 differs from the attention dtype and weight-only quantised GEMMs (``int8_wo``, ``int4_wo``)
@@ -21,28 +23,16 @@ are skipped (the schema has one dtype per row).  SmoothQuant (``sq``) GEMMs are 
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from roofline.calibrate.kernels.cells import DTYPES, Row, RowError, _cell, _dtype, _ms, _num
+from roofline.calibrate.kernels.fused import FILE_NAMES as FUSED_FILE_NAMES
+from roofline.calibrate.kernels.fused import FORMATS as FUSED_FORMATS
 from roofline.core.errors import shown
-from roofline.core.units import MS
 from roofline.kernels.schema import CalibrationError, Measurements, TableBuilder, concat, iter_csv, parse_table
 
-DTYPES = {
-    "bfloat16": "bf16",
-    "bf16": "bf16",
-    "half": "fp16",
-    "float16": "fp16",
-    "fp16": "fp16",
-    "fp8": "fp8",
-    "fp8_block": "fp8",
-    "int8": "int8",
-    "float": "fp32",
-    "float32": "fp32",
-    "sq": "int8",
-}
 #: Weight-only quantised GEMMs (int weights, bf16 math): not one dtype, so not imported.
 WEIGHT_ONLY = ("int8_wo", "int4_wo")
 #: Folder names in the public tables -> built-in hardware names.
@@ -64,7 +54,7 @@ NCCL_OPS = {
     "alltoall": "alltoall",
 }
 ELEMENT_BYTES = {"fp16": 2.0, "bf16": 2.0, "int8": 1.0, "fp8": 1.0, "fp32": 4.0}
-Row = dict[str, object]
+__all__ = ["DTYPES", "RowError", "import_file", "import_files"]
 
 
 def guess_hardware(path: Path) -> str:
@@ -73,42 +63,6 @@ def guess_hardware(path: Path) -> str:
         if part in HARDWARE:
             return HARDWARE[part]
     return "unknown"
-
-
-class RowError(ValueError):
-    """A bad cell of a public table; the importer adds the file and the row."""
-
-
-def _cell(row: dict[str, str], key: str) -> str:
-    value = row.get(key)
-    if value is None:
-        raise RowError(f"missing column {shown(key)}")
-    return value
-
-
-def _num(row: dict[str, str], key: str, positive: bool = False) -> float:
-    """A finite number >= 0 (> 0 with ``positive``: a divisor such as n_head or a TP degree)."""
-    text = _cell(row, key)
-    try:
-        value = float(text)
-    except ValueError:
-        raise RowError(f"column {shown(key)} is not a number (got {shown(text)})") from None
-    if not math.isfinite(value) or value < 0 or (positive and value == 0):
-        sign = "> 0" if positive else ">= 0"
-        raise RowError(f"column {shown(key)} must be a finite number {sign} (got {shown(text)})")
-    return value
-
-
-def _ms(row: dict[str, str], key: str) -> float:
-    """A latency column in milliseconds, in seconds."""
-    return _num(row, key) * MS
-
-
-def _dtype(value: str, origin: str) -> str:
-    try:
-        return DTYPES[value]
-    except KeyError:
-        raise RowError(f"unknown dtype {shown(value)}; allowed: {', '.join(DTYPES)}") from None
 
 
 def _gemm(row: dict[str, str], ctx: dict[str, str]) -> list[Row]:
@@ -234,10 +188,12 @@ FORMATS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, str], dict[str, st
     "aiconfigurator-custom-allreduce": (("allreduce_dtype", "num_gpus", "message_size"), _custom_allreduce),
     "vidur-allreduce": (("time_stats.all_reduce.median", "num_workers", "size"), _vidur_allreduce),
     "vidur-mlp": (("time_stats.mlp_up_proj.median", "num_tokens", "n_embd"), _vidur_mlp),
+    **FUSED_FORMATS,
 }
 FILE_NAMES = {
     "aiconfigurator-generation-attention": "generation_attention",
     "aiconfigurator-context-attention": "context_attention",
+    **FUSED_FILE_NAMES,
 }
 
 

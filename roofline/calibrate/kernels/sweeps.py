@@ -1,0 +1,61 @@
+"""Cleaning a kernel family's rows before its fit is scored: runs that are not the kernel's physics.
+
+Two documented rules, both per family (:class:`~roofline.kernels.registry.KernelFamily`):
+
+* an **outlier sweep**: all rows measured together (same ``sweep`` columns: one shape, layout and
+  routing, every token count) whose median measured / fitted time is above the family's
+  ``sweep_limit`` (fused MoE: 1.5).  In
+  aiconfigurator's fused-MoE tables whole bf16 and per-tensor fp8 sweeps run 1.5-10x slower than their
+  neighbours and than the same configuration's fp8_block sweep (physically at most 2x); the collector
+  caches tuned tactics by (hidden, inter/tp, experts/ep), so one sweep can run another's tactic.
+* an **isolated spike**: one row more than :data:`SPIKE_FACTOR` times slower than both its neighbours
+  along the family's ``sweep_axis`` (MLA decode context length: a handful of rows per table).
+
+The fit sees the cleaned rows; the profile entry records how many rows each rule removed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from roofline.kernels.registry import KernelFamily
+from roofline.kernels.schema import Measurements
+
+#: A row this many times slower than both neighbours along the sweep axis is a spike.
+SPIKE_FACTOR = 2.0
+
+
+def sweep_ids(table: Measurements, columns: tuple[str, ...]) -> np.ndarray:
+    """An integer id per row: rows with equal ``columns`` share one."""
+    keys = list(zip(*(table[c].tolist() for c in columns), strict=True))
+    index: dict[tuple[object, ...], int] = {}
+    return np.array([index.setdefault(k, len(index)) for k in keys], dtype=int)
+
+
+def outlier_sweeps(table: Measurements, family: KernelFamily, fitted: np.ndarray) -> np.ndarray:
+    """Rows of sweeps whose median measured / fitted time is above the family's ``sweep_limit`` (a mask)."""
+    if not family.sweep or not family.sweep_limit or not len(table):
+        return np.zeros(len(table), bool)
+    ids = sweep_ids(table, family.sweep)
+    ratio = np.log(table["time_s"] / fitted)
+    order = np.argsort(ids, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(ids[order]) != 0])
+    medians = np.array([np.median(part) for part in np.split(ratio[order], starts[1:])])
+    bad = np.zeros(len(table), bool)
+    bad[order] = np.repeat(medians > np.log(family.sweep_limit), np.diff(np.r_[starts, len(order)]))
+    return bad
+
+
+def spikes(table: Measurements, family: KernelFamily) -> np.ndarray:
+    """Rows more than :data:`SPIKE_FACTOR` x slower than both neighbours along ``sweep_axis`` (a mask)."""
+    if not family.sweep_axis or not len(table):
+        return np.zeros(len(table), bool)
+    ids = sweep_ids(table, family.sweep)
+    order = np.lexsort((table[family.sweep_axis], ids))
+    t, same = table["time_s"][order], ids[order]
+    before = np.where(np.r_[False, same[1:] == same[:-1]], np.r_[np.inf, t[:-1]], np.nan)
+    after = np.where(np.r_[same[:-1] == same[1:], False], np.r_[t[1:], np.inf], np.nan)
+    neighbours = np.fmax(np.where(np.isinf(before), np.nan, before), np.where(np.isinf(after), np.nan, after))
+    bad = np.zeros(len(table), bool)
+    bad[order] = t > SPIKE_FACTOR * neighbours
+    return bad

@@ -1,0 +1,193 @@
+"""The fused MoE layer as one kernel family: routing features of the busiest GPU and its time forms.
+
+One MoE layer on one GPU, as engines run it (TensorRT-LLM, vLLM fused MoE): the router over the
+``m`` tokens entering the layer, the permute of the token-slots routed to this GPU's experts, the
+grouped GEMMs gate/up and down over the active local experts, and the finalize (unpermute and
+weighted sum).  Communication is not in it.  Shape arrays (see :mod:`roofline.kernels.schema`):
+``m`` tokens (before the top-k fan-out), ``k`` hidden size, ``n`` expert intermediate size before the
+``tp`` split, ``num_experts`` (before the ``ep`` split), ``top_k``, ``gated``, the routing kind, and
+``width`` (bytes per expert weight, scales included).
+
+Routing features on the busiest GPU (it sets the layer's time): ``slots`` (token-slots it computes)
+and ``active`` (its local experts with at least one token):
+
+* ``balanced``: as spread as possible (aiconfigurator's collector: token i takes experts
+  i + j·⌈E/k⌉), slots = T·k/ep, active = min(E/ep, slots);
+* ``uniform``: each token picks k experts uniformly at random; slots = T·k/ep and active = the
+  expert-union formula (:func:`roofline.model.weight_bytes.expected_experts_touched`) over ep;
+* ``power_law_<alpha>``: expert popularity ~ a bounded power law of exponent alpha on [1, 0.8·T]
+  (aiconfigurator's synthetic skew, its serving default alpha 1.01), the busiest of the ep GPUs set
+  by a small seeded Monte Carlo on a log grid of T, interpolated (deterministic, vectorised).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from roofline.kernels.forms import Arrays, Hw, Params, soft_max
+from roofline.kernels.lsq import Param
+from roofline.kernels.registry import Achievable, KernelFamily, register
+from roofline.kernels.schema import CalibrationError
+from roofline.model.weight_bytes import expected_experts_touched
+
+#: Routing kinds by code (the ``routing`` column: balanced, uniform, power_law_<alpha>).
+BALANCED, UNIFORM, POWER_LAW = 0.0, 1.0, 2.0
+#: The default skew of a deployment: power law, alpha 1.01 (aiconfigurator's serving default).
+DEFAULT_ROUTING = "power_law_1.01"
+#: Token counts of the power-law grid (1 .. 2^22, log-spaced) and Monte Carlo draws per point.
+GRID_TOKENS = np.unique(np.round(np.geomspace(1.0, 2.0**22, 67)))
+DRAWS = 16
+
+
+def parse_routing(text: str) -> tuple[float, float]:
+    """(code, alpha) of a routing kind: 'balanced', 'uniform' or 'power_law_<alpha>' (alpha > 1)."""
+    text = str(text or "balanced").strip()
+    if text in ("balanced", "uniform"):
+        return (BALANCED if text == "balanced" else UNIFORM), 0.0
+    if text.startswith("power_law_"):
+        try:
+            alpha = float(text.removeprefix("power_law_"))
+        except ValueError:
+            alpha = float("nan")
+        if np.isfinite(alpha) and 1.0 < alpha <= 5.0:
+            return POWER_LAW, alpha
+    raise CalibrationError(
+        f"routing {text!r} is unknown; allowed: balanced, uniform, power_law_<alpha> with 1 < alpha <= 5"
+    )
+
+
+def _pareto_quantile(u: np.ndarray, alpha: float, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Inverse CDF of the bounded power law p(x) ~ x^-alpha on [low, high]."""
+    a = 1.0 - alpha
+    return ((high**a - low**a) * u + low**a) ** (1.0 / a)
+
+
+def power_law_grid(top_k: int, num_experts: int, ep: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """(slots, active) of the busiest GPU at each :data:`GRID_TOKENS`, mean of :data:`DRAWS` seeded draws.
+
+    T·k > E: expert loads ~ bounded power law on [1, 0.8·T] scaled to T·k slots; T·k <= E: T·k slots
+    on distinct experts drawn uniformly.  The busiest of the ep GPUs (E/ep experts each) is kept;
+    an expert is active when its load rounds to at least one token.
+    """
+    local = num_experts // ep
+    rng = np.random.default_rng(int(top_k) * 1_000_003 + int(num_experts) * 1009 + int(ep) * 7 + int(alpha * 1e4))
+    tokens = GRID_TOKENS[:, None, None]
+    high = np.maximum(0.8 * tokens, 1.0 + 1e-9)
+    draws = _pareto_quantile(rng.random((1, DRAWS, num_experts)), alpha, np.ones_like(high), high)
+    loads = draws / draws.sum(-1, keepdims=True) * tokens * top_k
+    order = np.argsort(np.argsort(rng.random((1, DRAWS, num_experts)), axis=-1), axis=-1)
+    few = np.broadcast_to(order < tokens * top_k, loads.shape).astype(float)
+    loads = np.where(tokens * top_k <= num_experts, few, loads)
+    ranks = loads[..., : local * ep].reshape(len(GRID_TOKENS), DRAWS, ep, local)
+    busiest = np.take_along_axis(ranks, ranks.sum(-1).argmax(-1)[..., None, None], axis=2)[:, :, 0, :]
+    return busiest.sum(-1).mean(-1), np.maximum((busiest >= 0.5).sum(-1).mean(-1), 1.0)
+
+
+def routing_features(
+    code: np.ndarray, alpha: np.ndarray, tokens: np.ndarray, top_k: np.ndarray, experts: np.ndarray, ep: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(slots, active) on the busiest GPU for broadcast routing codes and shapes (see the module doc)."""
+    code, alpha, tokens, top_k, experts, ep = np.broadcast_arrays(
+        *(np.asarray(x, float) for x in (code, alpha, tokens, top_k, experts, ep))
+    )
+    local = experts / ep
+    slots = tokens * top_k / ep
+    active = np.where(code == UNIFORM, expected_experts_touched(experts, top_k, tokens) / ep, np.minimum(local, slots))
+    skewed = code == POWER_LAW
+    if skewed.any():
+        slots, active = slots.copy(), active.copy()
+        combos = np.unique(np.stack([top_k[skewed], experts[skewed], ep[skewed], alpha[skewed]], -1), axis=0)
+        log_grid = np.log(GRID_TOKENS)
+        for k, e, g, a in combos:
+            rows = skewed & (top_k == k) & (experts == e) & (ep == g) & (alpha == a)
+            grid_slots, grid_active = power_law_grid(int(k), int(e), int(g), float(a))
+            where = np.log(np.maximum(tokens[rows], 1.0))
+            slots[rows] = np.exp(np.interp(where, log_grid, np.log(np.maximum(grid_slots, 1e-9))))
+            active[rows] = np.minimum(np.exp(np.interp(where, log_grid, np.log(grid_active))), local[rows])
+    return slots, np.maximum(active, np.minimum(1.0, slots))
+
+
+def moe_features(s: Arrays) -> dict[str, np.ndarray]:
+    """Shape arrays plus ``slots`` and ``active`` (computed once for a table or a call)."""
+    out = dict(s)
+    out["slots"], out["active"] = routing_features(
+        s["routing"], s["routing_alpha"], s["m"], s["top_k"], s["num_experts"], s["ep"]
+    )
+    return out
+
+
+def matrices(s: Arrays) -> np.ndarray:
+    """Weight matrices per expert: 3 gated (gate, up, down), 2 not."""
+    return np.where(np.asarray(s.get("gated", 1.0)) > 0, 3.0, 2.0)
+
+
+def expert_bytes(s: Arrays) -> np.ndarray:
+    """Weight bytes of one local expert: (3|2) · hidden · inter/tp · bytes per weight."""
+    return matrices(s) * s["k"] * s["n"] / s["tp"] * s["width"]
+
+
+def moe_flops(s: Arrays, slots: np.ndarray) -> np.ndarray:
+    """2 · slots · (3|2) · hidden · inter/tp: the grouped GEMMs' FLOPs."""
+    return 2.0 * slots * matrices(s) * s["k"] * s["n"] / s["tp"]
+
+
+def moe_time(s: Arrays, hw: Hw, p: Params) -> np.ndarray:
+    """overhead + m·router + slots·hidden·2/permute BW + soft_max(t_weights, t_compute).
+
+    t_weights = active · expert bytes / (BW η_m fill) · (1 + inter_half/(inter/tp)), fill =
+    min(1, active · (⌈2·inter/tp/128⌉ + ⌈hidden/128⌉) / SMs)^β (too few output tiles to stream at full
+    bandwidth); t_compute = 2 (3|2) hidden inter/tp (slots + pad·active) / (peak η_c) · the same
+    narrow-inter factor (each active expert pads about ``pad_tokens`` rows of its tiles).
+    """
+    inter = s["n"] / s["tp"]
+    tiles = s["active"] * (np.ceil(2.0 * inter / 128.0) + np.ceil(s["k"] / 128.0))
+    fill = np.minimum(1.0, tiles / p["num_sms"]) ** p["fill_exponent"]
+    narrow = 1.0 + p["inter_half"] / inter
+    t_weights = s["active"] * expert_bytes(s) / (hw.bandwidth * p["memory_efficiency"] * fill) * narrow
+    padded = s["slots"] + p["pad_tokens"] * s["active"]
+    t_compute = moe_flops(s, padded) / (hw.peak_flops * p["compute_efficiency"]) * narrow
+    permute = s["slots"] * s["k"] * 2.0 / p["permute_bandwidth_bytes_per_s"]
+    busy = soft_max(t_weights, t_compute, exponent=p["overlap_exponent"])
+    return p["overhead_s"] + s["m"] * p["router_s_per_token"] + permute + busy
+
+
+def moe_spec_time(s: Arrays, hw: Hw, achievable: Achievable) -> np.ndarray:
+    """floor + max(active · expert bytes / BW, FLOPs / peak): the grouped GEMMs' roofline at the chip's
+    achievable rates (``hw`` carries them: :func:`~roofline.kernels.registry.achievable_hw`), plus the fused
+    layer's floor (router, permute and finalize launches)."""
+    t_weights = s["active"] * expert_bytes(s) / hw.bandwidth
+    t_compute = moe_flops(s, s["slots"]) / hw.peak_flops
+    return achievable.floor("moe") + np.maximum(t_weights, t_compute)
+
+
+PARAMS = (
+    Param("memory_efficiency", 0.9, 0.05, 1.5),
+    Param("compute_efficiency", 0.6, 0.02, 1.5),
+    Param("overhead_s", 2.5e-5, 1e-7, 2e-4),
+    Param("overlap_exponent", 2.0, 1.0, 20.0),
+    Param("router_s_per_token", 5e-9, 1e-13, 1e-6),
+    Param("permute_bandwidth_bytes_per_s", 5e11, 1e9, 1e15),
+    Param("pad_tokens", 32.0, 0.1, 512.0),
+    Param("fill_exponent", 0.3, 1e-3, 2.0),
+    Param("inter_half", 50.0, 0.1, 4096.0),
+)
+FAMILY = register(
+    KernelFamily(
+        name="moe",
+        time=moe_time,
+        params=PARAMS,
+        inputs=("m", "n", "k", "num_experts", "top_k", "ep", "tp"),
+        spec_time=moe_spec_time,
+        features=moe_features,
+        work=lambda s: (moe_flops(s, s["slots"]), s["active"] * expert_bytes(s)),
+        rate_dtype={"mxfp4": "bf16", "int4": "bf16", "int8": "bf16"},
+        range_column="m",
+        range_max=1024,
+        holdout=("k", "n", "top_k", "num_experts", "gated"),
+        fit_where=("routing", ("balanced",)),
+        sweep=("k", "n", "top_k", "num_experts", "tp", "ep", "gated", "routing", "impl"),
+        sweep_axis="m",
+        sweep_limit=1.5,
+        source="fused MoE layer (router, permute, grouped GEMMs, finalize) on the busiest GPU: k24, issue 24",
+    )
+)

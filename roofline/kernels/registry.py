@@ -1,0 +1,148 @@
+"""Kernel families: one registry row per kernel time model, with its inputs, forms, parameters and source.
+
+A family is what a calibrated profile fits as one entry per dtype (``moe/fp8_block``,
+``mla_decode/bf16``, ``gemm/nvfp4``): a measured op of :mod:`roofline.kernels.schema` with
+
+* ``name``: the op (the ``op`` column of measurements, the first part of a profile key);
+* ``inputs``: the schema shape columns a row needs (positive numbers);
+* ``time``: the fitted form, ``time(shape arrays, Hw, params) -> seconds`` (numpy, broadcasting);
+* ``spec_time``: the spec-sheet form, ``spec_time(shape arrays, Hw, achievable) -> seconds``: the
+  roofline at the chip's achievable rates (the caller passes ``achievable_hw(hw, achievable, dtype)``)
+  plus the family's small-shape floor from :class:`Achievable`;
+* ``params``: the fitted parameters (:class:`~roofline.kernels.lsq.Param`: SI units in the name,
+  starting value, bounds) and ``constants`` (fixed numbers the form reads);
+* ``features``: derived shape arrays computed once per table (the MoE routing features), or None;
+* ``work``: ``(FLOPs, bytes)`` of the shape arrays (the constant-efficiency summary and per-op rows);
+* ``rate_dtype``: the dtype whose peak FLOP/s a row's dtype runs at, where it is not the dtype itself
+  (weight-only formats: ``mxfp4`` experts with bf16 activations run at the bf16 rate);
+* ``range_column``/``range_max``: the shape-range split (fit small, test large);
+* ``holdout``: the columns that make one "whole shape" for a held-out split (all rows of one model
+  shape are held out together);
+* ``fit_where``: a text column and the values the fit uses (the other rows are scored only);
+* ``sweep``/``sweep_axis``/``sweep_limit``: the columns of one measured sweep, the column it varies
+  and the median measured / fitted ratio above which a whole sweep is dropped (0: never), for the
+  cleaning rules of :mod:`roofline.calibrate.kernels.sweeps` (outlier sweeps, isolated spikes);
+* ``source``: where the form comes from (one line).
+
+Recipe: add a kernel family (one or two files)
+1. Write the two forms as pure numpy functions of the shape arrays (SI units, broadcasting), each with
+   a docstring giving the formula: ``time(s, hw, p)`` and ``spec_time(s, hw, achievable)``.
+2. ``register(KernelFamily(name=..., inputs=(...), time=..., spec_time=..., params=(Param(...), ...),
+   source="..."))`` at import of your module; import it where it must be known (a plugin, a test).
+3. Measurements with ``op = name`` are then read, fitted (``roofline calibrate fit``), stored as
+   ``<name>/<dtype>`` profile entries and predicted by :func:`roofline.kernels.predict.op_time`.
+``tests/test_kernel_registry.py`` adds a toy family from outside the package this way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from roofline.kernels.forms import Arrays, Hw, Params
+from roofline.kernels.lsq import Param
+from roofline.kernels.schema import NUMBER_COLUMNS, OP_SHAPE, CalibrationError
+
+
+@dataclass(frozen=True)
+class Achievable:
+    """What real kernels reach on a chip: fractions of its peaks and the smallest kernel time.
+
+    ``hbm_fraction`` of peak HBM bytes/s; ``flops_fraction`` of peak FLOP/s per dtype (``default``
+    for a dtype not listed); ``floor_s`` the time of the smallest kernel of a family (``default``
+    for one not listed).  ``IDEAL`` (all fractions 1, no floor) is the book's roofline.
+    """
+
+    hbm_fraction: float = 1.0
+    flops_fraction: Mapping[str, float] = field(default_factory=dict)
+    floor_s: Mapping[str, float] = field(default_factory=dict)
+    source: str = "ideal peaks (the book's roofline)"
+
+    def flops(self, dtype: str) -> float:
+        """The fraction of peak FLOP/s kernels of ``dtype`` reach (1 when not set)."""
+        return float(self.flops_fraction.get(dtype, self.flops_fraction.get("default", 1.0)))
+
+    def floor(self, family: str) -> float:
+        """The least time of one kernel of ``family`` in seconds (0 when not set)."""
+        return float(self.floor_s.get(family, self.floor_s.get("default", 0.0)))
+
+
+IDEAL = Achievable()
+
+
+def achievable_hw(hw: Hw, achievable: Achievable, dtype: str) -> Hw:
+    """``hw`` at what kernels reach: peak FLOP/s x the fraction of ``dtype``, bandwidth x the HBM fraction."""
+    return replace(
+        hw, peak_flops=hw.peak_flops * achievable.flops(dtype), bandwidth=hw.bandwidth * achievable.hbm_fraction
+    )
+
+
+TimeForm = Callable[[Arrays, Hw, Params], np.ndarray]
+SpecForm = Callable[[Arrays, Hw, Achievable], np.ndarray]
+
+
+@dataclass(frozen=True)
+class KernelFamily:
+    """One kernel time model: inputs, fitted and spec-sheet forms, parameters and source (see module doc)."""
+
+    name: str
+    time: TimeForm
+    params: tuple[Param, ...]
+    constants: Mapping[str, float] = field(default_factory=dict)
+    range_column: str = ""
+    range_max: float = 0.0
+    inputs: tuple[str, ...] = ()
+    spec_time: SpecForm | None = None
+    features: Callable[[Arrays], Arrays] | None = None
+    work: Callable[[Arrays], tuple[np.ndarray, np.ndarray]] | None = None
+    rate_dtype: Mapping[str, str] = field(default_factory=dict)
+    holdout: tuple[str, ...] = ()
+    sweep: tuple[str, ...] = ()
+    sweep_axis: str = ""
+    sweep_limit: float = 0.0
+    fit_where: tuple[str, tuple[str, ...]] | None = None
+    source: str = ""
+
+    @property
+    def op(self) -> str:
+        """The measured op this family fits (its name)."""
+        return self.name
+
+    def peak_dtype(self, dtype: str) -> str:
+        """The dtype whose peak FLOP/s rows of ``dtype`` run at."""
+        return self.rate_dtype.get(dtype, dtype)
+
+
+#: Kernel families beyond the built-in GEMM, attention and collective models, by name.
+FAMILIES: dict[str, KernelFamily] = {}
+
+
+def register(family: KernelFamily) -> KernelFamily:
+    """Add ``family`` to the registry (and its op to the measurement schema); returns it.
+
+    Its inputs must be schema number columns; re-registering a name replaces the entry.
+    """
+    unknown = [c for c in family.inputs if c not in NUMBER_COLUMNS]
+    if unknown or not family.inputs:
+        raise CalibrationError(
+            f"kernel family {family.name!r}: inputs must be measurement number columns "
+            f"(got {unknown[0] if unknown else 'none'}; allowed: {', '.join(NUMBER_COLUMNS)})"
+        )
+    if family.spec_time is None:
+        raise CalibrationError(f"kernel family {family.name!r}: no spec-sheet form (spec_time)")
+    FAMILIES[family.name] = family
+    OP_SHAPE[family.name] = family.inputs
+    return family
+
+
+def unregister(name: str) -> None:
+    """Remove family ``name`` (and its op from the schema); nothing happens when it is not registered."""
+    if FAMILIES.pop(name, None) is not None:
+        OP_SHAPE.pop(name, None)
+
+
+def family(name: str) -> KernelFamily | None:
+    """The registered family of op ``name``, or None."""
+    return FAMILIES.get(name)

@@ -1,0 +1,155 @@
+"""Kernel families: the registry, fused-MoE routing features and forms, MLA forms, and their importers.
+
+Hand derivations cite the aiconfigurator tables in /work/shared/measurements (fixtures copy the rows:
+file and line in each test)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from roofline.calibrate.kernels.fit import calibrate_op
+from roofline.calibrate.kernels.importers import import_file
+from roofline.kernels.forms import Hw
+from roofline.kernels.lsq import Param
+from roofline.kernels.moe import parse_routing, routing_features
+from roofline.kernels.predict import op_time_with
+from roofline.kernels.registry import FAMILIES, KernelFamily, register, unregister
+from roofline.kernels.schema import CalibrationError, from_records, validate
+from roofline.model.weight_bytes import expected_experts_touched
+from roofline.specs import load_hardware
+
+AIC = Path(__file__).parent / "fixtures" / "measurements" / "aiconfigurator"
+H100 = load_hardware("h100-sxm")
+DEEPSEEK_MOE = {"n": 2048, "k": 7168, "num_experts": 256, "top_k": 8, "ep": 8, "tp": 1}
+
+
+def test_moe_table_rows_import_with_their_layout():
+    # h100_sxm/moe/trtllm/1.3.0rc20/moe_perf.csv.gz lines 110 and 115230-115235 (fixture).
+    t = import_file(AIC / "h100_sxm" / "moe_perf.csv")
+    assert len(t) == 7 and set(t["op"]) == {"moe"} and t.unique("hardware") == ["h100-sxm"]
+    row = t.take(t["m"] == 32)
+    assert row["dtype"][0] == "fp8_block" and row["routing"][0] == "balanced" and row["gated"][0] == 1
+    assert (row["k"][0], row["n"][0], row["top_k"][0], row["num_experts"][0]) == (7168, 2048, 8, 256)
+    assert (row["tp"][0], row["ep"][0]) == (1, 8)
+    assert row["time_s"][0] == pytest.approx(482.896e-6)
+    nongated = t.take(t["gated"] == 0)
+    assert nongated["dtype"][0] == "fp8" and nongated["routing"][0] == "power_law_1.2"
+
+
+def test_moe_import_skips_min_latency_and_w4a8_rows():
+    # b200_sxm/moe/trtllm/1.3.0rc20/moe_perf.csv.gz lines 2 (min-latency), 1163 (w4a8), 25 (nvfp4 cutlass).
+    t = import_file(AIC / "b200_sxm" / "moe_perf.csv")
+    assert len(t) == 1 and t["dtype"][0] == "nvfp4" and t.unique("hardware") == ["b200"]
+
+
+def test_mla_and_bmm_rows_import_as_their_own_ops():
+    # generation_mla_perf.csv.gz line 2032: 128 heads, batch 64, step 4095 -> 4096 latent tokens read.
+    dec = import_file(AIC / "h100_sxm" / "generation_mla_perf.csv")
+    row = dec.take(dec["kv_len"] == 4096)
+    assert row["op"][0] == "mla_decode" and row["head_dim"][0] == 576 and row["v_head_dim"][0] == 512
+    assert row["num_kv_heads"][0] == 1 and row["time_s"][0] == pytest.approx(139.429e-6)
+    # context_mla_perf.csv.gz line 1375: decompressed heads, query-key 128 + 64, value 128.
+    pre = import_file(AIC / "h100_sxm" / "context_mla_perf.csv")
+    assert pre["op"][0] == "mla_prefill" and (pre["head_dim"][0], pre["v_head_dim"][0]) == (192, 128)
+    assert pre["q_len"][0] == pre["kv_len"][0] == 4096
+    # mla_bmm_perf.csv.gz lines 2, 4, 161, 175: pre = 128 heads of [T,128]x[128,512]; fp8 is block-scaled.
+    bmm = import_file(AIC / "h100_sxm" / "mla_bmm_perf.csv")
+    assert set(bmm["op"]) == {"bmm"} and set(bmm["dtype"]) == {"bf16", "fp8_block"}
+    assert set(bmm["batch"]) == {128} and set(bmm["k"]) == {128} and set(bmm["n"]) == {512}
+
+
+def test_balanced_routing_is_the_collectors_even_spread():
+    # The collector's balanced routing: token i takes experts i·32 / T + 32 j (T < 32) or i + 32 j, mod 256.
+    # Rank 0 holds experts 0..31: at T = 1 only expert 0 (slot 1); T = 16 experts 0, 2, ..., 30 (16);
+    # T = 48: 32 slots i + 0 (i < 32) and 16 wrapped ones (i + 224 - 256 for i >= 32) -> 48 slots, 32 experts.
+    t = np.array([1.0, 16.0, 48.0])
+    slots, active = routing_features(0.0, 0.0, t, 8, 256, 8)
+    assert list(slots) == [1.0, 16.0, 48.0] and list(active) == [1.0, 16.0, 32.0]
+
+
+def test_uniform_routing_reuses_the_expert_union_formula():
+    t = np.array([1.0, 64.0, 4096.0])
+    slots, active = routing_features(1.0, 0.0, t, 8, 256, 8)
+    assert np.allclose(active, expected_experts_touched(256, 8, t) / 8)
+    assert np.allclose(slots, t * 8 / 8)
+
+
+def test_power_law_busiest_gpu_carries_at_least_the_mean_and_one_gpu_carries_all():
+    t = np.geomspace(1, 65536, 9)
+    slots, active = routing_features(2.0, 1.01, t, 8, 256, 8)
+    assert np.all(slots >= t - 1e-9) and np.all(active <= 32) and np.all(active >= 1)
+    one, _ = routing_features(2.0, 1.2, t, 8, 256, 1)  # a single GPU holds every expert: all T·k slots
+    assert np.allclose(one, 8 * t)
+    assert parse_routing("power_law_1.2") == (2.0, 1.2)
+    with pytest.raises(CalibrationError, match="routing 'zipf' is unknown"):
+        parse_routing("zipf")
+
+
+def test_moe_ideal_roofline_is_the_hand_derivation_and_below_the_measured_layer():
+    # DeepSeek-V3 experts on ep 8 (fixture line 115235): 32 tokens spread evenly -> 32 active local experts of
+    # 3·7168·2048 fp8_block weights (1 + 4/128² bytes each) = 44.06 MB; at 3.35 TB/s: 32 · 13.15 µs = 420.8 µs.
+    # The kernel measures 482.9 µs: the ideal roofline is a floor under it.
+    t = op_time_with(H100, "moe/fp8_block", None, {**DEEPSEEK_MOE, "m": 32.0})
+    expert = 3 * 7168 * 2048 * (1 + 4 / 128**2)
+    assert float(t) == pytest.approx(32 * expert / 3.35e12, rel=1e-9)
+    assert float(t) < 482.896e-6
+
+
+def test_mla_decode_ideal_roofline_is_the_hand_derivation():
+    # generation_mla_perf.csv.gz line 2032: batch 64, 4096 latent tokens of 576 bf16 values, 128 heads.
+    # Latent 64·4096·576·2 = 302.0 MB + queries/outputs 64·128·(576+512)·2 = 17.8 MB -> 95.5 µs at 3.35 TB/s;
+    # FLOPs 2·64·128·4096·1088 = 73.0 GFLOP -> 73.8 µs at 989 TFLOP/s; the read binds.  Measured 139.4 µs.
+    shape = {"batch": 64.0, "kv_len": 4096.0, "num_heads": 128.0, "head_dim": 576.0, "v_head_dim": 512.0}
+    t = float(op_time_with(H100, "mla_decode/bf16", None, shape))
+    assert t == pytest.approx((64 * 4096 * 576 * 2 + 64 * 128 * 1088 * 2) / 3.35e12, rel=1e-9)
+    assert t < 139.429e-6
+
+
+def _toy_time(s, hw: Hw, p):
+    """overhead + m·width / (BW η): a copy kernel."""
+    return p["overhead_s"] + s["m"] * s["width"] / (hw.bandwidth * p["memory_efficiency"])
+
+
+def test_a_toy_family_from_outside_the_package_is_read_fitted_and_predicted():
+    toy = KernelFamily(
+        name="toy_copy",
+        time=_toy_time,
+        params=(Param("overhead_s", 1e-6, 1e-9, 1e-3), Param("memory_efficiency", 0.5, 0.05, 1.5)),
+        inputs=("m",),
+        spec_time=lambda s, hw, ach: s["m"] * s["width"] / hw.bandwidth,
+        range_column="m",
+        range_max=2**20,
+        source="test: a toy copy kernel",
+    )
+    register(toy)
+    try:
+        m = np.geomspace(1e3, 1e9, 40)
+        rows = [
+            {
+                "hardware": "h100-sxm",
+                "op": "toy_copy",
+                "dtype": "bf16",
+                "m": v,
+                "time_s": 2e-6 + v * 2 / (3.35e12 * 0.8),
+            }
+            for v in m
+        ]
+        table = validate(from_records(rows), "toy")
+        fit = calibrate_op("toy_copy/bf16", table, H100)
+        assert fit.params["memory_efficiency"] == pytest.approx(0.8, rel=1e-3)
+        assert fit.params["overhead_s"] == pytest.approx(2e-6, rel=1e-3)
+        t = op_time_with(H100, "toy_copy/bf16", fit.params, {"m": 1e6})
+        assert float(t) == pytest.approx(2e-6 + 2e6 / (3.35e12 * 0.8), rel=1e-3)
+    finally:
+        unregister("toy_copy")
+    assert "toy_copy" not in FAMILIES
+
+
+def test_a_family_must_name_schema_columns_and_a_spec_form():
+    with pytest.raises(CalibrationError, match="inputs must be measurement number columns"):
+        register(KernelFamily(name="bad", time=_toy_time, params=(), inputs=("tokens",), spec_time=_toy_time))
+    with pytest.raises(CalibrationError, match="no spec-sheet form"):
+        register(KernelFamily(name="bad", time=_toy_time, params=(), inputs=("m",)))
