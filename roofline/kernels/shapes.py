@@ -15,28 +15,11 @@ from roofline.core.units import DTYPE_BYTES
 from roofline.kernels import forms as models
 from roofline.kernels.keys import base_op
 from roofline.kernels.registry import FAMILIES
-from roofline.kernels.schema import OP_SHAPE, CalibrationError, Measurements
+from roofline.kernels.schema import NUMBER_COLUMNS, OP_SHAPE, CalibrationError, Measurements
 from roofline.specs import HardwareSpec, SpecError
 
-SHAPE_COLUMNS = (
-    "m",
-    "n",
-    "k",
-    "batch",
-    "q_len",
-    "kv_len",
-    "num_heads",
-    "num_kv_heads",
-    "head_dim",
-    "message_bytes",
-    "num_devices",
-    "num_experts",
-    "top_k",
-    "ep",
-    "tp",
-    "gated",
-    "v_head_dim",
-)
+#: Shape columns: every number column of the schema but the time.
+SHAPE_COLUMNS = tuple(c for c in NUMBER_COLUMNS if c != "time_s")
 #: Shape columns an op may omit, and the value it then takes.
 DEFAULTS = {"gated": 1.0, "tp": 1.0, "ep": 1.0}
 #: dtypes whose GEMMs quantize their bf16 activations first (a kernel of its own).
