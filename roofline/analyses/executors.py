@@ -15,6 +15,7 @@ starts a local Ray of ``workers`` CPUs for the call and stops it after; with an 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -114,7 +115,15 @@ def _ray(
             package = str(Path(__file__).resolve().parents[1])
             ray.init(address=config.address, runtime_env={"py_modules": [package]}, **quiet)
         else:
-            ray.init(num_cpus=config.workers, **quiet)
+            # A local Ray for this run: its memory monitor would kill these small tasks for other
+            # processes' memory on a shared machine; set RAY_memory_monitor_refresh_ms to keep it.
+            saved = os.environ.get("RAY_memory_monitor_refresh_ms")
+            os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
+            try:
+                ray.init(num_cpus=config.workers, **quiet)
+            finally:
+                if saved is None:
+                    os.environ.pop("RAY_memory_monitor_refresh_ms", None)
     try:
         task = ray.remote(num_cpus=1)(fn)
         refs = [task.remote(*job) for job in jobs]

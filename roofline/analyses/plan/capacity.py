@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from roofline.analyses.executors import ExecutorConfig
 from roofline.analyses.lengths import LengthDistribution
 from roofline.analyses.plan.inverse import SECTION, InverseAnswers, inverse_questions, largest_batch_within
 from roofline.analyses.plan.queueing import (
@@ -152,6 +153,8 @@ class PlanConfig:
     spares: Spares = Spares()
     max_replicas: int | None = None
     top: int = 10
+    #: Where the shapes are evaluated: a Ray executor runs each chip's sweep as a task (None: here).
+    executor: ExecutorConfig | None = None
 
 
 def binding_constraint(
@@ -201,6 +204,7 @@ def plan(
     engine: str | None = None,
     spares: Spares | None = None,
     max_replicas: int | None = None,
+    executor: ExecutorConfig | None = None,
 ) -> PlanResult:
     """Cheapest $/hour over chips × batch × dtypes (one :func:`sweep.decode_sweep`) meeting the targets."""
     space = SearchSpace(
@@ -216,7 +220,7 @@ def plan(
         engine=engine,
         prices=dict(prices or {}),
     )
-    config = PlanConfig(Targets(ttft_slo_s, tpot_slo_s), space, spares or Spares(), max_replicas, top)
+    config = PlanConfig(Targets(ttft_slo_s, tpot_slo_s), space, spares or Spares(), max_replicas, top, executor)
     return plan_with(model, hardware, qps, lengths, config)
 
 
@@ -232,7 +236,7 @@ def plan_with(
     check_plan_inputs(qps, config.targets, hardware)
     check_spares_below(config.spares, config.max_replicas)
     if table is None:
-        table = candidate_shapes(model, hardware, [lengths], config.targets, config.space)
+        table = candidate_shapes(model, hardware, [lengths], config.targets, config.space, config.executor)
     by_name = {hw.name: hw for hw in hardware}
     nodes = {h: node_size(by_name[h], config.spares.node_chips) for h in set(table.fields["hardware"].tolist())}
     result = rank_at_rate(table, 0, qps, config, nodes)

@@ -215,7 +215,7 @@ def day_table(
         check_spares_below(config.spares, cap, f"{profile.source}: a slot's max_replicas")
     check_spares_below(config.spares, config.max_replicas)
     dists, work = workloads_of(profile, lengths)
-    return candidate_shapes(model, hardware, dists, config.targets, config.space), work
+    return candidate_shapes(model, hardware, dists, config.targets, config.space, config.executor), work
 
 
 def day_from_table(

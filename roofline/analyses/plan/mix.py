@@ -122,7 +122,8 @@ def plan_mix(
     check_spares_below(config.spares, config.max_replicas)
     check_prices(hardware, dict(config.space.prices))
     buckets = length_buckets(lengths, qps)
-    table = candidate_shapes(model, hardware, [b.lengths for b in buckets] + [lengths], config.targets, config.space)
+    workloads = [b.lengths for b in buckets] + [lengths]
+    table = candidate_shapes(model, hardware, workloads, config.targets, config.space, config.executor)
     by_name = {hw.name: hw for hw in hardware}
     nodes = {h: node_size(by_name[h], config.spares.node_chips) for h in by_name}
     single = rank_at_rate(table, len(buckets), qps, replace(config, top=1), nodes)

@@ -186,7 +186,17 @@ def plan_at_percentile(
     """The closed-form plan, then its cheapest ``candidates`` re-sized by simulation at ``percentile``."""
     settings = SimulationSettings(percentile, requests, seed, executor or ExecutorConfig("local", workers))
     check_ttft_target(ttft_slo_s)
-    screen = plan(model, hardware, qps, lengths, ttft_slo_s, tpot_slo_s, top=candidates, **plan_options)  # type: ignore[arg-type]
+    screen = plan(
+        model,
+        hardware,
+        qps,
+        lengths,
+        ttft_slo_s,
+        tpot_slo_s,
+        top=candidates,
+        executor=settings.executor,
+        **plan_options,
+    )  # type: ignore[arg-type]
     mu = float(plan_options.get("memory_utilization", 0.9))  # type: ignore[arg-type]
     engine = plan_options.get("engine")
     work = [(d, qps, lengths) for d in screen.candidates]

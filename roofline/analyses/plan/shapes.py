@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from roofline.analyses.executors import ExecutorConfig, run_jobs
 from roofline.analyses.lengths import LengthDistribution, weighted_mean
 from roofline.analyses.plan.queueing import rate_for_concurrency, rate_for_tpot, rate_for_ttft
 from roofline.analyses.step import Precision, request_from
@@ -162,8 +163,19 @@ def candidate_shapes(
     workloads: Sequence[LengthDistribution],
     targets: Targets,
     space: SearchSpace,
+    executor: ExecutorConfig | None = None,
+    chip_axis: np.ndarray | None = None,
 ) -> ShapeTable:
-    """Every shape of ``space`` on ``hardware`` and the per-replica rate it carries for each workload."""
+    """Every shape of ``space`` on ``hardware`` and the per-replica rate it carries for each workload.
+
+    With a Ray (or other non-local) ``executor`` and several chips, each chip's sweep is one task and the
+    tables are joined in chip order: the same table as one sweep over all of them.
+    """
+    if chip_axis is None:
+        chip_axis = _chip_axis(hardware, space.max_chips)
+    if executor is not None and executor.kind != "local" and len(hardware) > 1:
+        jobs = [(model, [hw], workloads, targets, space, None, chip_axis) for hw in hardware]
+        return join_tables(run_jobs(candidate_shapes, jobs, executor))
     by_name = {hw.name: hw for hw in hardware}
     contexts = [int(round(w.decode_context)) for w in workloads]
     axis = sorted(set(contexts))
@@ -171,7 +183,7 @@ def candidate_shapes(
         model,
         hardware,
         batch=np.asarray(space.batches),
-        chips=_chip_axis(hardware, space.max_chips),
+        chips=chip_axis,
         context=tuple(axis),
         weights=space.weights,
         kv_dtypes=space.kv_dtypes,
@@ -245,6 +257,29 @@ def candidate_shapes(
         dict(sw.sources),
     )
     return _with_limits(table, targets, sw.evaluated // max(len(axis), 1), sw.dropped_out_of_memory, len(axis))
+
+
+def join_tables(tables: Sequence[ShapeTable]) -> ShapeTable:
+    """Tables of the same workloads over different chips as one: shapes in order, counts added."""
+    first = tables[0]
+
+    def cat(name: str) -> np.ndarray:
+        return np.concatenate([getattr(t, name) for t in tables])
+
+    arrays = ("price", "step_s", "step_double_s", "prefill_mean_s", "prefill_sq_s2", "longest_bytes", "usable_bytes")
+    arrays += ("memory_bytes", "hbm_bytes", "present", "in_domain", "rate")
+    reasons = tuple(
+        {k: sum(t.reasons[j][k] for t in tables) for k in first.reasons[j]} for j in range(len(first.workloads))
+    )
+    return ShapeTable(
+        **{name: cat(name) for name in arrays},
+        fields={k: np.concatenate([t.fields[k] for t in tables]) for k in first.fields},
+        limits={k: np.concatenate([t.limits[k] for t in tables]) for k in first.limits},
+        workloads=first.workloads,
+        evaluated=sum(t.evaluated for t in tables),
+        reasons=reasons,
+        sources={k: v for t in tables for k, v in t.sources.items()},
+    )
 
 
 def _double_batch_steps(parts: np.ndarray, batch: np.ndarray, step_s: np.ndarray, present: np.ndarray) -> np.ndarray:

@@ -101,7 +101,8 @@ EXECUTOR = typer.Option(
     "local",
     "--executor",
     parser=values.choice("local", "ray"),
-    help="Where --percentile simulations run: local (a process pool) or ray (pip install 'roofline[ray]').",
+    help="Where --percentile simulations (and, on ray, each chip's sweep) run: local (a process pool) or ray "
+    "(pip install 'roofline[ray]').",
 )
 WORKERS = typer.Option(2, "--workers", parser=values.count(maximum=1024), help="Local processes or local Ray CPUs.")
 RAY_ADDRESS = typer.Option(
@@ -216,8 +217,9 @@ def plan_command(
         engine=engine,
         prices=parse_prices(price, [h.name for h in hws]),
     )
-    config = PlanConfig(Targets(ttft_slo, tpot_slo), space, Spares(spare, spare_nodes, node_chips), max_replicas, top)
     run_on = ExecutorConfig(executor, workers, ray_address)
+    spares = Spares(spare, spare_nodes, node_chips)
+    config = PlanConfig(Targets(ttft_slo, tpot_slo), space, spares, max_replicas, top, run_on)
     if day_mode:
         from roofline.views.cli.plan_run import day_command
 
