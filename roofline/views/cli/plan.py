@@ -42,6 +42,7 @@ from roofline.views.cli.options import (
     load_hardware_option,
     load_model_option,
     precision_from_options,
+    refuse_without,
 )
 from roofline.views.cli.values import check_outputs, parse_prices, split_names
 
@@ -61,10 +62,16 @@ DIURNAL = typer.Option(
     "at --qps at 16:00, --trough x that at 04:00.",
 )
 TROUGH = typer.Option(
-    0.3, "--trough", parser=values.probability, help="The built-in day's lowest rate as a fraction of its peak."
+    None,
+    "--trough",
+    parser=values.probability,
+    help="The built-in day's lowest rate as a fraction of its peak (default 0.3).",
 )
 MIN_REPLICAS = typer.Option(
-    1, "--min-replicas", parser=values.count(0), help="A day plan runs at least this many replicas in every slot."
+    None,
+    "--min-replicas",
+    parser=values.count(0),
+    help="A day plan runs at least this many replicas in every slot (default 1).",
 )
 LOAD_BANDWIDTH = typer.Option(
     None,
@@ -184,21 +191,24 @@ def plan_command(
     from roofline.analyses.plan.spares import Spares
 
     day_mode = load_profile is not None or diurnal
-    check_plan_flags(qps, load_profile, diurnal, mix, percentile, ray_address, executor)
+    check_plan_flags(qps, load_profile, diurnal, mix, percentile)
+    refuse_without("--diurnal", diurnal, {"--trough": trough})
+    day_flags = {"--min-replicas": min_replicas, "--load-bandwidth": load_bandwidth, "--html": html_path}
+    refuse_without("--load-profile or --diurnal", day_mode, day_flags)
+    refuse_without("--spare-nodes", spare_nodes > 0, {"--node-chips": node_chips})
+    refuse_without("--executor ray", executor == "ray", {"--ray-address": ray_address})
     m = load_model_option(model)
     hws = [load_hardware_option(h, compute_dtype="bf16", command="plan") for h in split_names(hardware, "--hardware")]
     check_outputs([("--csv", csv_path), ("--html", html_path)])
-    if html_path is not None and not day_mode:
-        raise OptionError("--html draws the day page: give --load-profile or --diurnal")
     profile = None
     if load_profile is not None:
         from roofline.analyses.plan.load_profile import read_load_profile
 
         profile = read_load_profile(load_profile, "--load-profile")
     elif diurnal:
-        from roofline.analyses.plan.load_profile import diurnal_profile
+        from roofline.analyses.plan.load_profile import DEFAULT_TROUGH_FRACTION, diurnal_profile
 
-        profile = diurnal_profile(qps, trough)
+        profile = diurnal_profile(qps, DEFAULT_TROUGH_FRACTION if trough is None else trough)
     own = profile is not None and profile.has_own_lengths and input_len is None and output_len is None
     dist = (
         None
@@ -229,7 +239,7 @@ def plan_command(
             profile,
             dist,
             config,
-            min_replicas,
+            1 if min_replicas is None else min_replicas,
             load_bandwidth,
             percentile,
             run_on,
@@ -249,13 +259,7 @@ def plan_command(
 
 
 def check_plan_flags(
-    qps: float | None,
-    load_profile: str | None,
-    diurnal: bool,
-    mix: bool,
-    percentile: str | None,
-    ray_address: str | None,
-    executor: str,
+    qps: float | None, load_profile: str | None, diurnal: bool, mix: bool, percentile: str | None
 ) -> None:
     """Flags that need or exclude one another: one line naming them (exit 2)."""
     if load_profile is not None and (qps is not None or diurnal):
@@ -266,8 +270,6 @@ def check_plan_flags(
         raise OptionError("--mix plans one steady --qps; it does not take --load-profile or --diurnal")
     if mix and percentile is not None:
         raise OptionError("--mix plans in closed form; it does not take --percentile")
-    if ray_address is not None and executor != "ray":
-        raise OptionError("--ray-address needs --executor ray")
 
 
 def inverse_command(
