@@ -1,9 +1,13 @@
 """The ``roofline`` command line: thin parse -> estimate -> render layers, one module per group.
 
-Each command module exposes ``register(app)``; add a module to ``COMMAND_MODULES`` to plug
-in a new command group.  Modules are registered when ``main`` runs (only the one a
-``FAST_COMMANDS`` leaf needs, else all); call ``register_commands()`` for the full ``app``.
-Nothing else in the package imports the CLI.
+Commands are a registry (:data:`COMMANDS`): each top-level command name maps to the module(s) of
+this package whose ``register(app)`` adds it.  A new command is one module with a ``register``
+function plus one line in :data:`COMMANDS` (docs/contributing.md has the recipe).  A command from
+outside the package is an entry point in the group ``roofline.commands`` (name = the command,
+value = a module with ``register(app)``), found only when a command line names no built-in one
+or every command is listed.  ``main`` imports only the modules a command line needs (CLI
+start-up time); ``register_commands()`` registers everything.  Nothing else in the package
+imports the CLI.
 """
 
 from __future__ import annotations
@@ -18,23 +22,33 @@ from roofline.core.fmt import set_byte_system
 from roofline.views.cli._coercion import use_direct_parsers
 from roofline.views.cli._common import err_console
 
-COMMAND_MODULES = (
-    "calibrate",
-    "catalog",
-    "step",
-    "textbook",
-    "model_import",
-    "plan",
-    "diff",
-    "collective",
-    "shard",
-    "serve",
-    "sweep",
-    "report",
-    "e2e",
-    "validate",
-    "simulate",
-)
+#: Top-level command -> the command modules that register it (``roofline.views.cli.<module>``), in
+#: the order ``roofline --help`` lists them.  One line per command: add yours here.
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "calibrate": ("calibrate",),
+    "measure": ("calibrate",),
+    "hardware": ("catalog",),
+    "model": ("catalog", "model_import"),
+    "step": ("step",),
+    "request": ("step",),
+    "textbook": ("textbook",),
+    "plan": ("plan",),
+    "inverse": ("plan",),
+    "diff": ("diff",),
+    "collective": ("collective",),
+    "shard": ("shard",),
+    "serve": ("serve",),
+    "sweep": ("sweep",),
+    "pareto": ("sweep",),
+    "report": ("report",),
+    "e2e": ("e2e",),
+    "validate": ("validate",),
+    "simulate": ("simulate",),
+}
+#: Every built-in command module, once each, in registration order.
+COMMAND_MODULES = tuple(dict.fromkeys(module for modules in COMMANDS.values() for module in modules))
+#: The entry-point group of commands from other packages (value: a module with ``register(app)``).
+PLUGIN_GROUP = "roofline.commands"
 
 app = typer.Typer(
     name="roofline",
@@ -69,37 +83,37 @@ def _global_options(
     set_byte_system(units)
 
 
-#: Top-level commands that are leaves (no sub-commands) and the module that registers each.
-#: ``main`` imports only that module for them (CLI start-up time); anything else loads all.
-FAST_COMMANDS = {
-    "step": "step",
-    "request": "step",
-    "textbook": "textbook",
-    "sweep": "sweep",
-    "pareto": "sweep",
-    "report": "report",
-    "plan": "plan",
-    "inverse": "plan",
-    "diff": "diff",
-}
 _registered: set[str] = set()
 
 
-def register_commands(names: tuple[str, ...] = COMMAND_MODULES) -> typer.Typer:
-    """Import the named command modules (default: all) and ``register(app)`` each once."""
-    for name in names:
+def plugin_commands() -> dict[str, str]:
+    """Commands other installed packages add: entry-point name -> its module (built-in names win)."""
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep.value for ep in entry_points(group=PLUGIN_GROUP) if ep.name not in COMMANDS}
+
+
+def register_commands(names: tuple[str, ...] | None = None) -> typer.Typer:
+    """Import the named command modules (default: every built-in and plugin one) and ``register(app)``
+    each once; a name of :data:`COMMAND_MODULES` is a module of this package, any other a plugin's."""
+    for name in (*COMMAND_MODULES, *plugin_commands().values()) if names is None else names:
         if name not in _registered:
-            importlib.import_module(f"{__name__}.{name}").register(app)
+            path = f"{__name__}.{name}" if name in COMMAND_MODULES else name
+            importlib.import_module(path).register(app)
             _registered.add(name)
     return app
 
 
-def modules_for(args: list[str]) -> tuple[str, ...]:
-    """The command modules a command line needs: one for a FAST_COMMANDS leaf, else all."""
-    words = [a for a in args if not a.startswith("-")]
-    if words and words[0] in FAST_COMMANDS:
-        return (FAST_COMMANDS[words[0]],)
-    return COMMAND_MODULES
+def modules_for(args: list[str]) -> tuple[str, ...] | None:
+    """The command modules a command line needs: those of its built-in command, else the plugin's
+    module that registers it; None (every module) when it names neither, or no command."""
+    words = [a for i, a in enumerate(args) if not a.startswith("-") and (i == 0 or args[i - 1] != "--units")]
+    if not words:
+        return None
+    if words[0] in COMMANDS:
+        return COMMANDS[words[0]]
+    plugin = plugin_commands().get(words[0])
+    return (plugin,) if plugin else None
 
 
 def main() -> None:
