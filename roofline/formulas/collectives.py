@@ -83,6 +83,26 @@ def latency_bound_model_parallelism(
     return np.divide(activation_bytes, np.multiply(link_bandwidth_bytes_per_s, hop_latency_s))
 
 
+def bus_factor(op: str, num_devices: ArrayLike) -> Number:
+    """Bytes each device moves over its link, as a multiple of the buffer V, in a ring: all-reduce
+    2(n-1)/n (a reduce-scatter, then an all-gather), the others (n-1)/n (book part 3; nccl-tests' bus bandwidth)."""
+    n = num_devices if isinstance(num_devices, np.ndarray) else np.asarray(num_devices)
+    if op == "allreduce":
+        return 2.0 * (n - 1) / n
+    return (n - 1) / n
+
+
+def bus_bytes(op: str, message_bytes: ArrayLike, num_devices: ArrayLike) -> Number:
+    """Per-device link bytes of a collective of buffer V: :func:`bus_factor` × V."""
+    return bus_factor(op, num_devices) * np.asarray(message_bytes)
+
+
+def ring_hops(op: str, num_devices: ArrayLike) -> Number:
+    """Peer-to-peer steps of a ring collective without wraparound: 2(n-1) for an all-reduce, n-1 otherwise."""
+    n = num_devices if isinstance(num_devices, np.ndarray) else np.asarray(num_devices)
+    return 2 * (n - 1) if op == "allreduce" else n - 1
+
+
 def ring_steps(num_devices: ArrayLike, wraparound: bool) -> Number:
     """Steps of a ring AllGather: (N-1)/2 bidirectional with wraparound, N-1 without (book part 3)."""
     n = np.asarray(num_devices, dtype=float)
@@ -107,8 +127,7 @@ def torus_bandwidth_bytes_per_s(
 
 def gather_bytes_per_chip(total_bytes: ArrayLike, num_devices: ArrayLike) -> Number:
     """Bytes each chip receives in an AllGather of V over N: V·(N-1)/N."""
-    n = np.asarray(num_devices, dtype=float)
-    return np.multiply(total_bytes, (n - 1.0) / n)
+    return np.multiply(total_bytes, bus_factor("allgather", np.asarray(num_devices, dtype=float)))
 
 
 def torus_allgather(
@@ -141,6 +160,15 @@ def switch_allgather(
         gather_bytes_per_chip(total_bytes, num_devices) / np.asarray(bandwidth_bytes_per_s, dtype=float),
         np.multiply(steps, hop_latency_s) + np.multiply(total_bytes, 0.0),
     )
+
+
+def switch_collective(
+    op: str, total_bytes: ArrayLike, num_devices: ArrayLike, bandwidth_bytes_per_s: ArrayLike, hop_latency_s: ArrayLike
+) -> CollectiveTime:
+    """``op`` over V through a switch (NVLink/NVSwitch, DCN, InfiniBand): the ring AllGather
+    (:func:`switch_allgather`) turned into the op (:func:`collective_from_allgather`)."""
+    allgather = switch_allgather(total_bytes, num_devices, bandwidth_bytes_per_s, hop_latency_s)
+    return collective_from_allgather(op, allgather, num_devices, switched=True)
 
 
 def two_level_allgather(inner: CollectiveTime, outer: CollectiveTime) -> CollectiveTime:

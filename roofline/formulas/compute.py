@@ -40,6 +40,14 @@ def matmul_arithmetic_intensity(
     return matmul_flops(batch, d_in, d_out) / matmul_bytes(batch, d_in, d_out, activation_bytes, weight_bytes)
 
 
+def roofline_time_s(
+    flops: ArrayLike, nbytes: ArrayLike, flops_per_s: ArrayLike, bandwidth_bytes_per_s: ArrayLike
+) -> Number:
+    """The roofline: max(FLOPs / C, bytes / W), the longer of an operation's compute and memory time
+    (book part 1, "Rooflines"; part 7 applies it to the decode step's matmuls and to prefill)."""
+    return np.maximum(np.divide(flops, flops_per_s), np.divide(nbytes, bandwidth_bytes_per_s))
+
+
 def hardware_arithmetic_intensity(flops_per_s: ArrayLike, bandwidth_bytes_per_s: ArrayLike) -> Number:
     """The chip's FLOPs per byte: C / W_hbm (240 for TPU v5e in bf16)."""
     return np.divide(flops_per_s, bandwidth_bytes_per_s)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from roofline.formulas.compute import roofline_time_s
 from roofline.model.memory import Number
 
 #: Names of the terms a step can be bound by.
@@ -46,10 +47,7 @@ def mlp_time_s(
     bandwidth_bytes_per_s: ArrayLike,
 ) -> Number:
     """Weight matmuls of a decode step, compute or bandwidth bound: max(2·B·P/C, P_bytes/W)."""
-    return np.maximum(
-        matmul_time_s(batch, active_params, flops_per_s),
-        weight_load_time_s(weight_bytes, bandwidth_bytes_per_s),
-    )
+    return roofline_time_s(2.0 * np.multiply(batch, active_params), weight_bytes, flops_per_s, bandwidth_bytes_per_s)
 
 
 def decode_step_time_s(
@@ -115,8 +113,7 @@ def prefill_time_s(
     mfu: ArrayLike = 1.0,
 ) -> Number:
     """Prefill (TTFT without queueing): max(FLOPs / (C·MFU), bytes / W_hbm)."""
-    compute = np.divide(flops, np.multiply(flops_per_s, mfu))
-    return np.maximum(compute, np.divide(bytes_moved, bandwidth_bytes_per_s))
+    return roofline_time_s(flops, bytes_moved, np.multiply(flops_per_s, mfu), bandwidth_bytes_per_s)
 
 
 def request_latency_s(ttft_s: ArrayLike, decode_time_total_s: ArrayLike) -> Number:
@@ -150,6 +147,5 @@ def no_cache_generation_time_s(
     bandwidth_bytes_per_s: ArrayLike,
 ) -> Number:
     """Without a KV cache each step re-runs the prefix: max(Σ FLOPs / C, O·weight bytes / W)."""
-    compute = np.divide(flops_total, flops_per_s)
-    memory = np.multiply(output_len, weight_bytes) / np.asarray(bandwidth_bytes_per_s, dtype=float)
-    return np.maximum(compute, memory)
+    bandwidth = np.asarray(bandwidth_bytes_per_s, dtype=float)
+    return roofline_time_s(flops_total, np.multiply(output_len, weight_bytes), flops_per_s, bandwidth)

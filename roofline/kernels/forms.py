@@ -13,10 +13,13 @@ slower small-message protocols.  Times in seconds, sizes in bytes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+
+from roofline.formulas import collectives
+from roofline.formulas.compute import roofline_time_s
 
 Arrays = Mapping[str, np.ndarray]
 Params = Mapping[str, float]
@@ -164,18 +167,8 @@ def attention_prefill_time(s: Arrays, hw: Hw, p: Params) -> np.ndarray:
 
 # --------------------------------------------------------------------------- collectives
 
-#: Bytes each device moves over its link, as a multiple of the buffer (ring algorithms).
-BUS_FACTOR: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "allreduce": lambda n: 2.0 * (n - 1) / n,
-    "allgather": lambda n: (n - 1) / n,
-    "reducescatter": lambda n: (n - 1) / n,
-    "alltoall": lambda n: (n - 1) / n,
-}
-
-
-def bus_bytes(op: str, message_bytes: np.ndarray, devices: np.ndarray) -> np.ndarray:
-    """Per-device link bytes of a collective: all-reduce 2(n-1)/n S, the others (n-1)/n S."""
-    return BUS_FACTOR[op](devices) * message_bytes
+#: Per-device link bytes of a collective (ring factors: :func:`roofline.formulas.collectives.bus_factor`).
+bus_bytes = collectives.bus_bytes
 
 
 def collective_time(
@@ -191,10 +184,12 @@ def collective_time(
 
 
 def collective_spec_time(op: str, s: Arrays, hw: Hw) -> np.ndarray:
-    """Spec roofline: ring hops x hop latency + bus bytes / link bandwidth."""
+    """Spec roofline: the switch collective of :mod:`roofline.formulas.collectives`, latency and bandwidth
+    serialized (ring hops × hop latency + bus bytes / link bandwidth); an all-to-all's buffer is one
+    device's share, V/n."""
     n = s["num_devices"]
-    hops = np.where(op == "allreduce", 2.0, 1.0) * (n - 1)
-    return hops * hw.hop_latency + bus_bytes(op, s["message_bytes"], n) / hw.link_bandwidth
+    total = s["message_bytes"] * n if op == "alltoall" else s["message_bytes"]
+    return np.asarray(collectives.switch_collective(op, total, n, hw.link_bandwidth, hw.hop_latency).time_upper_s)
 
 
 # --------------------------------------------------------------------------- roofline
@@ -208,5 +203,6 @@ def roofline_time(
     memory_eff: float = 1.0,
     overhead: float = 0.0,
 ) -> np.ndarray:
-    """max(FLOPs / (peak η_c), bytes / (BW η_m)) + overhead: the (constant-efficiency) roofline."""
-    return np.maximum(flops / (hw.peak_flops * compute_eff), nbytes / (hw.bandwidth * memory_eff)) + overhead
+    """max(FLOPs / (peak η_c), bytes / (BW η_m)) + overhead: the (constant-efficiency) roofline
+    (:func:`roofline.formulas.compute.roofline_time_s`)."""
+    return roofline_time_s(flops, nbytes, hw.peak_flops * compute_eff, hw.bandwidth * memory_eff) + overhead

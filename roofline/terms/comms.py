@@ -56,10 +56,13 @@ def ring_steps_per_layer(
 
     Dense layer: its all-reduces and the KV all-to-alls over tp; an MoE layer with ep > 1 swaps its MLP
     all-reduce for a dispatch and a combine over ep (NCCL ring algorithms; book, part 3)."""
-    dense = allreduces * 2 * (tp - 1) + alltoalls * (tp - 1)
+    from roofline.formulas.collectives import ring_hops
+
+    reduce_hops, a2a_hops = ring_hops("allreduce", tp), ring_hops("alltoall", tp)
+    dense = allreduces * reduce_hops + alltoalls * a2a_hops
     if ep <= 1 or not moe_share:
         return dense
-    moe = 2.0 * (tp - 1) + 2.0 * (ep - 1) + alltoalls * (tp - 1)
+    moe = reduce_hops + 2.0 * ring_hops("alltoall", ep) + alltoalls * a2a_hops
     return (1.0 - moe_share) * dense + moe_share * moe
 
 
@@ -133,7 +136,7 @@ def stage_comms(dep: Deployment, tokens: ArrayLike, decode_seqs: ArrayLike, laye
     moe_share = moe_layers / layers if (par.ep > 1 and layers) else 0.0
     steps = layers * ring_steps_per_layer(par.tp, a2a_count, ars, par.ep, moe_share)
     allreduces = dense_layers * ars + moe_layers * (1.0 if par.ep > 1 and moe_layers else ars)
-    from roofline.kernels.forms import bus_bytes  # ring all-reduce: 2(n−1)/n of the message a chip
+    from roofline.formulas.collectives import bus_bytes  # ring all-reduce: 2(n−1)/n of the message a chip
 
     wire = allreduces * bus_bytes("allreduce", np.asarray(ar_bytes, dtype=float), np.asarray(float(par.tp)))
     return CommsTerms(lower, time, moved, source, steps, ar_bytes, wire)

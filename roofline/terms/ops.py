@@ -148,7 +148,7 @@ def _bound(flops: float, timed_bytes: float, flops_rate: float, bandwidth: float
 
 def _roofline_s(flops: float, timed_bytes: float, flops_rate: float, bandwidth: float) -> float:
     """The op's own roofline time: max(FLOPs / peak, bytes / bandwidth) over the replica's chips."""
-    return max(flops / flops_rate, timed_bytes / bandwidth)
+    return float(compute.roofline_time_s(flops, timed_bytes, flops_rate, bandwidth))
 
 
 def _gemm_op(dep: Deployment, g: _Gemm, shards: float, flops_rate: float, bandwidth: float, fitted: bool) -> Op:

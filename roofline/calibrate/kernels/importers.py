@@ -31,6 +31,7 @@ from roofline.calibrate.kernels.cells import DTYPES, Row, RowError, _cell, _dtyp
 from roofline.calibrate.kernels.fused import FILE_NAMES as FUSED_FILE_NAMES
 from roofline.calibrate.kernels.fused import FORMATS as FUSED_FORMATS
 from roofline.core.errors import shown
+from roofline.core.units import dtype_bytes
 from roofline.kernels.schema import CalibrationError, Measurements, TableBuilder, concat, iter_csv, parse_table
 
 #: Weight-only quantised GEMMs (int weights, bf16 math): not one dtype, so not imported.
@@ -53,7 +54,6 @@ NCCL_OPS = {
     "reduce_scatter": "reducescatter",
     "alltoall": "alltoall",
 }
-ELEMENT_BYTES = {"fp16": 2.0, "bf16": 2.0, "int8": 1.0, "fp8": 1.0, "fp32": 4.0}
 __all__ = ["DTYPES", "RowError", "import_file", "import_files"]
 
 
@@ -117,7 +117,7 @@ def _nccl(row: dict[str, str], ctx: dict[str, str]) -> list[Row]:
             "op": op,
             "dtype": dtype,
             "num_devices": _num(row, "num_gpus"),
-            "message_bytes": _num(row, "message_size") * ELEMENT_BYTES[dtype],
+            "message_bytes": _num(row, "message_size") * dtype_bytes(dtype),
             "time_s": _ms(row, "latency"),
             "impl": "nccl",
         }
@@ -131,7 +131,7 @@ def _custom_allreduce(row: dict[str, str], ctx: dict[str, str]) -> list[Row]:
             "op": "allreduce",
             "dtype": dtype,
             "num_devices": _num(row, "num_gpus"),
-            "message_bytes": _num(row, "message_size") * ELEMENT_BYTES[dtype],
+            "message_bytes": _num(row, "message_size") * dtype_bytes(dtype),
             "time_s": _ms(row, "latency"),
             "impl": "custom",
         }
