@@ -10,6 +10,9 @@ says why, and the check is made against ``exact``.  Other modules add cases with
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from roofline.analyses.step import StepResult, decode_step
 from roofline.answer_key import multichip
 from roofline.answer_key.cases import (  # noqa: F401  (re-exported: the public answer-key module)
     _EXTRA,
@@ -28,7 +31,7 @@ from roofline.answer_key.cases import (  # noqa: F401  (re-exported: the public 
 )
 from roofline.formulas import collectives, compute, sharding, step
 from roofline.model import memory
-from roofline.specs import ModelSpec, load_model
+from roofline.specs import HardwareSpec, ModelSpec, load_hardware, load_model
 
 
 def all_cases() -> list[Case]:
@@ -145,20 +148,31 @@ def _llama_13b_cases() -> list[Case]:
     ]
 
 
+def book_v5e() -> HardwareSpec:
+    """TPU v5e with the book's chip numbers (bf16 and int8 FLOP/s, HBM bandwidth), as its tables take them."""
+    hw = load_hardware("tpu-v5e")
+    return replace(
+        hw, flops_per_s={**hw.flops_per_s, "bf16": V5E_BF16, "int8": V5E_INT8}, hbm_bandwidth_bytes_per_s=V5E_HBM_BW
+    )
+
+
+def with_parameters_of(model: ModelSpec, reference: ModelSpec) -> ModelSpec:
+    """``model`` carrying ``reference``'s parameter count (the difference as extra parameters per layer):
+    the book's GQA table keeps LLaMA-2-13B's weights and shrinks only the KV cache."""
+    missing = memory.param_counts(reference).total - memory.param_counts(model).total
+    per_layer = int(round(missing / model.num_layers))
+    return replace(model, extra_params_per_layer=model.extra_params_per_layer + per_layer)
+
+
 def _table_cases(table: str, kv_model: ModelSpec, label: str, values: dict[str, tuple]) -> list[Case]:
-    """One of the book's LLaMA-2-13B tables on 8x v5e: KV, total memory, step time, tokens/s."""
-    weights_model = load_model("llama-2-13b")  # the book keeps LLaMA-2-13B's parameter count
-    weights = memory.param_counts(weights_model).total * 2.0
-    active = memory.param_counts(weights_model).active
-    chips = 8
+    """One of the book's LLaMA-2-13B tables on 8x v5e: KV, total memory, step time, tokens/s, each read
+    from :func:`roofline.analyses.step.decode_step` (the ``step`` command's terms) with all of HBM usable."""
+    model = with_parameters_of(kv_model, load_model("llama-2-13b"))  # the book keeps LLaMA-2-13B's weights
+    hw = book_v5e()
     note = "decimal GB though the book's table says GiB; the book rounds weights to 26 GB and KV to 6.7 GB per sequence"
 
-    def kv(b: int) -> float:
-        return float(memory.kv_cache_bytes(kv_model, b, 8192, 2.0))
-
-    def step_s(b: int) -> float:
-        kv_seq = kv(1)
-        return float(step.decode_step_time_s(b, kv_seq, weights, active, chips * V5E_BF16, chips * V5E_HBM_BW))
+    def step(b: int) -> StepResult:
+        return decode_step(model, hw, chips=8, batch=b, context=8192, memory_utilization=1.0)
 
     cases: list[Case] = []
     for i, b in enumerate(BATCHES):
@@ -168,7 +182,7 @@ def _table_cases(table: str, kv_model: ModelSpec, label: str, values: dict[str, 
                 f"{table}-kv-b{b}",
                 f"{label}: KV cache at batch {b}",
                 kv_gb * 1e9,
-                lambda b=b: kv(b),
+                lambda b=b: float(step(b).kv_bytes),
                 "bytes",
                 note=note,
             ),
@@ -176,12 +190,24 @@ def _table_cases(table: str, kv_model: ModelSpec, label: str, values: dict[str, 
                 f"{table}-total-b{b}",
                 f"{label}: total memory at batch {b}",
                 total_gb * 1e9,
-                lambda b=b: kv(b) + weights,
+                lambda b=b: float(step(b).total_bytes),
                 "bytes",
                 note=note,
             ),
-            Case(f"{table}-step-b{b}", f"{label}: step time at batch {b}", ms * 1e-3, lambda b=b: step_s(b), "s"),
-            Case(f"{table}-tps-b{b}", f"{label}: throughput at batch {b}", tps, lambda b=b: b / step_s(b), "tokens/s"),
+            Case(
+                f"{table}-step-b{b}",
+                f"{label}: step time at batch {b}",
+                ms * 1e-3,
+                lambda b=b: float(step(b).step_time_s),
+                "s",
+            ),
+            Case(
+                f"{table}-tps-b{b}",
+                f"{label}: throughput at batch {b}",
+                tps,
+                lambda b=b: float(step(b).tokens_per_s),
+                "tokens/s",
+            ),
         ]
     return cases
 
