@@ -55,6 +55,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     # whole-configuration analyses
     "Precision": ("analyses.step", "Precision"),
     "deployment": ("deploy", "deployment"),
+    "Deployment": ("deploy", "Deployment"),
     "deploy": ("deploy", None),
     "step_terms": ("terms", "step_terms"),
     "Work": ("terms", "Work"),
@@ -76,7 +77,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "plan_capacity": ("analyses.plan.capacity", "plan"),
     "plan": ("analyses.plan.capacity", None),
     "PlanResult": ("analyses.plan.capacity", "PlanResult"),
-    "Deployment": ("analyses.plan.capacity", "Deployment"),
+    "PlanCandidate": ("analyses.plan.capacity", "PlanCandidate"),
     "LengthDistribution": ("analyses.lengths", "LengthDistribution"),
     "fixed_lengths": ("analyses.lengths", "fixed_lengths"),
     "from_points": ("analyses.lengths", "from_points"),

@@ -61,5 +61,17 @@ def test_sweep_frontier_and_plan():
     # Along the frontier, a slower step must buy a lower cost.
     assert np.all(np.diff(steps) > 0) and np.all(np.diff(costs) < 0)
     result = rl.plan_capacity(m, [chip], qps=2, lengths=rl.fixed_lengths(1024, 128), tpot_slo_s=0.05)
-    assert isinstance(result.best, rl.Deployment) and result.best.tpot_s <= 0.05
+    assert isinstance(result.best, rl.PlanCandidate) and result.best.tpot_s <= 0.05
     assert rl.plan.kv_crossover_batch(16e9, 2e9) == 8.0
+
+
+def test_one_deployment_class():
+    # rl.Deployment is the deployment layer's class (what rl.deployment builds); the plan's candidate is
+    # rl.PlanCandidate, still importable from its module under its old name.
+    from roofline.analyses.plan import capacity
+    from roofline.deploy import Deployment
+
+    assert rl.Deployment is Deployment
+    dep = rl.deployment(rl.load_model("llama-3-8b"), rl.load_hardware("h100-sxm"), 1)
+    assert isinstance(dep, rl.Deployment)
+    assert capacity.Deployment is capacity.PlanCandidate is rl.PlanCandidate

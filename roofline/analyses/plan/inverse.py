@@ -10,9 +10,9 @@ import numpy as np
 from roofline.analyses.plan.queueing import bandwidth_for_tpot, chips_for_tpot, kv_crossover_batch
 from roofline.analyses.step import BOOK, Precision, decode_step
 from roofline.core.errors import OptionError, shown
-from roofline.deploy import DEFAULT_MEMORY_UTILIZATION
-from roofline.model import memory
+from roofline.deploy import DEFAULT_MEMORY_UTILIZATION, deployment
 from roofline.specs import HardwareSpec, ModelSpec
+from roofline.terms import decode_work, step_terms
 
 SECTION = f"{BOOK}, 'Theoretical estimates for LLM latency and throughput'"
 
@@ -46,15 +46,18 @@ def inverse_questions(
 ) -> InverseAnswers:
     """Longest context at B; batch where KV reads overtake weights; HBM bandwidth, chips and batch for T.
 
-    Weight bytes are those read at this batch (MoE: the experts touched); a calibrated
+    The bytes are the step terms' (:func:`roofline.terms.step_terms`): weights read at this batch (MoE:
+    the experts touched), KV (and recurrent state) read per sequence; a calibrated
     profile's fixed overhead is taken off the target first, since the closed forms have none.
     """
     if not tpot_s > 0:
         raise OptionError(f"tpot_s must be positive (got {shown(tpot_s)})", parameters=("tpot_s",))
     precision = precision or Precision()
     res = decode_step(model, hw, chips, batch, context, precision, memory_utilization=memory_utilization)
-    weights_read = float(memory.weight_bytes_read(model, precision.bytes_by_component, batch))
-    kv_seq = float(memory.cache_bytes_per_sequence(model, context, precision.kv_bytes))
+    dep = deployment(model, hw, chips, precision, memory_utilization=memory_utilization)
+    terms = step_terms(dep, decode_work(batch, context))  # the bytes the step reads, as step prices them
+    weights_read = float(terms.weight_read_bytes)
+    kv_seq = float(np.add(terms.kv_read_bytes, terms.state_bytes)) / batch
     target = tpot_s - float(res.overhead_time_s)
     one_chip = decode_step(model, hw, 1, batch, context, precision)
     bandwidth = float(bandwidth_for_tpot(target, batch, kv_seq, weights_read, res.compute_time_s))
