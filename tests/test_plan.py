@@ -147,7 +147,7 @@ def test_lengths_distribution(tmp_path):
     csv.write_text("prompt,completion\n1,2\n")
     with pytest.raises(RooflineError, match="header must have input_len,output_len"):
         read_lengths_csv(csv)
-    with pytest.raises(RooflineError, match="--lengths"):
+    with pytest.raises(RooflineError, match="^lengths: cannot read '512-128'"):  # the CLI says --lengths
         parse_lengths("512-128")
 
 

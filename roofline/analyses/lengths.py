@@ -85,43 +85,46 @@ def parse_lengths(text: str) -> LengthDistribution:
     hint = "expected input:output[:weight] items, e.g. 512:128:0.7,4096:512:0.3"
     items = str(text).split(",")
     if len(str(text)) > 1 << 16 or len(items) > 4096:
-        raise OptionError(f"--lengths: too long (at most 4096 items); {hint}")
+        raise OptionError(f"lengths: too long (at most 4096 items); {hint}", parameters=("lengths",))
     points = []
     for item in items:
         parts = item.strip().split(":")
         if len(parts) not in (2, 3):
-            raise OptionError(f"--lengths: cannot read {shown(item)}; {hint}")
+            raise OptionError(f"lengths: cannot read {shown(item)}; {hint}", parameters=("lengths",))
         try:
             lengths = [check_number(p, "", minimum=1.0, maximum=float(MAX_COUNT), open_low=False) for p in parts[:2]]
             weight = check_number(parts[2], "", minimum=0.0, open_low=False) if len(parts) == 3 else 1.0
         except OptionError as exc:
             raise OptionError(
-                f"--lengths: {shown(item)}: lengths are numbers in [1, {MAX_COUNT}] and the "
-                f"weight a number >= 0 ({exc})"
+                f"lengths: {shown(item)}: lengths are numbers in [1, {MAX_COUNT}] and the weight a number >= 0 ({exc})",
+                parameters=("lengths",),
             ) from None
         points.append([*lengths, weight])
     arr = np.array(points)
-    return from_points(arr[:, 0], arr[:, 1], arr[:, 2], source="--lengths")
+    return from_points(arr[:, 0], arr[:, 1], arr[:, 2], source="lengths given as I:O:weight items")
 
 
 def lengths_from_options(
     input_len: int | None, output_len: int | None, lengths: str | None, lengths_csv: str | None
 ) -> LengthDistribution:
-    """Exactly one of --input-len/--output-len, --lengths or --lengths-csv."""
+    """Exactly one of input_len/output_len, lengths (``I:O:weight,...``) or lengths_csv (a file)."""
     given = sum(x is not None for x in (lengths, lengths_csv)) + (input_len is not None or output_len is not None)
+    every = ("input_len", "output_len", "lengths", "lengths_csv")
     if given != 1:
-        raise RooflineError("give request lengths once: --input-len and --output-len, or --lengths, or --lengths-csv")
+        raise OptionError(
+            "give request lengths once: input_len= and output_len=, or lengths=, or lengths_csv=", parameters=every
+        )
     if lengths is not None:
         return parse_lengths(lengths)
     if lengths_csv is not None:
         try:
             return read_lengths_csv(lengths_csv)
         except RooflineError as exc:
-            raise RooflineError(f"--lengths-csv: {exc}") from None
+            raise OptionError(f"lengths_csv: {exc}", parameters=("lengths_csv",)) from None
     if input_len is None or output_len is None:
-        raise RooflineError("--input-len and --output-len go together")
+        raise OptionError("input_len= and output_len= go together", parameters=("input_len", "output_len"))
     if input_len < 1 or output_len < 1:
-        raise RooflineError("--input-len and --output-len must be at least 1")
+        raise OptionError("input_len= and output_len= must be at least 1", parameters=("input_len", "output_len"))
     return fixed_lengths(input_len, output_len)
 
 

@@ -25,7 +25,7 @@ from roofline.terms import Work, decode_work, prefill_work, step_terms
 
 @dataclass(frozen=True)
 class ServeResult:
-    """A serving design (contract keys of ``roofline serve --json``)."""
+    """A serving design (contract keys of the serve command's JSON)."""
 
     mode: str
     ttft_s: float

@@ -28,7 +28,7 @@ DEFAULT_PRECISION = Precision()
 
 @dataclass(frozen=True)
 class CollectiveResult:
-    """One collective (contract keys of ``roofline collective --json``)."""
+    """One collective (contract keys of the collective command's JSON)."""
 
     op: str
     total_bytes: Any
@@ -143,7 +143,7 @@ def slice_sizes(hw: HardwareSpec) -> list[int]:
 
 @dataclass(frozen=True)
 class ShardResult:
-    """How far each kind of sharding scales (contract keys of ``roofline shard --json``)."""
+    """How far each kind of sharding scales (contract keys of the shard command's JSON)."""
 
     chips: int
     tp: int

@@ -48,7 +48,7 @@ DEFAULT_CONTEXT = 8192
 
 @dataclass(frozen=True)
 class StepResult:
-    """One decode step of a configuration (contract keys of ``roofline step --json``)."""
+    """One decode step of a configuration (contract keys of the step command's JSON)."""
 
     param_count: float
     active_param_count: float

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from roofline.core.errors import OptionError
 from roofline.core.units import MS, US
 
-#: Byte display system the CLI chose with ``--units`` (formatting state only; estimators stay SI).
+#: Byte display system the CLI chose (formatting state only; estimators stay SI).
 BYTE_SYSTEMS = ("si", "iec")
 _byte_system = {"system": "si"}
 
@@ -12,7 +13,9 @@ _byte_system = {"system": "si"}
 def set_byte_system(system: str) -> None:
     """Choose how :func:`format_bytes` shows bytes when no system is passed: ``si`` or ``iec``."""
     if system not in BYTE_SYSTEMS:
-        raise ValueError(f"--units: unknown byte system {system!r}; allowed: {', '.join(BYTE_SYSTEMS)}")
+        raise OptionError(
+            f"units: unknown byte system {system!r}; allowed: {', '.join(BYTE_SYSTEMS)}", parameters=("units",)
+        )
     _byte_system["system"] = system
 
 
@@ -43,7 +46,7 @@ def format_seconds(value: float) -> str:
 
 
 def format_quantity(value: float, unit: str) -> str:
-    """A value with its unit for people: bytes and bytes/s per --units, seconds scaled, else 4 digits."""
+    """A value with its unit for people: bytes and bytes/s in the chosen byte system, seconds scaled, else 4 digits."""
     if unit == "B":
         return format_bytes(value)
     if unit == "B/s":

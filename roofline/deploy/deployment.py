@@ -71,7 +71,7 @@ class Precision:
         return any(dtype != self.weights for _, dtype in self.components)
 
     def describe(self) -> str:
-        """'bf16' or 'bf16, experts=mxfp4' (the --weights syntax)."""
+        """'bf16' or 'bf16, experts=mxfp4' (the per-component weights syntax)."""
         return ",".join([self.weights] + [f"{c}={d}" for c, d in self.components])
 
     @classmethod

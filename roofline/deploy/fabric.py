@@ -1,7 +1,7 @@
 """From a hardware spec and a device layout to collective times: the bridge to ``collectives``.
 
 Picks the network a collective runs on from the hardware file: TPU ICI torus axes (sizes from
-``--topology`` or one ring of N chips, wraparound by the book's part-2 rules unless given),
+a slice topology or one ring of N chips, wraparound by the book's part-2 rules unless given),
 a GPU NVLink/NVSwitch domain (per-GPU bandwidth), and, when the devices outnumber one ICI
 domain (``max_ici_domain_chips``), a two-level collective whose outer phase crosses the
 scale-out network (DCN / InfiniBand, per-chip egress ``dcn_bandwidth_bytes_per_s``).
@@ -66,7 +66,7 @@ def layout_for(
     axes: tuple[int, ...] | None = None,
     wraparound: bool | None = None,
 ) -> Layout:
-    """Resolve ``--devices`` / ``--topology`` / ``--axes`` into a Layout, with one-line errors."""
+    """Resolve ``devices`` / ``topology_text`` / ``axes`` into a Layout, with one-line errors naming them."""
     domain = hw.max_ici_domain_chips
     if topology_text:
         if hw.ici_topology == "switch":

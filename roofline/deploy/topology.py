@@ -72,7 +72,8 @@ def axes_for_degree(axis_sizes: tuple[int, ...], degree: int) -> tuple[int, ...]
     if product == degree:
         return tuple(range(len(axis_sizes)))
     options = [math.prod(axis_sizes[:i]) for i in range(1, len(axis_sizes) + 1)]
-    raise ValueError(
-        f"--tp {degree} does not match leading axes of topology {format_topology(axis_sizes)} "
-        f"(allowed: {', '.join(str(o) for o in options)})"
+    raise OptionError(
+        f"tp={degree} does not match leading axes of topology {format_topology(axis_sizes)} "
+        f"(allowed: {', '.join(str(o) for o in options)})",
+        parameters=("tp",),
     )

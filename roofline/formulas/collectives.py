@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from roofline.core.errors import OptionError
 from roofline.model.memory import Number
 
 #: The collectives these estimators cover, as the CLI spells them.
@@ -197,4 +198,4 @@ def collective_from_allgather(
     if op == "alltoall":
         fraction = alltoall_fraction(num_devices, switched)
         return CollectiveTime(np.multiply(allgather.bandwidth_time_s, fraction), allgather.latency_time_s)
-    raise ValueError(f"--op: unknown collective {op!r}; allowed: {', '.join(OPS)}")
+    raise OptionError(f"op: unknown collective {op!r}; allowed: {', '.join(OPS)}", parameters=("op",))

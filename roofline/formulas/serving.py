@@ -15,7 +15,7 @@ from numpy.typing import ArrayLike
 
 from roofline.model.memory import Number
 
-#: The engine designs ``roofline serve --mode`` accepts.
+#: The engine designs the serve analysis models (its ``mode``).
 MODES = ("static", "interleaved", "disaggregated", "mixed")
 
 

@@ -71,7 +71,7 @@ def target(kind: Kind, name: str, force: bool = False, option: str = "name") -> 
     path = folder(kind) / f"{name}.yaml"
     if path.exists() and not force:
         raise OptionError(
-            f"{option}: {name!r} is already saved ({path}); pass --force to replace it", parameters=(option,)
+            f"{option}: {name!r} is already saved ({path}); pass force= to replace it", parameters=(option, "force")
         )
     return path
 

@@ -22,7 +22,7 @@ from roofline.deploy import topology
 MAX_SWEEP_POINTS = 2_000_000
 #: Most (chips, context) slots screened at once per chip and dtype pair.
 MAX_SWEEP_SLOTS = 1_000_000
-#: Most values one list option (``--batch 1,2,...``) may hold.
+#: Most values one list option (a batch list ``1,2,...``) may hold.
 MAX_LIST_VALUES = 4096
 
 

@@ -50,7 +50,7 @@ BLOCK_FIELDS = (
     "critical_batch",
     "price_per_chip_hour",
 )
-#: Columns of a row in ``--json`` / ``--csv`` output, in order.
+#: Columns of a row in the sweep's JSON and CSV output, in order.
 COLUMNS = (
     "model",
     "hardware",

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline.calibrate.kernels.sweeps import outlier_sweeps, spikes
+from roofline.core.errors import OptionError
 from roofline.kernels import forms as models
 from roofline.kernels.keys import SEPARATE_IMPLS, base_op, entry_key, op_key, split_key
 from roofline.kernels.lsq import Param, at_bound, fit_params, levenberg_marquardt
@@ -320,19 +321,22 @@ def calibrate_op(key: str, table: Measurements, hw: HardwareSpec, max_rows: int 
 
 
 def known_op_classes() -> list[str]:
-    """Op classes ``calibrate --op`` accepts: the schema ops and their separate kernel families."""
+    """Op classes a fit may be restricted to: the schema ops and their separate kernel families."""
     plain = [*compute_ops(), *COLLECTIVE_OPS]
     return plain + [f"{op}_{impl}" for op in plain for impl in SEPARATE_IMPLS]
 
 
 def _wanted(keys: list[str], ops: list[str] | None) -> list[str]:
-    """Entry keys selected by ``--op`` values (op classes like gemm, or keys like gemm/fp8)."""
+    """Entry keys selected by ``ops`` (op classes like gemm, or keys like gemm/fp8)."""
     if not ops:
         return keys
     unknown = [o for o in ops if split_key(o)[0] not in known_op_classes()]
     if unknown:
         allowed = ", ".join([*compute_ops(), *COLLECTIVE_OPS, "allreduce_custom", "gemm_fp8_block"])
-        raise CalibrationError(f"--op {unknown[0]!r} is unknown; allowed: {allowed} (optionally /DTYPE, e.g. gemm/fp8)")
+        raise OptionError(
+            f"ops: {unknown[0]!r} is unknown; allowed: {allowed} (optionally /DTYPE, e.g. gemm/fp8)",
+            parameters=("ops",),
+        )
     return [k for k in keys if k in ops or split_key(k)[0] in ops]
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from roofline.core.errors import OptionError
 from roofline.kernels.schema import CalibrationError, Measurements, concat, from_records
 from roofline.specs import HardwareSpec, hardware_from_dict
 
@@ -291,6 +292,8 @@ def measure(device: str = "auto", quick: bool = True) -> Measurements:
     if device in ("auto", "gpu"):
         gpu = measure_gpu(quick)
         if device == "gpu" and len(gpu) == 0:
-            raise CalibrationError("no CUDA GPU found (needs torch with CUDA); use --device cpu")
+            raise OptionError(
+                "device: no CUDA GPU found (needs torch with CUDA); use device=cpu", parameters=("device",)
+            )
         parts.append(gpu)
     return concat(parts)

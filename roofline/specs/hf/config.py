@@ -316,7 +316,7 @@ def model_dict_with_notes(
     """The ModelSpec mapping of a config.json and, per key, the note naming its source."""
     arch, fields, remark = map_hf_config(config, origin)
     data: dict[str, Any] = {"name": name, "source": f"HF config.json at {origin} ({arch}{remark})"}
-    notes = {"name": "--name or the config's folder", "source": "sources summary"}
+    notes = {"name": "the name given, or the config's folder", "source": "sources summary"}
     for key, field in fields.items():
         data[key] = field.value
         config_key = field.note.removeprefix("config.json: ")

@@ -176,6 +176,7 @@ PARAMETER_FLAGS = {
     "trough_fraction": "--trough",
     "address": "--ray-address",
     "prices": "--price",
+    "ops": "--op",
 }
 
 
