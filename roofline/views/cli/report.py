@@ -10,10 +10,12 @@ from roofline.analyses.sweep.run import check_dtypes, parse_int_list
 from roofline.core.errors import RooflineError
 from roofline.deploy import engine_terms
 from roofline.specs import load_model
-from roofline.views.cli._common import JSON_OPTION, console, emit
-from roofline.views.cli.options import COMPUTE, ENGINE, check_compute_dtype
+from roofline.views.cli import values
+from roofline.views.cli._common import JSON_OPTION, console, emit, err_console
+from roofline.views.cli.options import ENGINE, check_compute_dtype
 from roofline.views.cli.sweep import MEMORY_UTILIZATION, parse_prices, split_names
 from roofline.views.report import Scenario, hardware_refs, write_report
+from roofline.views.report.scenario import SAME
 
 DEFAULT_OUT = Path("reports") / "index.html"
 DEFAULTS = Scenario()
@@ -34,8 +36,50 @@ HARDWARE = typer.Option(
     "profiles (each file is its own trace, named by the file).",
 )
 WEIGHTS = typer.Option(joined(DEFAULTS.weights), "--weights", help="Weight dtypes, comma-separated.")
-KV_DTYPE = typer.Option(joined(DEFAULTS.kv_dtypes), "--kv-dtype", help="KV-cache dtypes, comma-separated.")
-CONTEXT = typer.Option(joined(DEFAULTS.context), "--context", "-s", help="Context lengths, comma-separated.")
+KV_DTYPE = typer.Option(
+    joined(DEFAULTS.kv_dtypes),
+    "--kv-dtype",
+    help="KV-cache dtypes, comma-separated ('same': each weight dtype's own).",
+)
+COMPUTE = typer.Option(
+    SAME,
+    "--compute-dtype",
+    help="Matmul dtype ('same': the weights' dtype where the chip has its FLOP/s, else bf16).",
+)
+CONTEXT = typer.Option(
+    None,
+    "--context",
+    "-s",
+    help="Decode contexts swept, comma-separated (default: the workload's mean, input + output/2).",
+)
+INPUT_LEN = typer.Option(
+    DEFAULTS.input_len, "--input-len", "-i", parser=values.count(), help="Prompt tokens of every request."
+)
+OUTPUT_LEN = typer.Option(
+    DEFAULTS.output_len, "--output-len", "-o", parser=values.count(), help="Generated tokens of every request."
+)
+TTFT_SLO = typer.Option(
+    DEFAULTS.ttft_slo_s,
+    "--ttft-slo",
+    parser=values.seconds,
+    metavar="TIME",
+    help=f"The summary's time-to-first-token target (default {DEFAULTS.ttft_slo_s * 1e3:g}ms), e.g. 500ms.",
+)
+TPOT_SLO = typer.Option(
+    DEFAULTS.tpot_slo_s,
+    "--tpot-slo",
+    parser=values.seconds,
+    metavar="TIME",
+    help=f"The summary's time-per-output-token target (default {DEFAULTS.tpot_slo_s * 1e3:g}ms), e.g. 30ms.",
+)
+TAILS = typer.Option(True, "--tails/--no-tails", help="Simulate each model's cheapest deployment under load.")
+COMPARE = typer.Option(
+    False,
+    "--compare",
+    help="Put two entries side by side: roofline report --compare A B, each a chip, profile "
+    "(h100-sxm-cal@trtllm/1.0: an engine entry) or deployment (h200:tp=8,weights=fp8).",
+)
+ENTRIES = typer.Argument(None, help="The two entries of --compare.", show_default=False)
 CHIPS = typer.Option(joined(DEFAULTS.chips), "--chips", "-n", help="Chips per slice: '1,2,4,8' or '1..64'.")
 BATCH = typer.Option(
     None,
@@ -61,6 +105,7 @@ SCALE_OUT_TP = typer.Option(
 
 
 def report_command(
+    entries: list[str] = ENTRIES,
     out: Path = OUT,
     models: str = MODELS,
     hardware: str = HARDWARE,
@@ -77,28 +122,51 @@ def report_command(
     scale_out_tp: bool = SCALE_OUT_TP,
     compute_dtype: str = COMPUTE,
     engine: str = ENGINE,
+    input_len: int = INPUT_LEN,
+    output_len: int = OUTPUT_LEN,
+    ttft_slo: float = TTFT_SLO,
+    tpot_slo: float = TPOT_SLO,
+    tails: bool = TAILS,
+    compare: bool = COMPARE,
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Write the Pareto report (frontiers per model and chip, the book's figures) to reports/index.html.
+    """Write the report to reports/index.html: per model the cheapest and fastest deployments meeting an
+    interactivity target, latency under load, frontiers per chip, and the details folded away.
 
-    Example: roofline report --models llama-3-8b --hardware tpu-v5e,h100-sxm --out reports/llama-3-8b.html
+    Example: roofline report --models llama-3.1-8b --hardware h100-sxm-cal@trtllm/1.0,mi300x --tpot-slo 30ms --out reports/llama.html
     """
+    entries = list(entries or [])
+    if entries and not compare:
+        raise RooflineError(
+            f"unexpected {' '.join(entries)!r}: entries after the options need --compare (--compare A B)"
+        )
+    if compare and len(entries) != 2:
+        raise RooflineError(
+            f"--compare: give exactly two entries to compare, e.g. --compare h100-sxm b200 (got {len(entries)}"
+            + (f": {', '.join(entries)})" if entries else ")")
+        )
     model_list = split_names(models, "--models")
     for name in model_list:
         load_model(name)  # unknown names fail here, before anything is written
-    refs = hardware_refs(split_names(hardware, "--hardware"))  # names, hardware files, calibrated profiles
+    names = entries if compare else split_names(hardware, "--hardware")
+    flag = "--compare" if compare else "--hardware"
+    try:
+        refs = hardware_refs(names, engine)  # names, hardware files, calibrated profiles, @engine, :deployment
+    except RooflineError as exc:
+        raise type(exc)(f"{flag}: {exc}".replace(f"{flag}: hardware: ", f"{flag}: ")) from None
     for r in refs:
-        check_compute_dtype(r.spec, compute_dtype, f"--hardware {r.ref}")
-        if engine is not None:  # every chip's profile must hold the entry (fail closed), as in sweep
-            engine_terms(r.spec, engine)
+        if compute_dtype != SAME:
+            check_compute_dtype(r.spec, compute_dtype, f"{flag} {r.ref}")
+        if r.engine is not None:  # the profile must hold the entry (fail closed), as in sweep
+            engine_terms(r.spec, r.engine)
     if out.exists() and out.is_dir():
         raise RooflineError(f"--out {out}: is a folder, give a file name such as {out / 'index.html'}")
     scenario = Scenario(
         models=tuple(model_list),
-        hardware=tuple(r.ref for r in refs),
+        hardware=tuple(r.entry.text for r in refs),
         weights=check_dtypes(split_names(weights, "--weights"), "--weights"),
-        kv_dtypes=check_dtypes(split_names(kv_dtype, "--kv-dtype"), "--kv-dtype"),
-        context=tuple(parse_int_list(context, "--context").tolist()),
+        kv_dtypes=_kv_dtypes(kv_dtype),
+        context=None if context is None else tuple(parse_int_list(context, "--context").tolist()),
         batch=DEFAULTS.batch if batch is None else tuple(parse_int_list(batch, "--batch").tolist()),
         chips=tuple(parse_int_list(chips, "--chips").tolist()),
         tp=None if tp is None else tuple(parse_int_list(tp, "--tp").tolist()),
@@ -107,31 +175,57 @@ def report_command(
         memory_utilization=memory_utilization,
         traces=tuple(split_names(traces, "--traces")),
         scale_out_tp=scale_out_tp,
-        compute_dtype=compute_dtype,
+        compute_dtype=compute_dtype if compute_dtype == SAME else check_dtypes([compute_dtype], "--compute-dtype")[0],
         engine=engine,
+        input_len=input_len,
+        output_len=output_len,
+        ttft_slo_s=ttft_slo,
+        tpot_slo_s=tpot_slo,
+        tails=tails,
+        compare=compare,
     )
     summary = write_report(out, scenario)
+    if summary["unmet"]:
+        err_console.print(
+            f"note: no deployment of {', '.join(summary['unmet'])} meets TTFT ≤ {ttft_slo * 1e3:g} ms and "
+            f"TPOT ≤ {tpot_slo * 1e3:g} ms; the page says so (its controls offer other targets)",
+            highlight=False,
+            soft_wrap=True,
+        )
 
     def render() -> None:
         from roofline.views.cli._common import compact_table
 
-        table = compact_table(
-            "configurations per model", ["model", "evaluated", "fit", "out of memory", "frontier"], left=("model",)
-        )
+        title = f"cheapest meeting TTFT ≤ {ttft_slo * 1e3:g} ms, TPOT ≤ {tpot_slo * 1e3:g} ms"
+        table = compact_table(title, ["model", "$/Mtok", "chip", "chips", "tp", "batch", "dtypes"], left=("model",))
         for name, counts in summary["models"].items():
+            best = counts["cheapest"]
+            if best is None:
+                table.add_row(name, "none", "-", "-", "-", "-", "-")
+                continue
             table.add_row(
                 name,
-                f"{counts['evaluated']:,}",
-                f"{counts['fit']:,}",
-                f"{counts['dropped_out_of_memory']:,}",
-                str(counts["frontier_points"]),
+                f"{best['cost_per_million_tokens']:,.3f}",
+                best["hardware"],
+                str(best["chips"]),
+                str(best["tp"]),
+                str(best["batch"]),
+                f"{best['weights']}/{best['kv_dtype']}",
             )
         console.print(table)
-        chips = list(dict.fromkeys(t.split(" · ")[0] for t in summary["traces"]))
-        console.print(f"traces per chip (bound, prediction): {', '.join(chips)}")
+        evaluated = sum(c["evaluated"] for c in summary["models"].values())
+        fit = sum(c["fit"] for c in summary["models"].values())
+        console.print(f"configurations: {evaluated:,} evaluated, {fit:,} fit in HBM")
         console.print(f"wrote {summary['path']} ({summary['bytes'] / 1e6:.1f} MB, {summary['figures']} figures)")
 
     emit(summary, as_json, render)
+
+
+def _kv_dtypes(text: str) -> tuple[str, ...]:
+    """--kv-dtype: dtypes and 'same' (each weight dtype's own)."""
+    names = split_names(text, "--kv-dtype")
+    check_dtypes([n for n in names if n != SAME] or ["bf16"], "--kv-dtype")
+    return tuple(names)
 
 
 def register(app: typer.Typer) -> None:

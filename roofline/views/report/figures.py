@@ -181,6 +181,9 @@ class FrontierTrace:
     color: str
     result: SweepResult
     domain: int | None = None
+    #: The model the trace belongs to on a page with a model control (its ``meta.model``); "" for none.
+    model: str = ""
+    visible: bool = True
 
 
 #: Line and marker style of each kind of trace (the page's first lines say what each is).
@@ -222,6 +225,8 @@ def trace_frontier_figure(traces: Sequence[FrontierTrace], objective: str, title
             )
         )
         data[-1]["line"]["shape"] = "hv"
+        if tr.model:
+            data[-1].update(meta={"model": tr.model}, visible=tr.visible)
     all_x = np.concatenate(xs) if xs else np.zeros(0)
     all_y = np.concatenate(ys) if ys else np.zeros(0)
     return {"data": data, "layout": layout(title, axis(x_title, all_x), axis(y_title, all_y), "trace")}

@@ -1,7 +1,8 @@
-"""The main report: latency/throughput/cost frontiers per model and chip file, bound and prediction.
+"""The main report: the summary's answers first, tails under load, frontiers, then folded details.
 
-Data comes from :func:`roofline.analyses.sweep.run.decode_sweep` (the step model's terms per configuration)
-and :mod:`roofline.terms.ops`; this module only lays it out as one self-contained HTML page.
+Numbers come from the report's runs (:mod:`roofline.views.report.runs`: sweeps of the step model's terms),
+:mod:`roofline.analyses.targets` (points served at load), :mod:`roofline.analyses.tails` (the simulator)
+and :mod:`roofline.terms.ops`; this module only lays them out as one self-contained HTML page.
 """
 
 from __future__ import annotations
@@ -9,18 +10,26 @@ from __future__ import annotations
 import datetime as _dt
 import html
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from roofline.analyses.pareto import OBJECTIVES
 from roofline.analyses.step import BOOK
-from roofline.analyses.sweep.run import SweepResult, decode_sweep
-from roofline.specs import load_model
+from roofline.analyses.sweep.result import SweepResult
+from roofline.analyses.tails import LoadCurve
 from roofline.views.report import figures, sections
+from roofline.views.report.controls import controls_script, summary_section
+from roofline.views.report.frontiers import (
+    EVALUATED_HEADERS,
+    FRONTIER_HEADERS,
+    OBJECTIVE_TITLES,
+    evaluated_rows,
+    frontier_details,
+    frontier_figures,
+    frontier_rows,
+    frontier_traces,
+)
 from roofline.views.report.page import figure_html, html_table, page_html, tool_version, write_page
+from roofline.views.report.runs import ModelRun
 from roofline.views.report.scenario import (
     DEFAULT_BATCH,
     DEFAULT_CHIPS,
@@ -29,6 +38,9 @@ from roofline.views.report.scenario import (
     HardwareRef,
     Scenario,
 )
+from roofline.views.report.summary import ModelAnswers
+from roofline.views.report.tails import tails_figure, tails_notes
+from roofline.views.report.work import all_models
 
 __all__ = [
     "DEFAULT_BATCH",
@@ -37,163 +49,11 @@ __all__ = [
     "DEFAULT_MODELS",
     "Scenario",
     "build_report",
+    "frontier_rows",
+    "frontier_traces",
     "write_frontier_page",
     "write_report",
 ]
-
-OBJECTIVE_TITLES = {
-    "latency-throughput": "per-token latency vs throughput per chip",
-    "interactivity-throughput": "interactivity vs throughput per chip",
-    "cost-latency": "$ per million tokens vs per-token latency",
-}
-
-
-@dataclass(frozen=True)
-class ModelSweeps:
-    """One model's sweeps: every chip file at its own rates, and calibrated files on their spec sheets."""
-
-    name: str
-    predicted: SweepResult
-    spec: SweepResult | None
-
-
-def _sweep(name: str, scenario: Scenario, refs: Sequence[HardwareRef], spec_sheet: bool) -> SweepResult:
-    hardware = [r.spec_sheet if spec_sheet else r.spec for r in refs]
-    return decode_sweep(
-        load_model(name),
-        hardware,
-        scenario.batch,
-        scenario.chips,
-        scenario.context,
-        scenario.weights,
-        scenario.kv_dtypes,
-        scenario.tp,
-        scenario.compute_dtype,
-        scenario.prices,
-        pp=scenario.pp,
-        memory_utilization=scenario.memory_utilization,
-        labels=[r.label for r in refs],
-        engine=None if spec_sheet else scenario.engine,
-    )
-
-
-def run_sweeps(scenario: Scenario, refs: Sequence[HardwareRef]) -> dict[str, ModelSweeps]:
-    """Per model: one sweep over every chip file; a second on the spec sheets of calibrated ones (bounds)."""
-    calibrated = [r for r in refs if r.calibrated]
-    need_spec = calibrated and "bound" in scenario.traces
-    return {
-        name: ModelSweeps(
-            name, _sweep(name, scenario, refs, False), _sweep(name, scenario, calibrated, True) if need_spec else None
-        )
-        for name in scenario.models
-    }
-
-
-def frontier_traces(
-    sweeps: ModelSweeps, refs: Sequence[HardwareRef], scenario: Scenario
-) -> tuple[list[figures.FrontierTrace], dict[str, int]]:
-    """Bound and prediction traces per chip file, and the points left out of each prediction (tp across
-    the scale-out network)."""
-    traces, excluded = [], {}
-    for i, ref in enumerate(refs):
-        color = figures.COLORS[i % len(figures.COLORS)]
-        pred = sweeps.predicted.select(sweeps.predicted.column("hardware") == ref.label)
-        if "bound" in scenario.traces:
-            base = pred
-            if ref.calibrated and sweeps.spec is not None:
-                base = sweeps.spec.select(sweeps.spec.column("hardware") == ref.label)
-            traces.append(
-                figures.FrontierTrace(
-                    f"{ref.label} · bound", "bound", color, base.with_step_time("step_time_lower_s"), ref.domain
-                )
-            )
-        if "prediction" in scenario.traces:
-            outside = (
-                (pred.columns["tp"] > ref.domain)
-                if (ref.domain and not scenario.scale_out_tp)
-                else np.zeros(len(pred), dtype=bool)
-            )
-            excluded[ref.label] = int(outside.sum())
-            traces.append(
-                figures.FrontierTrace(
-                    f"{ref.label} · prediction", "prediction", color, pred.select(~outside), ref.domain
-                )
-            )
-    return traces, excluded
-
-
-def frontier_rows(
-    result: SweepResult, objective: str = "latency-throughput", group: str = "hardware"
-) -> list[list[Any]]:
-    """Table rows of every group's (chip's) frontier points, in the frontier's order."""
-    rows: list[list[Any]] = []
-    for idx in result.frontiers(objective, group).values():
-        points = result.select(idx)  # the frontier's points only: columns read once, not per point
-        cols = {k: points.column(k).tolist() for k in figures.HOVER_FIELDS}
-        for i in range(len(idx)):
-            c = {k: v[i] for k, v in cols.items()}
-            rows.append(
-                [
-                    c["hardware"],
-                    c["chips"],
-                    c["topology"] or "-",
-                    c["tp"],
-                    c["batch"],
-                    c["weights"],
-                    c["kv_dtype"],
-                    c["context"],
-                    f"{c['step_time_s'] * 1e3:.3f}",
-                    f"{c['tokens_per_s_per_chip']:,.1f}",
-                    f"{c['tokens_per_s_per_user']:,.1f}",
-                    f"{c['cost_per_million_tokens']:.3f}",
-                    c["bound"],
-                ]
-            )
-    return rows
-
-
-FRONTIER_HEADERS = (
-    "chip",
-    "chips",
-    "slice",
-    "tp",
-    "batch",
-    "weights",
-    "KV",
-    "context",
-    "step (ms)",
-    "tokens/s/chip",
-    "tokens/s/user",
-    "$/Mtok",
-    "bound",
-)
-
-
-def _summary_rows(name: str, result: SweepResult, excluded: dict[str, int]) -> list[list[Any]]:
-    hw = result.column("hardware")
-    rows = []
-    for chip, dropped in result.dropped_by_hardware.items():
-        mask = hw == chip
-        kept = int(mask.sum())
-        best = f"{result.columns['tokens_per_s_per_chip'][mask].max():,.1f}" if kept else "-"
-        fastest = f"{result.columns['step_time_s'][mask].min() * 1e3:.3f}" if kept else "-"
-        cheapest = f"{result.columns['cost_per_million_tokens'][mask].min():.3f}" if kept else "-"
-        rows.append([name, chip, kept + dropped, kept, dropped, excluded.get(chip, 0), best, fastest, cheapest])
-    return rows
-
-
-SUMMARY_HEADERS = (
-    "model",
-    "chip",
-    "evaluated",
-    "fit in HBM",
-    "dropped (out of memory)",
-    "left out of the prediction (tp across scale-out)",
-    "best predicted tokens/s/chip",
-    "fastest predicted step (ms)",
-    "cheapest predicted $/Mtok",
-)
-TRACE_HEADERS = ("trace", *FRONTIER_HEADERS)
 
 
 class _Figures:
@@ -208,102 +68,149 @@ class _Figures:
 
 
 def _head(version: str, refs: Sequence[HardwareRef], scenario: Scenario) -> list[str]:
+    """Title and one lead paragraph: the workload, and what every chip's prediction is priced from."""
+    tiers = "; ".join(f"<b>{html.escape(r.label)}</b>: {html.escape(_tier(r))}" for r in refs)
     return [
-        "<h1>roofline: latency, throughput and cost frontiers</h1>",
-        *sections.trace_legend(refs, scenario),
+        "<h1>roofline: which deployment meets the target, and what it costs</h1>",
+        f'<p class="lead">Requests of {scenario.input_len:,} prompt tokens and {scenario.output_len:,} generated '
+        f"tokens, each replica at the load its batch and the target allow. Predictions: {tiers}.</p>",
         f'<p class="note">roofline {html.escape(version)} · generated '
-        f"{_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M UTC} · formulas: {html.escape(BOOK)}, "
-        "'Theoretical estimates for LLM latency and throughput'. Every chip file is its own trace, named "
-        "by the file (a calibrated profile is never merged with the chip it describes).</p>",
-        "<h2>Scenario</h2>",
-        html_table(("parameter", "value"), scenario.describe(), text_columns=2),
-        html_table(("chip", "hardware"), [(r.label, r.describe()) for r in refs], text_columns=2),
+        f"{_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M UTC} · formulas: {html.escape(BOOK)}.</p>",
     ]
 
 
-def _frontier_table(traces: Sequence[figures.FrontierTrace]) -> list[list[Any]]:
-    rows = []
-    for tr in traces:
-        if len(tr.result):
-            rows += [[tr.name, *row] for row in frontier_rows(tr.result, group="all")]
-    return rows
+def _tier(ref: HardwareRef) -> str:
+    """Where one entry's predictions come from, in a few words."""
+    if not ref.calibrated:
+        return "spec sheet (no calibrated profile: optimistic, no kernel overheads)"
+    engine = f" and engine entry {ref.engine}" if ref.engine else ""
+    return f"calibrated profile{engine}"
+
+
+def _details(title: str, body: Sequence[str]) -> list[str]:
+    return [f"<details><summary>{html.escape(title)}</summary>", *body, "</details>"]
 
 
 def build_report(scenario: Scenario) -> tuple[str, dict[str, Any]]:
-    """The report's HTML and a summary (counts per model, figures, version) for --json."""
+    """The report's HTML and a summary (answers, counts per model, figures, version) for --json."""
     refs = scenario.hardware_refs()
-    sweeps = run_sweeps(scenario, refs)
+    runs, tail_curves = all_models(scenario, refs)
     version = tool_version()
-    page = _head(version, refs, scenario)
     figs = _Figures()
-    traces = {name: frontier_traces(ms, refs, scenario) for name, ms in sweeps.items()}
-    summary_rows, dropped, sources = [], [], {}
-    for name, ms in sweeps.items():
-        summary_rows += _summary_rows(name, ms.predicted, traces[name][1])
-        dropped += sections.dropped_rows(name, ms.predicted)
-        sources.update(ms.predicted.sources)
-        sources[f"model:{name}"] = ms.predicted.sources["model"]
+    page = _head(version, refs, scenario)
+    summary_html, found = summary_section(runs, refs, scenario)
+    page += summary_html
+    if scenario.tails:
+        page += [
+            "<h2>Latency under load</h2>",
+            '<p class="note">The cheapest deployment of the chosen model, simulated (continuous batching, chunked '
+            "prefill, Poisson arrivals) at rates up to and past the rate that fills its batch: p50 solid, p99 "
+            "dashed, ✕ where the replica falls behind. The dotted line is the summary's operating point.</p>",
+            figs.html(tails_figure(found, tail_curves, scenario)),
+            f'<ul class="why">{"".join(tails_notes(found, tail_curves))}</ul>',
+        ]
+    traces = {name: frontier_traces(run, refs, scenario, visible=i == 0) for i, (name, run) in enumerate(runs.items())}
+    page += [
+        "<h2>Frontiers</h2>",
+        '<p class="note">Every point the sweep kept, as steady decode steps (no prefill): the best trade-off per '
+        "chip entry between per-token latency, throughput per chip and cost. The model control above picks the "
+        "model.</p>",
+        *frontier_figures({m: t for m, (t, _) in traces.items()}, figs.html),
+    ]
+    summary = _json_summary(version, refs, scenario, runs, found, tail_curves)
+    evaluated, dropped, sources = [], [], {}
+    for name, run in runs.items():
+        model_traces, excluded = traces[name]
+        evaluated += evaluated_rows(name, run.predicted, excluded)
+        dropped += sections.dropped_rows(name, run.predicted)
+        sources.update(run.predicted.sources)
+        sources[f"model:{name}"] = run.predicted.sources["model"]
+        rows_html, points = frontier_details(name, model_traces)
+        ops_html, ops_data = sections.ops_section(name, scenario, refs, figs.html)
+        page += rows_html
+        page += [
+            f'<details data-model="{html.escape(name)}"><summary>{html.escape(name)}: the classic roofline, op '
+            "by op</summary>",
+            *ops_html,
+            "</details>",
+        ]
+        summary["models"][name].update(frontier_points=points, ops=ops_data)
     sources.pop("model", None)
     excluded_total: dict[str, int] = {}
     for _, excluded in traces.values():
         for label, n in excluded.items():
             excluded_total[label] = excluded_total.get(label, 0) + n
-    page += [
-        "<h2>Configurations evaluated</h2>",
-        '<p class="note">Points whose weights + KV cache exceed the slice\'s usable HBM are dropped; the '
-        "table below lists each one (per slice, every batch from the first dropped one up).</p>",
-        html_table(SUMMARY_HEADERS, summary_rows, text_columns=2),
-        sections.excluded_note(excluded_total, scenario),
-        f"<details><summary>{len(dropped)} configurations dropped for memory (each row: every batch from the "
-        "first dropped one up)</summary>",
-        html_table(sections.DROPPED_HEADERS, dropped, text_columns=4),
-        "</details>",
-        "<details><summary>Where the numbers come from</summary>",
-        html_table(("input", "source"), sorted(sources.items()), text_columns=2),
-        "</details>",
-    ]
-    summary: dict[str, Any] = {
-        "version": version,
-        "models": {},
-        "sources": dict(sorted(sources.items())),
-        "traces": [f"{r.label} · {k}" for r in refs for k in scenario.traces],
-    }
-    for name, ms in sweeps.items():
-        page.append(f"<h2>{html.escape(name)}: frontiers</h2>")
-        model_traces = traces[name][0]
-        if len(ms.predicted) == 0:
-            page.append('<p class="note">No configuration fits in HBM: nothing to plot.</p>')
-        else:
-            for objective in OBJECTIVES:
-                page.append(
-                    figs.html(
-                        figures.trace_frontier_figure(model_traces, objective, f"{name}: {OBJECTIVE_TITLES[objective]}")
-                    )
-                )
-        rows = _frontier_table(model_traces)
-        page += [
-            f"<details><summary>{len(rows)} points on the latency/throughput frontiers of "
-            f"{html.escape(name)}</summary>",
-            html_table(TRACE_HEADERS, rows, text_columns=2),
-            "</details>",
-        ]
-        ops_html, ops_data = sections.ops_section(name, scenario, refs, figs.html)
-        page += ops_html
-        summary["models"][name] = {
-            "evaluated": ms.predicted.evaluated,
-            "fit": len(ms.predicted),
-            "dropped_out_of_memory": ms.predicted.dropped_out_of_memory,
-            "dropped_configurations": len(sections.dropped_rows(name, ms.predicted)),
-            "left_out_of_prediction": traces[name][1],
-            "frontier_points": len(rows),
-            "ops": ops_data,
-        }
+    summary["sources"] = dict(sorted(sources.items()))
+    page += _details("What each trace is", sections.trace_legend(refs, scenario))
+    page += _details(
+        "Configurations evaluated",
+        [
+            html_table(EVALUATED_HEADERS, evaluated, text_columns=2),
+            sections.excluded_note(excluded_total, scenario),
+        ],
+    )
+    page += _details(
+        f"{len(dropped)} configurations dropped for memory (each row: every batch from the first dropped one up)",
+        [html_table(sections.DROPPED_HEADERS, dropped, text_columns=4)],
+    )
     summary["book_tables"] = bool(scenario.book_models())
     if summary["book_tables"]:
-        page += sections.book_section(figs.html)
-    page += sections.memory_section(scenario, refs, figs.html)
-    summary["figures"] = figs.count
+        page += _details("The book's LLaMA-2-13B tables", sections.book_section(figs.html))
+    page += _details("Memory vs batch", sections.memory_section(scenario, refs, figs.html))
+    page += _details(
+        "Scenario and where the numbers come from",
+        [
+            html_table(("parameter", "value"), scenario.describe(), text_columns=2),
+            html_table(("chip", "hardware"), [(r.label, r.describe()) for r in refs], text_columns=2),
+            html_table(("input", "source"), sorted(sources.items()), text_columns=2),
+        ],
+    )
+    page.append(controls_script())
+    summary["figures"] = figs.count + 1  # and the summary's heatmap
     return page_html("roofline report", page), summary
+
+
+def _json_summary(
+    version: str,
+    refs: Sequence[HardwareRef],
+    scenario: Scenario,
+    runs: dict[str, ModelRun],
+    found: Sequence[ModelAnswers],
+    tail_curves: dict[str, LoadCurve],
+) -> dict[str, Any]:
+    """--json: the answers at the scenario's target, counts per model, tails, traces."""
+    out: dict[str, Any] = {
+        "version": version,
+        "target": {"ttft_slo_s": scenario.ttft_slo_s, "tpot_slo_s": scenario.tpot_slo_s},
+        "workload": {"input_len": scenario.input_len, "output_len": scenario.output_len},
+        "models": {},
+        "traces": [f"{r.label} · {k}" for r in refs for k in scenario.traces],
+        "unmet": [a.run.name for a in found if a.cheapest is None],
+    }
+    for a in found:
+        run = a.run
+        curve = tail_curves.get(run.name)
+        out["models"][run.name] = {
+            "evaluated": run.predicted.evaluated,
+            "fit": len(run.predicted),
+            "dropped_out_of_memory": run.predicted.dropped_out_of_memory,
+            "dropped_configurations": len(sections.dropped_rows(run.name, run.predicted)),
+            "left_out_of_prediction": {},
+            "cheapest": a.cheapest.as_dict() if a.cheapest else None,
+            "fastest": a.fastest.as_dict() if a.fastest else None,
+            "tails": None
+            if curve is None
+            else {
+                "rate_per_s": curve.rate_per_s.tolist(),
+                "ttft_p50_s": curve.ttft_p50_s.tolist(),
+                "ttft_p99_s": curve.ttft_p99_s.tolist(),
+                "tpot_p50_s": curve.tpot_p50_s.tolist(),
+                "tpot_p99_s": curve.tpot_p99_s.tolist(),
+                "completed_per_s": curve.completed_per_s.tolist(),
+                "saturated": curve.saturated.tolist(),
+            },
+        }
+    return out
 
 
 def write_report(path: str | Path, scenario: Scenario | None = None) -> dict[str, Any]:

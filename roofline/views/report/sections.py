@@ -158,21 +158,27 @@ def book_section(fig_html: FigureHtml) -> list[str]:
     ]
 
 
+def first_precision(scenario: Scenario, ref: HardwareRef) -> Precision:
+    """The scenario's first weight dtype with its KV and matmul dtypes on ``ref`` (``same`` resolved)."""
+    kv, compute = scenario.precisions(scenario.weights[0], ref.spec)
+    return Precision(scenario.weights[0], kv[0], compute)
+
+
 def memory_section(scenario: Scenario, refs: Sequence[HardwareRef], fig_html: FigureHtml) -> list[str]:
     """Weights + KV vs batch for each scenario model (first dtypes, first context), HBM lines per chip."""
     batch = np.asarray(scenario.batch, dtype=float)
-    precision = Precision(scenario.weights[0], scenario.kv_dtypes[0], scenario.compute_dtype)
+    precision = first_precision(scenario, refs[0])
     curves = []
     for name in scenario.models:
-        res = decode_step(load_model(name), refs[0].spec, 1, batch, scenario.context[0], precision)
+        res = decode_step(load_model(name), refs[0].spec, 1, batch, scenario.contexts[0], precision)
         curves.append({"name": name, "batch": batch, "total_bytes": res.total_bytes})
     capacities = [
         {"name": f"{BOOK_SLICE_CHIPS}x {r.label}", "bytes": BOOK_SLICE_CHIPS * r.spec.hbm_bytes} for r in refs
     ]
     return [
         "<h2>Memory vs batch for the scenario's models</h2>",
-        f'<p class="note">{html.escape(scenario.weights[0])} weights, {html.escape(scenario.kv_dtypes[0])} KV, '
-        f"context {scenario.context[0]}; dashed lines: physical HBM of an {BOOK_SLICE_CHIPS}-chip slice.</p>",
+        f'<p class="note">{html.escape(precision.weights)} weights, {html.escape(precision.kv)} KV, '
+        f"context {scenario.contexts[0]}; dashed lines: physical HBM of an {BOOK_SLICE_CHIPS}-chip slice.</p>",
         fig_html(figures.memory_vs_batch_figure(curves, capacities, "memory vs batch")),
     ]
 
@@ -180,7 +186,7 @@ def memory_section(scenario: Scenario, refs: Sequence[HardwareRef], fig_html: Fi
 def ops_configuration(model: ModelSpec, ref: HardwareRef, scenario: Scenario) -> tuple[int, int] | None:
     """(chips = tp, batch) of the per-op section: the smallest scenario slice within the scale-up domain
     that holds the model, decoding the largest scenario batch up to 32 that fits there."""
-    precision = Precision(scenario.weights[0], scenario.kv_dtypes[0], scenario.compute_dtype)
+    precision = first_precision(scenario, ref)
     for chips in sorted(scenario.chips):
         if ref.domain and chips > ref.domain:
             continue
@@ -189,7 +195,7 @@ def ops_configuration(model: ModelSpec, ref: HardwareRef, scenario: Scenario) ->
             ref.spec_sheet,
             chips,
             1,
-            scenario.context[0],
+            scenario.contexts[0],
             precision,
             tp=chips,
             memory_utilization=scenario.memory_utilization,
@@ -204,8 +210,8 @@ def op_breakdowns(
     model: ModelSpec, ref: HardwareRef, scenario: Scenario, chips: int, batch: int
 ) -> list[tuple[str, str, OpBreakdown]]:
     """(phase, rates, breakdown): decode of ``batch`` and prefill of one prompt, spec sheet then profile."""
-    precision = Precision(scenario.weights[0], scenario.kv_dtypes[0], scenario.compute_dtype)
-    context = scenario.context[0]
+    precision = first_precision(scenario, ref)
+    context = scenario.contexts[0]
     specs = [("spec sheet", ref.spec_sheet)] + ([("calibrated profile", ref.spec)] if ref.calibrated else [])
     out = []
     for kind, hw in specs:
@@ -216,7 +222,7 @@ def op_breakdowns(
             precision,
             tp=chips,
             memory_utilization=scenario.memory_utilization,
-            engine=scenario.engine if hw is ref.spec and ref.calibrated else None,
+            engine=ref.engine if hw is ref.spec and ref.calibrated else None,
         )
         out.append(("decode", kind, step_ops(dep, decode_work(batch, context))))
         out.append(("prefill", kind, step_ops(dep, prefill_work(1, context))))
@@ -238,10 +244,11 @@ def ops_section(
         ], {}
     chips, batch = found
     phases = op_breakdowns(model, ref, scenario, chips, batch)
+    precision = first_precision(scenario, ref)
     config = (
-        f"{ref.label}, {chips} chip{'s' if chips > 1 else ''} (tp {chips}), {scenario.weights[0]} weights, "
-        f"{scenario.kv_dtypes[0]} KV, context {scenario.context[0]}: decode of batch {batch} and prefill "
-        f"of one {scenario.context[0]}-token prompt"
+        f"{ref.label}, {chips} chip{'s' if chips > 1 else ''} (tp {chips}), {precision.weights} weights, "
+        f"{precision.kv} KV, context {scenario.contexts[0]}: decode of batch {batch} and prefill "
+        f"of one {scenario.contexts[0]}-token prompt"
     )
     sections = [
         head,
@@ -261,7 +268,7 @@ def ops_section(
         "hardware": ref.label,
         "chips": chips,
         "batch": batch,
-        "context": scenario.context[0],
+        "context": scenario.contexts[0],
         **roofline_plot.data_points(phases),
     }
     return sections, data

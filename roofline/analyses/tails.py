@@ -1,0 +1,104 @@
+"""Tail latency under load: one deployment simulated at a ladder of arrival rates up to saturation.
+
+Each rung is one :func:`roofline.analyses.simulate.simulate` run (open-loop Poisson arrivals, the
+deployment's step cost from the step terms through :func:`~roofline.analyses.simulate.adapter.cost_for`,
+``max_num_seqs`` = the deployment's batch); the curve keeps p50 and p99 of TTFT and TPOT and the rate
+the replica completed.  A rung is *saturated* when the replica completes less than
+:data:`SATURATED` of the offered rate: the queue grows for as long as the load lasts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from roofline.analyses.lengths import LengthDistribution
+from roofline.analyses.simulate import OpenLoop, SchedulerConfig, simulate
+from roofline.analyses.simulate.adapter import cost_for
+from roofline.analyses.step import Precision
+from roofline.core.errors import OptionError, shown
+from roofline.deploy import DEFAULT_MEMORY_UTILIZATION
+from roofline.specs import HardwareSpec, ModelSpec
+
+#: Rungs as fractions of the rate that fills the batch (the capacity plan's estimate of saturation).
+RATE_FRACTIONS = (0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.1, 1.25)
+#: A rung whose completed rate falls below this fraction of the offered rate is saturated.
+SATURATED = 0.95
+#: Simulated requests per rung (the first 10% are warm-up); p99 of 216 measured requests is about the third worst.
+REQUESTS = 240
+#: vLLM's default token budget per step (max_num_batched_tokens, V1 OpenAI server on >= 70 GiB GPUs).
+TOKEN_BUDGET = 8192
+
+
+@dataclass(frozen=True)
+class TailSetup:
+    """One replica to load: model, chip (or profile) and engine entry, layout, dtypes, batch, lengths."""
+
+    model: ModelSpec
+    hw: HardwareSpec
+    tp: int
+    pp: int
+    precision: Precision
+    batch: int
+    lengths: LengthDistribution
+    engine: str | None = None
+    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION
+    requests: int = REQUESTS
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class LoadCurve:
+    """p50/p99 TTFT and TPOT (seconds) and the completed rate at each offered rate (requests/s)."""
+
+    rate_per_s: np.ndarray
+    ttft_p50_s: np.ndarray
+    ttft_p99_s: np.ndarray
+    tpot_p50_s: np.ndarray
+    tpot_p99_s: np.ndarray
+    completed_per_s: np.ndarray
+    source: str
+
+    @property
+    def saturated(self) -> np.ndarray:
+        """Rungs where the replica falls behind the offered load."""
+        return self.completed_per_s < SATURATED * self.rate_per_s
+
+
+def ladder(full_rate: float, fractions: Sequence[float] = RATE_FRACTIONS) -> np.ndarray:
+    """Offered rates: ``fractions`` of the rate that fills the batch."""
+    if not (np.isfinite(full_rate) and full_rate > 0):
+        raise OptionError(
+            f"full_rate must be a positive request rate (got {shown(full_rate)})", parameters=("full_rate",)
+        )
+    return np.asarray(fractions, dtype=float) * full_rate
+
+
+def load_curve(setup: TailSetup, rates: Sequence[float]) -> LoadCurve:
+    """Simulate ``setup`` at each rate (same seed: common random numbers across rungs)."""
+    cost = cost_for(
+        setup.model,
+        setup.hw,
+        setup.tp,
+        setup.precision,
+        setup.memory_utilization,
+        pp=setup.pp if setup.pp > 1 else None,
+        max_context=float(setup.lengths.max_context) + 1.0,
+        engine=setup.engine,
+    )
+    scheduler = SchedulerConfig(max_num_seqs=setup.batch, max_num_batched_tokens=max(TOKEN_BUDGET, setup.batch))
+    rows = []
+    for rate in rates:
+        res = simulate(
+            cost, OpenLoop(float(rate)), setup.lengths, requests=setup.requests, seed=setup.seed, scheduler=scheduler
+        )
+        rows.append((res.ttft_s.p50, res.ttft_s.p99, res.tpot_s.p50, res.tpot_s.p99, res.requests_per_s))
+    cols = np.asarray(rows, dtype=float).reshape(-1, 5)
+    return LoadCurve(
+        np.asarray(rates, dtype=float),
+        *(cols[:, k] for k in range(5)),
+        source=f"{cost.source}; open-loop Poisson arrivals, {setup.requests} requests per rate (10% warm-up), "
+        f"max_num_seqs {setup.batch}, max_num_batched_tokens {max(TOKEN_BUDGET, setup.batch)}, seed {setup.seed}",
+    )
