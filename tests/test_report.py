@@ -22,10 +22,13 @@ SMALL = Scenario(
     hardware=("tpu-v5e", "h100-sxm"),
     weights=("bf16",),
     kv_dtypes=("bf16",),
+    context=(8192,),
     batch=(1, 8, 16, 64, 256),
     chips=(1, 2, 8),
     memory_utilization=1.0,
-)  # the hand-derived counts below use all of HBM
+    traces=("bound", "prediction"),
+    tails=False,
+)  # the hand-derived counts below use all of HBM, at context 8192
 
 
 @pytest.fixture(scope="module")
@@ -38,10 +41,10 @@ def test_page_is_self_contained_with_plotly_once(small_report: tuple[str, dict])
     # plotly.js's own banner appears once; no script or stylesheet is fetched from the network.
     assert len(re.findall(r"\* plotly\.js v\d", text)) == 1
     assert not re.search(r"<script[^>]+src=", text) and "<link" not in text
-    # 3 frontiers + the classic roofline for the one model + the book's throughput and memory
-    # figures (llama-2-13b is a book model) + scenario memory.
-    assert summary["figures"] == 7
-    assert text.count('class="plotly-graph-div"') == 7
+    # The summary's heatmap, 3 frontiers, the classic roofline for the one model, the book's
+    # throughput and memory figures (llama-2-13b is a book model) and scenario memory (no tails here).
+    assert summary["figures"] == 8
+    assert text.count('class="plotly-graph-div"') == 8
 
 
 def test_counts_follow_the_hand_derived_fit(small_report: tuple[str, dict]) -> None:
@@ -113,8 +116,9 @@ def test_report_cli_json_and_bad_names(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    # 3 frontiers + the classic roofline + scenario memory; no book tables without a book model.
-    assert data["path"] == str(out) and out.is_file() and data["figures"] == 5 and not data["book_tables"]
+    # The summary's heatmap, the tails, 3 frontiers, the classic roofline and scenario memory; no book
+    # tables without a book model.
+    assert data["path"] == str(out) and out.is_file() and data["figures"] == 7 and not data["book_tables"]
     bad = tmp_path / "bad.html"
     proc = run_cli("report", "--models", "llama-2-13c", "--out", str(bad))
     assert proc.returncode == 2 and "unknown model 'llama-2-13c'" in proc.stderr
@@ -316,6 +320,9 @@ def test_report_cli_takes_files_and_profiles_one_trace_each(tmp_path: Path) -> N
         "bf16",
         "--kv-dtype",
         "bf16",
+        "--traces",
+        "bound,prediction",
+        "--no-tails",
         "--out",
         str(out),
         "--json",
@@ -342,7 +349,8 @@ def test_prediction_of_a_profile_is_slower_than_its_bound() -> None:
     # the profile is slower than the spec-sheet bound of the same configuration.
     import tempfile
 
-    from roofline.views.report.pareto_report import frontier_traces, run_sweeps
+    from roofline.views.report.pareto_report import frontier_traces
+    from roofline.views.report.runs import model_run
 
     with tempfile.TemporaryDirectory() as folder:
         cal = write_profile(Path(folder) / "h100-cal.yaml")
@@ -354,9 +362,10 @@ def test_prediction_of_a_profile_is_slower_than_its_bound() -> None:
             batch=(1, 16),
             chips=(1,),
             context=(2048,),
+            traces=("bound", "prediction"),
         )
         refs = scenario.hardware_refs()
-        traces, _ = frontier_traces(run_sweeps(scenario, refs)["llama-3-8b"], refs, scenario)
+        traces, _ = frontier_traces(model_run("llama-3-8b", refs, scenario), refs, scenario)
     bound, pred = (t.result for t in traces)
     assert [t.kind for t in traces] == ["bound", "prediction"]
     assert np.all(pred.columns["step_time_s"] > bound.columns["step_time_s"])
@@ -368,7 +377,7 @@ def test_prediction_of_a_profile_is_slower_than_its_bound() -> None:
 
 
 def test_book_tables_only_with_a_book_model() -> None:
-    base = dict(hardware=("tpu-v5e",), weights=("bf16",), kv_dtypes=("bf16",), batch=(1, 8), chips=(8,))
+    base = dict(hardware=("tpu-v5e",), weights=("bf16",), kv_dtypes=("bf16",), batch=(1, 8), chips=(8,), tails=False)
     text, summary = build_report(Scenario(models=("llama-3-8b",), **base))
     assert not summary["book_tables"] and "the book's LLaMA-2-13B tables" not in text
     text, summary = build_report(Scenario(models=("llama-3-8b", "llama-2-13b"), **base))

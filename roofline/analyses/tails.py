@@ -23,11 +23,15 @@ from roofline.deploy import DEFAULT_MEMORY_UTILIZATION
 from roofline.specs import HardwareSpec, ModelSpec
 
 #: Rungs as fractions of the rate that fills the batch (the capacity plan's estimate of saturation).
-RATE_FRACTIONS = (0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.1, 1.25)
-#: A rung whose completed rate falls below this fraction of the offered rate is saturated.
-SATURATED = 0.95
-#: Simulated requests per rung (the first 10% are warm-up); p99 of 216 measured requests is about the third worst.
-REQUESTS = 240
+RATE_FRACTIONS = (0.3, 0.6, 0.8, 0.95, 1.1, 1.3)
+#: A rung whose completed rate falls below this fraction of the arrived rate is saturated (finishes in a window
+#: of ~1.5 batches of requests vary by ~6%: the margin keeps noise from reading as saturation).
+SATURATED = 0.9
+#: Requests per rung: a warm-up of WARMUP_BATCHES x the batch (Little's law: a replica at its batch holds B
+#: requests, so about B arrivals fill it), then MEASURED_BATCHES x the batch measured, and at least REQUESTS.
+WARMUP_BATCHES = 1.0
+MEASURED_BATCHES = 1.5
+REQUESTS = 200
 #: vLLM's default token budget per step (max_num_batched_tokens, V1 OpenAI server on >= 70 GiB GPUs).
 TOKEN_BUDGET = 8192
 
@@ -45,13 +49,23 @@ class TailSetup:
     lengths: LengthDistribution
     engine: str | None = None
     memory_utilization: float = DEFAULT_MEMORY_UTILIZATION
-    requests: int = REQUESTS
     seed: int = 0
+
+    @property
+    def warmup(self) -> int:
+        """Requests left out of the latencies: about the batch, the arrivals that fill the replica."""
+        return max(int(np.ceil(WARMUP_BATCHES * self.batch)), REQUESTS // 10)
+
+    @property
+    def requests(self) -> int:
+        """Requests per rung: the warm-up, then about 1.5 batches measured (at least :data:`REQUESTS`)."""
+        return max(self.warmup + int(np.ceil(MEASURED_BATCHES * self.batch)), REQUESTS)
 
 
 @dataclass(frozen=True)
 class LoadCurve:
-    """p50/p99 TTFT and TPOT (seconds) and the completed rate at each offered rate (requests/s)."""
+    """p50/p99 TTFT and TPOT (seconds) at each offered rate (requests/s), with the rates that arrived and
+    completed in the measurement window (after the warm-up)."""
 
     rate_per_s: np.ndarray
     ttft_p50_s: np.ndarray
@@ -59,12 +73,13 @@ class LoadCurve:
     tpot_p50_s: np.ndarray
     tpot_p99_s: np.ndarray
     completed_per_s: np.ndarray
+    arrived_per_s: np.ndarray
     source: str
 
     @property
     def saturated(self) -> np.ndarray:
-        """Rungs where the replica falls behind the offered load."""
-        return self.completed_per_s < SATURATED * self.rate_per_s
+        """Rungs where the replica completes less than :data:`SATURATED` of what arrived: it falls behind."""
+        return self.completed_per_s < SATURATED * self.arrived_per_s
 
 
 def ladder(full_rate: float, fractions: Sequence[float] = RATE_FRACTIONS) -> np.ndarray:
@@ -92,13 +107,22 @@ def load_curve(setup: TailSetup, rates: Sequence[float]) -> LoadCurve:
     rows = []
     for rate in rates:
         res = simulate(
-            cost, OpenLoop(float(rate)), setup.lengths, requests=setup.requests, seed=setup.seed, scheduler=scheduler
+            cost,
+            OpenLoop(float(rate)),
+            setup.lengths,
+            requests=setup.requests,
+            seed=setup.seed,
+            scheduler=scheduler,
+            warmup=setup.warmup,
         )
-        rows.append((res.ttft_s.p50, res.ttft_s.p99, res.tpot_s.p50, res.tpot_s.p99, res.requests_per_s))
-    cols = np.asarray(rows, dtype=float).reshape(-1, 5)
+        t0, t1 = res.window_s
+        arrived = (res.arrived - res.warmup_requests - 1) / (t1 - t0) if t1 > t0 else float(rate)
+        rows.append((res.ttft_s.p50, res.ttft_s.p99, res.tpot_s.p50, res.tpot_s.p99, res.requests_per_s, arrived))
+    cols = np.asarray(rows, dtype=float).reshape(-1, 6)
     return LoadCurve(
         np.asarray(rates, dtype=float),
-        *(cols[:, k] for k in range(5)),
-        source=f"{cost.source}; open-loop Poisson arrivals, {setup.requests} requests per rate (10% warm-up), "
+        *(cols[:, k] for k in range(6)),
+        source=f"{cost.source}; open-loop Poisson arrivals, {setup.requests} requests per rate (the first "
+        f"{setup.warmup} as warm-up), "
         f"max_num_seqs {setup.batch}, max_num_batched_tokens {max(TOKEN_BUDGET, setup.batch)}, seed {setup.seed}",
     )

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline.analyses.lengths import LengthDistribution, weighted_mean
-from roofline.analyses.plan.capacity import (
+from roofline.analyses.plan.queueing import (
     cost_per_million_output_tokens,
     mg1_wait_s,
     rate_for_concurrency,

@@ -133,7 +133,7 @@ def report_command(
     """Write the report to reports/index.html: per model the cheapest and fastest deployments meeting an
     interactivity target, latency under load, frontiers per chip, and the details folded away.
 
-    Example: roofline report --models llama-3.1-8b --hardware h100-sxm-cal@trtllm/1.0,mi300x --tpot-slo 30ms --out reports/llama.html
+    Example: roofline report -m llama-3.1-8b -H h100-sxm-cal@trtllm/1.0,mi300x --tpot-slo 30ms --out r/llama.html
     """
     entries = list(entries or [])
     if entries and not compare:

@@ -26,6 +26,7 @@ from roofline.views.report.summary import (
     binds_sentence,
     choices,
     dtype_choices,
+    duration_text,
     heatmap_figure,
     table_rows,
 )
@@ -97,7 +98,7 @@ def cell(
 ) -> tuple[dict[str, Any], list[ModelAnswers]]:
     """The summary for one target and dtype choice: table rows, sentences, heatmap, title."""
     found = [answers(run, refs, scenario, target, dtype, results[name]) for name, run in runs.items()]
-    title = f"Answers at TTFT ≤ {target.ttft_slo_s * 1e3:g} ms and TPOT ≤ {target.tpot_slo_s * 1e3:g} ms"
+    title = f"Answers at TTFT ≤ {duration_text(target.ttft_slo_s)} and TPOT ≤ {duration_text(target.tpot_slo_s)}"
     table = html_table(TABLE_HEADERS, table_rows(found), text_columns=2)
     body = table[table.index("<tbody>") + len("<tbody>") : table.index("</tbody>")]
     why = "".join(f"<li>{binds_sentence(a, scenario, target)}</li>" for a in found)
@@ -129,8 +130,8 @@ def summary_section(
     data = json.dumps(json_safe(payload), separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
     controls = [
         _select("ctl-model", "model", [(m, m) for m in runs], next(iter(runs))),
-        _select("ctl-tpot", "TPOT ≤", [(key_of(v), f"{v * 1e3:g} ms") for v in tpots], key_of(default.tpot_slo_s)),
-        _select("ctl-ttft", "TTFT ≤", [(key_of(v), f"{v * 1e3:g} ms") for v in ttfts], key_of(default.ttft_slo_s)),
+        _select("ctl-tpot", "TPOT ≤", [(key_of(v), duration_text(v)) for v in tpots], key_of(default.tpot_slo_s)),
+        _select("ctl-ttft", "TTFT ≤", [(key_of(v), duration_text(v)) for v in ttfts], key_of(default.ttft_slo_s)),
         _select("ctl-dtype", "dtypes", dtypes, dtypes[0][0]),
     ]
     table = html_table(TABLE_HEADERS, [], text_columns=2).replace("<tbody>", '<tbody id="summary-rows">')

@@ -24,6 +24,11 @@ th { background: #f0f4f8; } td.text, th.text { text-align: left; }
 details { margin: 0.5rem 0; }
 .lead { font-size: 1rem; line-height: 1.45; }
 .row3 { display: grid; grid-template-columns: repeat(3, minmax(0, 1fr)); gap: 0.5rem; }
+.controls { display: flex; flex-wrap: wrap; gap: 0.4rem 1.4rem; margin: 0.4rem 0; font-size: 0.95rem; }
+.controls select { margin-left: 0.3rem; font-size: 0.95rem; }
+tr.chosen td { background: #fff7d6; }
+ul.why { font-size: 0.92rem; line-height: 1.4; padding-left: 1.2rem; } ul.why li { margin: 0.2rem 0; }
+section#summary h2 { margin-top: 1rem; }
 """
 
 

@@ -17,6 +17,7 @@ from roofline.analyses.step import BOOK
 from roofline.analyses.sweep.result import SweepResult
 from roofline.analyses.tails import LoadCurve
 from roofline.views.report import figures, sections
+from roofline.views.report.compare import ratio_figure, ratio_notes, ratios
 from roofline.views.report.controls import controls_script, summary_section
 from roofline.views.report.frontiers import (
     EVALUATED_HEADERS,
@@ -69,22 +70,23 @@ class _Figures:
 
 def _head(version: str, refs: Sequence[HardwareRef], scenario: Scenario) -> list[str]:
     """Title and one lead paragraph: the workload, and what every chip's prediction is priced from."""
-    tiers = "; ".join(f"<b>{html.escape(r.label)}</b>: {html.escape(_tier(r))}" for r in refs)
+    tiers: dict[str, list[str]] = {}
+    for r in refs:
+        tiers.setdefault(_tier(r), []).append(f"<b>{html.escape(r.label)}</b>")
+    said = "; ".join(f"{', '.join(labels)}: {html.escape(tier)}" for tier, labels in tiers.items())
     return [
         "<h1>roofline: which deployment meets the target, and what it costs</h1>",
-        f'<p class="lead">Requests of {scenario.input_len:,} prompt tokens and {scenario.output_len:,} generated '
-        f"tokens, each replica at the load its batch and the target allow. Predictions: {tiers}.</p>",
-        f'<p class="note">roofline {html.escape(version)} · generated '
-        f"{_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M UTC} · formulas: {html.escape(BOOK)}.</p>",
+        f'<p class="lead">Requests of {scenario.input_len:,} prompt and {scenario.output_len:,} generated tokens; '
+        f"each replica carries the load its batch and the target allow. Predictions from {said}.</p>",
     ]
 
 
 def _tier(ref: HardwareRef) -> str:
     """Where one entry's predictions come from, in a few words."""
     if not ref.calibrated:
-        return "spec sheet (no calibrated profile: optimistic, no kernel overheads)"
-    engine = f" and engine entry {ref.engine}" if ref.engine else ""
-    return f"calibrated profile{engine}"
+        return "the spec sheet (no calibrated profile ships: optimistic)"
+    engine = f" with its {ref.engine} engine entry" if ref.engine else ""
+    return f"the calibrated profile{engine}"
 
 
 def _details(title: str, body: Sequence[str]) -> list[str]:
@@ -109,6 +111,25 @@ def build_report(scenario: Scenario) -> tuple[str, dict[str, Any]]:
             figs.html(tails_figure(found, tail_curves, scenario)),
             f'<ul class="why">{"".join(tails_notes(found, tail_curves))}</ul>',
         ]
+    if scenario.compare:
+        by_model = {name: ratios(run, refs, scenario) for name, run in runs.items()}
+        page += [
+            f"<h2>{html.escape(refs[1].label)} against {html.escape(refs[0].label)}</h2>",
+            '<p class="note">At each interactivity both reach, the best tokens/s per chip and the lowest $ per '
+            "million tokens of each entry's prediction frontier, as a ratio (steady decode steps, as the "
+            "frontiers below).</p>",
+            figs.html(ratio_figure(by_model, refs)),
+            f'<ul class="why">{"".join(ratio_notes(by_model, refs))}</ul>',
+        ]
+        summary_compare = {
+            name: {
+                "entries": [r.label for r in refs[:2]],
+                "tokens_per_s_per_user": found["tokens_per_s_per_chip"].levels.tolist(),
+                **{f"{col}_ratio": found[col].ratio.tolist() for col in found},
+                **{f"median_{col}_ratio": found[col].median_ratio for col in found},
+            }
+            for name, found in by_model.items()
+        }
     traces = {name: frontier_traces(run, refs, scenario, visible=i == 0) for i, (name, run) in enumerate(runs.items())}
     page += [
         "<h2>Frontiers</h2>",
@@ -118,6 +139,8 @@ def build_report(scenario: Scenario) -> tuple[str, dict[str, Any]]:
         *frontier_figures({m: t for m, (t, _) in traces.items()}, figs.html),
     ]
     summary = _json_summary(version, refs, scenario, runs, found, tail_curves)
+    if scenario.compare:
+        summary["compare"] = summary_compare
     evaluated, dropped, sources = [], [], {}
     for name, run in runs.items():
         model_traces, excluded = traces[name]
@@ -134,7 +157,7 @@ def build_report(scenario: Scenario) -> tuple[str, dict[str, Any]]:
             *ops_html,
             "</details>",
         ]
-        summary["models"][name].update(frontier_points=points, ops=ops_data)
+        summary["models"][name].update(frontier_points=points, ops=ops_data, left_out_of_prediction=excluded)
     sources.pop("model", None)
     excluded_total: dict[str, int] = {}
     for _, excluded in traces.values():
@@ -160,6 +183,8 @@ def build_report(scenario: Scenario) -> tuple[str, dict[str, Any]]:
     page += _details(
         "Scenario and where the numbers come from",
         [
+            f'<p class="note">roofline {html.escape(version)} · generated '
+            f"{_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M UTC} · formulas: {html.escape(BOOK)}.</p>",
             html_table(("parameter", "value"), scenario.describe(), text_columns=2),
             html_table(("chip", "hardware"), [(r.label, r.describe()) for r in refs], text_columns=2),
             html_table(("input", "source"), sorted(sources.items()), text_columns=2),

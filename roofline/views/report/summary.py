@@ -24,9 +24,10 @@ from roofline.views.report.scenario import HardwareRef, Scenario
 TPOT_CHOICES_S = (0.02, 0.03, 0.05, 0.1, 0.2)
 TTFT_CHOICES_S = (0.25, 0.5, 1.0, 2.0, 5.0)
 ANY_DTYPE = "any"
-#: Heatmap colours: the model's cheapest chip green, 4x its cost and beyond red.
-HEAT_SCALE = [[0.0, "#1a9850"], [0.35, "#fee08b"], [1.0, "#d73027"]]
-HEAT_CAP = 4.0
+#: Heatmap colours on log10(cost / the model's cheapest): green at 1x, yellow near 3x, red from 10x on.
+HEAT_SCALE = [[0.0, "#1a9850"], [0.5, "#fee08b"], [1.0, "#d73027"]]
+HEAT_CAP = 10.0
+HEAT_TICKS = (1.0, 2.0, 5.0, 10.0)
 TABLE_HEADERS = (
     "model",
     "answer",
@@ -183,15 +184,15 @@ def binds_sentence(a: ModelAnswers, scenario: Scenario, target: Target) -> str:
     capped = int(r.limit[i]) != 0
     rate = f"{r.rate_per_replica[i]:.3g} requests/s per replica"
     tpot_why = (
-        f"the {target.tpot_slo_s * 1e3:g} ms TPOT target caps it at {rate} (prompts interleaved with the decode "
+        f"the {duration_text(target.tpot_slo_s)} TPOT target caps it at {rate} (prompts interleaved with the decode "
         "steps stretch them)"
         if capped
-        else f"a larger batch would break the {target.tpot_slo_s * 1e3:g} ms TPOT target"
+        else f"a larger batch would break the {duration_text(target.tpot_slo_s)} TPOT target"
     )
     ttft_why = (
-        f"the {target.ttft_slo_s * 1e3:g} ms TTFT target caps it at {rate} (prompts queue for prefill)"
+        f"the {duration_text(target.ttft_slo_s)} TTFT target caps it at {rate} (prompts queue for prefill)"
         if capped
-        else f"a larger batch would break the {target.ttft_slo_s * 1e3:g} ms TTFT target"
+        else f"a larger batch would break the {duration_text(target.ttft_slo_s)} TTFT target"
     )
     tail = BINDS[why].format(batch=int(p.field("batch")), tpot_why=tpot_why, ttft_why=ttft_why)
     return (
@@ -205,21 +206,29 @@ def binds_sentence(a: ModelAnswers, scenario: Scenario, target: Target) -> str:
 
 def no_deployment_sentence(name: str, target: Target) -> str:
     return (
-        f"<b>{html.escape(name)}</b>: no deployment meets TTFT ≤ {target.ttft_slo_s * 1e3:g} ms and TPOT ≤ "
-        f"{target.tpot_slo_s * 1e3:g} ms (none fits, or every one is too slow); a looser target may."
+        f"<b>{html.escape(name)}</b>: no deployment meets TTFT ≤ {duration_text(target.ttft_slo_s)} and TPOT ≤ "
+        f"{duration_text(target.tpot_slo_s)} (none fits, or every one is too slow); a looser target may."
     )
 
 
 def table_rows(all_answers: Sequence[ModelAnswers]) -> list[list[str]]:
-    """Two rows per model (cheapest, fastest per chip), or one saying none meets the target."""
+    """Two rows per model (cheapest, fastest per chip; one when they are the same deployment), or one
+    saying none meets the target."""
     rows = []
     for a in all_answers:
         if a.cheapest is None or a.fastest is None:
             rows.append([a.run.name, "no deployment meets the target", *["-"] * (len(TABLE_HEADERS) - 2)])
-            continue
-        rows.append(a.cheapest.row("cheapest $/Mtok"))
-        rows.append(a.fastest.row("most tokens/s per chip"))
+        elif a.cheapest.index == a.fastest.index:
+            rows.append(a.cheapest.row("cheapest and most tokens/s per chip"))
+        else:
+            rows.append(a.cheapest.row("cheapest $/Mtok"))
+            rows.append(a.fastest.row("most tokens/s per chip"))
     return rows
+
+
+def duration_text(seconds: float) -> str:
+    """50 ms, 1 s, 2.5 s: a target as people write it."""
+    return f"{seconds * 1e3:g} ms" if seconds < 1 else f"{seconds:g} s"
 
 
 def heatmap_figure(all_answers: Sequence[ModelAnswers], chips: Sequence[str], title: str) -> dict[str, Any]:
@@ -229,7 +238,7 @@ def heatmap_figure(all_answers: Sequence[ModelAnswers], chips: Sequence[str], ti
     for a in all_answers:
         costs = [p.result.cost_per_million_tokens[p.index] if p else np.nan for p in a.per_chip.values()]
         best = np.nanmin(costs) if not np.all(np.isnan(costs)) else np.nan
-        z.append([None if np.isnan(c) else float(min(c / best, HEAT_CAP)) for c in costs])
+        z.append([None if np.isnan(c) else float(np.log10(min(c / best, HEAT_CAP))) for c in costs])
         text.append([f"${c:,.3g}" if not np.isnan(c) else "" for c in costs])
         hover.append([_hover(p, best) for p in a.per_chip.values()])
         for chip, p in a.per_chip.items():
@@ -247,11 +256,15 @@ def heatmap_figure(all_answers: Sequence[ModelAnswers], chips: Sequence[str], ti
             "texttemplate": "%{text}",
             "hovertemplate": "%{y} on %{x}<br>%{customdata}<extra></extra>",
             "colorscale": HEAT_SCALE,
-            "zmin": 1.0,
-            "zmax": HEAT_CAP,
+            "zmin": 0.0,
+            "zmax": float(np.log10(HEAT_CAP)),
             "xgap": 2,
             "ygap": 2,
-            "colorbar": {"title": {"text": "× the model's<br>cheapest"}, "tickvals": [1, 2, 3, 4]},
+            "colorbar": {
+                "title": {"text": "× the model's<br>cheapest"},
+                "tickvals": [float(np.log10(t)) for t in HEAT_TICKS],
+                "ticktext": [f"{t:g}×" for t in HEAT_TICKS[:-1]] + [f"≥{HEAT_TICKS[-1]:g}×"],
+            },
         },
         {
             "type": "scatter",

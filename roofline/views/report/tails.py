@@ -16,7 +16,7 @@ import numpy as np
 from roofline.analyses.step import Precision
 from roofline.analyses.tails import SATURATED, LoadCurve, TailSetup
 from roofline.specs import load_model
-from roofline.views.report.figures import COLORS, themed
+from roofline.views.report.figures import COLORS, axis, themed
 from roofline.views.report.scenario import HardwareRef, Scenario
 from roofline.views.report.summary import ModelAnswers, Pick, deployment_text
 
@@ -103,15 +103,17 @@ def tails_figure(found: Sequence[ModelAnswers], curves_by_model: dict[str, LoadC
             for t in traces:
                 t["visible"] = i == 0
             data += traces
+    ys = {ya: [v for t in data if t.get("yaxis") == ya for v in t["y"]] for _, _, _, ya in PANELS}
+    rate_title = "offered load (requests/s per replica)"
     layout = themed(
         {
             "title": {"text": "latency under load: the cheapest deployment, simulated"},
             "height": 420,
             "grid": {"rows": 1, "columns": 2, "pattern": "independent"},
-            "xaxis": {"title": {"text": "offered load (requests/s per replica)"}},
-            "xaxis2": {"title": {"text": "offered load (requests/s per replica)"}},
-            "yaxis": {"title": {"text": "TTFT (ms)"}, "type": "log"},
-            "yaxis2": {"title": {"text": "TPOT (ms)"}, "type": "log"},
+            "xaxis": {"title": {"text": rate_title}},
+            "xaxis2": {"title": {"text": rate_title}},
+            "yaxis": axis("TTFT (ms)", ys["y"], log=True),
+            "yaxis2": axis("TPOT (ms)", ys["y2"], log=True),
             "legend": {"orientation": "h", "y": -0.22},
         }
     )
