@@ -67,7 +67,7 @@ BASE: dict[str, list[str]] = {
     "serve": [*M, *H, "-i", "128", "-o", "16"],
     "sweep": [*M, *H, "--batch", "1,8", "--chips", "1"],
     "pareto": [*M, *H, "--batch", "1,8", "--chips", "1"],
-    "report": ["--models", "llama-3-8b", "--hardware", "h100-sxm", "--batch", "1", "--chips", "1"],
+    "report": ["--models", "llama-3-8b", "--hardware", "h100-sxm", "--batch", "1", "--chips", "1", "--no-tails"],
     "simulate": [*M, *H, "--arrival-rate", "1", "-i", "64", "-o", "8", "--requests", "20"],
     "validate": ["--source", "splitwise"],
     "calibrate fit": ["missing.csv", "--out", "p.yaml"],
@@ -311,6 +311,8 @@ NOT_FUZZED: dict[tuple[str, str], str] = {
     ("*", "--engine"): "a profile's engine key; an unknown one is refused with the keys the profile has "
     "(tests/test_engine_fit.py)",
     ("report", "--traces"): "bound,prediction; checked by the report (tests/test_report.py)",
+    ("report", "--tails"): "an on/off flag (--tails/--no-tails)",
+    ("report", "--compare"): "an on/off flag; its two entries are arguments (tests/test_report_cli.py)",
     ("model import", "--name"): "any one-line name (checked by the model spec it becomes)",
     ("e2e import", "--hardware"): "free text naming the rows' hardware",
     ("e2e import", "--model"): "free text naming the rows' model",

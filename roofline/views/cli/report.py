@@ -154,9 +154,16 @@ def report_command(
         refs = hardware_refs(names, engine)  # names, hardware files, calibrated profiles, @engine, :deployment
     except RooflineError as exc:
         raise type(exc)(f"{flag}: {exc}".replace(f"{flag}: hardware: ", f"{flag}: ")) from None
+    if compare and len(refs) < 2:
+        raise RooflineError(
+            f"--compare: the two entries are the same ({entries[0]}); compare two chips, profiles, "
+            "engines (chip@engine) or deployments (chip:tp=8)"
+        )
+    weight_list = check_dtypes(split_names(weights, "--weights"), "--weights")
     for r in refs:
-        if compute_dtype != SAME:
-            check_compute_dtype(r.spec, compute_dtype, f"{flag} {r.ref}")
+        for w in weight_list:  # 'same' resolves per weight dtype, falling back to bf16
+            matmul = compute_dtype if compute_dtype != SAME else Scenario(compute_dtype=SAME).precisions(w, r.spec)[1]
+            check_compute_dtype(r.spec, matmul, f"{flag} {r.ref}")
         if r.engine is not None:  # the profile must hold the entry (fail closed), as in sweep
             engine_terms(r.spec, r.engine)
     if out.exists() and out.is_dir():
@@ -164,7 +171,7 @@ def report_command(
     scenario = Scenario(
         models=tuple(model_list),
         hardware=tuple(r.entry.text for r in refs),
-        weights=check_dtypes(split_names(weights, "--weights"), "--weights"),
+        weights=weight_list,
         kv_dtypes=_kv_dtypes(kv_dtype),
         context=None if context is None else tuple(parse_int_list(context, "--context").tolist()),
         batch=DEFAULTS.batch if batch is None else tuple(parse_int_list(batch, "--batch").tolist()),

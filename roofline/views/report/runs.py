@@ -18,6 +18,7 @@ from roofline.analyses.sweep.merge import concat
 from roofline.analyses.sweep.result import SweepResult
 from roofline.analyses.sweep.run import decode_sweep
 from roofline.analyses.targets import ChipSetup, Prefill, concurrency_rate, prefill_of
+from roofline.core.errors import OptionError, RooflineError
 from roofline.specs import load_model
 from roofline.views.report.scenario import HardwareRef, Scenario
 
@@ -67,28 +68,33 @@ def entry_sweep(name: str, ref: HardwareRef, scenario: Scenario, spec_sheet: boo
     pp = ref.entry.value("pp")
     weights = (str(ref.entry.value("weights")),) if ref.entry.value("weights") else scenario.weights
     results = []
-    for w in weights:
-        kv, compute = scenario.precisions(w, hw)
-        kv = (str(ref.entry.value("kv")),) if ref.entry.value("kv") else kv
-        compute = str(ref.entry.value("compute") or compute)
-        results.append(
-            decode_sweep(
-                model,
-                [hw],
-                scenario.batch,
-                sizes,
-                scenario.contexts,
-                (w,),
-                kv,
-                tps,
-                compute,
-                scenario.prices,
-                pp=(int(pp),) if pp is not None else scenario.pp,
-                memory_utilization=scenario.memory_utilization,
-                labels=[ref.label],
-                engine=None if spec_sheet else ref.engine,
+    try:
+        for w in weights:
+            kv, compute = scenario.precisions(w, hw)
+            kv = (str(ref.entry.value("kv")),) if ref.entry.value("kv") else kv
+            compute = str(ref.entry.value("compute") or compute)
+            results.append(
+                decode_sweep(
+                    model,
+                    [hw],
+                    scenario.batch,
+                    sizes,
+                    scenario.contexts,
+                    (w,),
+                    kv,
+                    tps,
+                    compute,
+                    scenario.prices,
+                    pp=(int(pp),) if pp is not None else scenario.pp,
+                    memory_utilization=scenario.memory_utilization,
+                    labels=[ref.label],
+                    engine=None if spec_sheet else ref.engine,
+                )
             )
-        )
+    except OptionError as exc:
+        if not ref.entry.fixed:
+            raise
+        raise RooflineError(f"hardware entry {ref.entry.text}: {exc}") from None
     return concat(results)
 
 

@@ -158,10 +158,11 @@ def book_section(fig_html: FigureHtml) -> list[str]:
     ]
 
 
-def first_precision(scenario: Scenario, ref: HardwareRef) -> Precision:
-    """The scenario's first weight dtype with its KV and matmul dtypes on ``ref`` (``same`` resolved)."""
-    kv, compute = scenario.precisions(scenario.weights[0], ref.spec)
-    return Precision(scenario.weights[0], kv[0], compute)
+def first_precision(scenario: Scenario, ref: HardwareRef, weights: str | None = None) -> Precision:
+    """A weight dtype (default the scenario's first) with its first KV and matmul dtypes on ``ref``."""
+    weights = weights or scenario.weights[0]
+    kv, compute = scenario.precisions(weights, ref.spec)
+    return Precision(weights, kv[0], compute)
 
 
 def memory_section(scenario: Scenario, refs: Sequence[HardwareRef], fig_html: FigureHtml) -> list[str]:
@@ -183,10 +184,11 @@ def memory_section(scenario: Scenario, refs: Sequence[HardwareRef], fig_html: Fi
     ]
 
 
-def ops_configuration(model: ModelSpec, ref: HardwareRef, scenario: Scenario) -> tuple[int, int] | None:
+def ops_configuration(
+    model: ModelSpec, ref: HardwareRef, scenario: Scenario, precision: Precision
+) -> tuple[int, int] | None:
     """(chips = tp, batch) of the per-op section: the smallest scenario slice within the scale-up domain
     that holds the model, decoding the largest scenario batch up to 32 that fits there."""
-    precision = first_precision(scenario, ref)
     for chips in sorted(scenario.chips):
         if ref.domain and chips > ref.domain:
             continue
@@ -207,10 +209,9 @@ def ops_configuration(model: ModelSpec, ref: HardwareRef, scenario: Scenario) ->
 
 
 def op_breakdowns(
-    model: ModelSpec, ref: HardwareRef, scenario: Scenario, chips: int, batch: int
+    model: ModelSpec, ref: HardwareRef, scenario: Scenario, chips: int, batch: int, precision: Precision
 ) -> list[tuple[str, str, OpBreakdown]]:
     """(phase, rates, breakdown): decode of ``batch`` and prefill of one prompt, spec sheet then profile."""
-    precision = first_precision(scenario, ref)
     context = scenario.contexts[0]
     specs = [("spec sheet", ref.spec_sheet)] + ([("calibrated profile", ref.spec)] if ref.calibrated else [])
     out = []
@@ -234,17 +235,23 @@ def ops_section(
 ) -> tuple[list[str], dict[str, Any]]:
     """The classic roofline plot and the per-op tables of one configuration of model ``name``."""
     model = load_model(name)
-    ref = next((r for r in refs if r.calibrated), refs[0])
-    found = ops_configuration(model, ref, scenario)
     head = f"<h3>{html.escape(name)}: the classic roofline, op by op</h3>"
+    candidates = [
+        (ref, first_precision(scenario, ref, w))
+        for ref in sorted(refs, key=lambda r: not r.calibrated)
+        for w in scenario.weights
+    ]
+    found = next(
+        ((ref, p, cfg) for ref, p in candidates if (cfg := ops_configuration(model, ref, scenario, p)) is not None),
+        None,
+    )
     if found is None:
         return [
             head,
             '<p class="note">No scenario slice within one scale-up domain holds the model: no per-op breakdown.</p>',
         ], {}
-    chips, batch = found
-    phases = op_breakdowns(model, ref, scenario, chips, batch)
-    precision = first_precision(scenario, ref)
+    ref, precision, (chips, batch) = found
+    phases = op_breakdowns(model, ref, scenario, chips, batch, precision)
     config = (
         f"{ref.label}, {chips} chip{'s' if chips > 1 else ''} (tp {chips}), {precision.weights} weights, "
         f"{precision.kv} KV, context {scenario.contexts[0]}: decode of batch {batch} and prefill "
@@ -254,8 +261,8 @@ def ops_section(
         head,
         f'<p class="note">Configuration: {html.escape(config)} (the smallest scenario slice '
         f"within one scale-up domain that holds the model, the largest scenario batch up to "
-        f"{OPS_BATCH} that fits; {'the first calibrated profile' if ref.calibrated else 'the first chip'}"
-        " of the scenario).</p>",
+        f"{OPS_BATCH} that fits, on the first chip entry (calibrated profiles first) and weight dtype where one "
+        "does).</p>",
         fig_html(roofline_plot.roofline_figure(phases, f"{name} on {ref.label}: ops on the roofline")),
     ]
     for phase, kind, b in phases:
