@@ -16,6 +16,7 @@ from roofline.views.cli.options import ENGINE, check_compute_dtype
 from roofline.views.cli.sweep import MEMORY_UTILIZATION, parse_prices, split_names
 from roofline.views.report import Scenario, hardware_refs, write_report
 from roofline.views.report.scenario import SAME
+from roofline.views.report.summary import duration_text
 
 DEFAULT_OUT = Path("reports") / "index.html"
 DEFAULTS = Scenario()
@@ -194,8 +195,8 @@ def report_command(
     summary = write_report(out, scenario)
     if summary["unmet"]:
         err_console.print(
-            f"note: no deployment of {', '.join(summary['unmet'])} meets TTFT ≤ {ttft_slo * 1e3:g} ms and "
-            f"TPOT ≤ {tpot_slo * 1e3:g} ms; the page says so (its controls offer other targets)",
+            f"note: no deployment of {', '.join(summary['unmet'])} meets TTFT ≤ {duration_text(ttft_slo)} and "
+            f"TPOT ≤ {duration_text(tpot_slo)}; the page says so (its controls offer other targets)",
             highlight=False,
             soft_wrap=True,
         )
@@ -203,7 +204,7 @@ def report_command(
     def render() -> None:
         from roofline.views.cli._common import compact_table
 
-        title = f"cheapest meeting TTFT ≤ {ttft_slo * 1e3:g} ms, TPOT ≤ {tpot_slo * 1e3:g} ms"
+        title = f"cheapest meeting TTFT ≤ {duration_text(ttft_slo)}, TPOT ≤ {duration_text(tpot_slo)}"
         table = compact_table(title, ["model", "$/Mtok", "chip", "chips", "tp", "batch", "dtypes"], left=("model",))
         for name, counts in summary["models"].items():
             best = counts["cheapest"]
