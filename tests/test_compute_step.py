@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from roofline.analyses.step import Precision, decode_step, request
+from roofline.analyses.request import request
+from roofline.analyses.step import Precision, decode_step
 from roofline.formulas import compute, step
 from roofline.specs import load_hardware, load_model
 from tests.profiles import at_most

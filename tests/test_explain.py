@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from roofline.analyses.diff import TERMS, diff_steps
-from roofline.analyses.step import Precision, decode_step, request_from, step_from
+from roofline.analyses.request import request_from
+from roofline.analyses.step import Precision, decode_step, step_from
 from roofline.analyses.sweep.run import decode_sweep
 from roofline.deploy import deployment
 from roofline.specs import load_hardware, load_model

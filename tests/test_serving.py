@@ -165,7 +165,7 @@ def test_mixed_engine_holds_the_prompts_in_flight():
     assert static_fit == 66
     at_66, at_67 = (multichip.serve(m, H100, "static", 4096, 4, 1, b) for b in (66, 67))
     assert at_66.fits and not at_67.fits and at_66.max_batch == static_fit
-    from roofline.analyses.step import request
+    from roofline.analyses.request import request
 
     assert not request(m, H100, 4096, 4, batch=67).fits and request(m, H100, 4096, 4, batch=66).fits
     at, over = (multichip.serve(m, H100, "mixed", 4096, 4, 1, b) for b in (82, 83))

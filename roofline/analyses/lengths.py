@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import ArrayLike
 
-from roofline.analyses.step import request_from
+from roofline.analyses.request import request_from
 from roofline.core.checks import MAX_COUNT, check_number
 from roofline.core.errors import OptionError, RooflineError, shown
 from roofline.deploy import Deployment

@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
-from roofline.analyses.step import BOOK, RequestResult, StepResult, held_memory, request_from, step_from
+from roofline.analyses.request import RequestResult, request_from
+from roofline.analyses.step import BOOK, StepResult, held_memory, step_from
 from roofline.core.errors import OptionError, RooflineError, shown
 from roofline.deploy import Deployment
 from roofline.deploy.layout import replica_loads

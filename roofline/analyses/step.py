@@ -13,28 +13,29 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
+from roofline.analyses.step_memory import (
+    StepMemory,
+    held_memory,
+    overflow_bytes,
+    step_memory,
+)
 from roofline.core.errors import OptionError, shown
 from roofline.deploy import DEFAULT_MEMORY_UTILIZATION, Deployment, EngineTerms, Precision, Rates, deployment
-from roofline.deploy.layout import replica_loads
 from roofline.formulas import compute, cost
 from roofline.model import memory
 from roofline.model.memory import Number
 from roofline.specs import HardwareSpec, ModelSpec
-from roofline.terms import StepTerms, decode_work, prefill_work, step_terms
-from roofline.terms.exact import times
+from roofline.terms import StepTerms, decode_work, step_terms
 from roofline.terms.step import BOOK
 
 __all__ = [
     "BOOK",
     "DEFAULT_CONTEXT",
     "Precision",
-    "RequestResult",
     "StepMemory",
     "StepResult",
     "decode_step",
     "held_memory",
-    "request",
-    "request_from",
     "step_from",
     "step_memory",
 ]
@@ -164,105 +165,6 @@ def decode_step(
     return step_from(dep, batch, context)
 
 
-@dataclass(frozen=True)
-class StepMemory:
-    """Memory of a step: the busiest replica (``replica_*``: weights + its ⌈B/r⌉ sequences, which
-    decides ``fits``) and the slice (``total_bytes``, ``usable_bytes``: exact sums over the replicas).
-
-    ``kv_bytes_per_sequence`` is what a sequence holds: its KV cache plus ``state_bytes_per_sequence``
-    (a hybrid model's constant recurrent state; 0 for pure attention).
-    """
-
-    kv_bytes_per_sequence: Number
-    replica_batch: Number
-    replica_bytes: Number
-    replica_usable_bytes: Number
-    total_bytes: Number
-    fits: Number
-    kv_only_bytes_per_sequence: Number = 0.0
-    state_bytes_per_sequence: Number = 0.0
-    usable_bytes: Number = 0.0
-
-
-def held_memory(
-    dep: Deployment,
-    batch: ArrayLike,
-    bytes_per_seq: ArrayLike,
-    tokens_per_seq: ArrayLike,
-    loads: tuple[Number, Number, Number] | None = None,
-    sampled_per_seq: ArrayLike | None = None,
-    **per_seq: Number,
-) -> StepMemory:
-    """B sequences of ``bytes_per_seq`` dealt over r replicas (``loads``: (busiest, quietest, how many
-    busiest), default :func:`replica_loads`): each holds the weights + its sequences against HBM less
-    the activations of its step of ``tokens_per_seq`` tokens (``sampled_per_seq`` of them sampled,
-    default all) a sequence.  ``usable_bytes`` is :func:`slice_usable_bytes`'s."""
-    r, weights = dep.replicas, dep.weight_bytes
-    one = loads is None and not np.any(np.not_equal(r, 1.0))  # one replica holds it all: the slice is it
-    busiest = batch if one else (loads if loads is not None else replica_loads(batch, r))[0]
-    top, top_usable = replica_need(dep, busiest, bytes_per_seq, tokens_per_seq, sampled_per_seq)
-    return StepMemory(
-        bytes_per_seq,
-        busiest,
-        top,
-        top_usable,
-        total_bytes=top if one else np.add(times(r, weights), np.multiply(batch, bytes_per_seq)),
-        fits=memory.fits_in_memory(top, top_usable),
-        usable_bytes=top_usable if one else slice_usable_bytes(dep, batch, tokens_per_seq, sampled_per_seq),
-        **per_seq,
-    )
-
-
-def replica_need(
-    dep: Deployment,
-    seqs: ArrayLike,
-    bytes_per_seq: ArrayLike,
-    tokens_per_seq: ArrayLike,
-    sampled_per_seq: ArrayLike | None = None,
-) -> tuple[Number, Number]:
-    """(what one replica of ``seqs`` sequences holds: P + n·bytes, the HBM it may fill: physical·u less
-    the activations of its step of n·tokens tokens, n·sampled of them sampled)."""
-    sampled = None if sampled_per_seq is None else np.multiply(seqs, sampled_per_seq)
-    return (
-        memory.total_memory_bytes(dep.weight_bytes, np.multiply(seqs, bytes_per_seq)),
-        dep.usable_hbm_bytes(np.multiply(seqs, tokens_per_seq), sampled),
-    )
-
-
-def slice_usable_bytes(
-    dep: Deployment, batch: ArrayLike, tokens_per_seq: ArrayLike, sampled_per_seq: ArrayLike | None = None
-) -> Number:
-    """HBM the slice's r replicas may fill: r·physical·u less the activations of all B sequences'
-    steps (linear in tokens, so the replicas' reserves sum to the slice's)."""
-    sampled = None if sampled_per_seq is None else np.multiply(batch, sampled_per_seq)
-    return times(dep.replicas, dep.usable_hbm_bytes(0.0)) - dep.activation_reserve_bytes(
-        np.multiply(batch, tokens_per_seq), sampled
-    )
-
-
-def overflow_bytes(dep: Deployment, batch: ArrayLike, bytes_per_seq: ArrayLike, tokens_per_seq: ArrayLike) -> Number:
-    """Σ over the replicas of what each holds beyond its usable HBM (:func:`held_memory`'s dealing):
-    B mod r replicas at ⌈B/r⌉ sequences, the rest at ⌊B/r⌋."""
-    busiest, quietest, n_busiest = replica_loads(batch, dep.replicas)
-
-    def over(b: Number) -> Number:
-        need, usable = replica_need(dep, b, bytes_per_seq, tokens_per_seq)
-        return np.maximum(np.subtract(need, usable), 0.0)
-
-    return np.add(
-        np.multiply(n_busiest, over(busiest)), np.multiply(np.subtract(dep.replicas, n_busiest), over(quietest))
-    )
-
-
-def step_memory(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepMemory:
-    """A decode step's memory: each sequence holds KV(S) + state, each replica's step one token a
-    sequence (:func:`held_memory`)."""
-    kv_only = memory.kv_cache_bytes_per_sequence(dep.model, context, dep.precision.kv_bytes)
-    state_seq = memory.state_bytes_per_sequence(dep.model, dep.precision.kv_bytes)
-    kv_seq = np.add(kv_only, state_seq)  # what a sequence holds: KV + its constant recurrent state
-    return held_memory(dep, batch, kv_seq, 1.0, kv_only_bytes_per_sequence=kv_only, state_bytes_per_sequence=state_seq)
-
-
 def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResult:
     """One decode step of ``dep`` at ``batch`` sequences over ``context`` tokens, from the step terms."""
     m, prec = dep.model, dep.precision
@@ -358,141 +260,14 @@ def result_sources(dep: Deployment, t: StepTerms) -> dict[str, str]:
     }
 
 
-@dataclass(frozen=True)
-class RequestResult:
-    """One request: prefill (TTFT), decode (TPOT) and end-to-end latency, with and without cache."""
-
-    input_len: Number
-    output_len: Number
-    prefill_flops: Number
-    ttft_s: Number
-    tpot_s: Number
-    decode_time_s: Number
-    latency_s: Number
-    first_step_time_s: Number
-    last_step_time_s: Number
-    no_cache_latency_s: Number
-    no_cache_slowdown: Number
-    tokens_per_s_per_chip: Number
-    fits: Number
-    total_bytes: Number
-    hbm_capacity_bytes: Number
-    usable_hbm_bytes: Number = 0.0
-    prefill_comms_s: Number = 0.0
-    #: The busiest replica's weights + KV at I + O, and the HBM it may fill: what decides ``fits``.
-    replica_bytes: Number = 0.0
-    replica_usable_bytes: Number = 0.0
-    decode_comms_s: Number = 0.0
-    tp: int = 1
-    pp: int = 1
-    ep: int = 1
-    sources: dict[str, str] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, object]:
-        return asdict(self)
+#: Names that moved to :mod:`roofline.analyses.request`, still importable from here.
+_MOVED_TO_REQUEST = ("RequestResult", "decode_total_s", "request", "request_from")
 
 
-#: Gauss-Legendre nodes for the sum of decode steps over a growing context (exact for affine terms).
-_NODES, _WEIGHTS = np.polynomial.legendre.leggauss(6)
+def __getattr__(name: str) -> object:
+    """A whole request's names, from their home :mod:`roofline.analyses.request` (no import cycle)."""
+    if name in _MOVED_TO_REQUEST:
+        from roofline.analyses import request as home
 
-
-def decode_total_s(dep: Deployment, batch: ArrayLike, input_len: Number, steps: Number) -> tuple[Number, Number]:
-    """(Σ step times, Σ exposed comms) of ``steps`` decode steps at contexts I, ..., I+steps-1.
-
-    The step is affine in context for the spec sheet, so Gauss-Legendre quadrature over the
-    context range is exact there (and within a fraction of a percent for fitted kernels).
-    """
-    span = np.maximum(np.subtract(steps, 1.0), 0.0)
-    shape = np.broadcast_shapes(np.shape(batch), np.shape(input_len), np.shape(span))
-    nodes = _NODES.reshape((-1,) + (1,) * len(shape))  # one step_terms call: the nodes on a leading axis
-    t = step_terms(dep, decode_work(batch, np.add(input_len, span * (nodes + 1.0) / 2.0)))
-    times = np.broadcast_to(t.time_s, nodes.shape[:1] + shape)
-    exposed = np.broadcast_to(t.comms_exposed_s, nodes.shape[:1] + shape)
-    total, comms = 0.0, 0.0
-    for k, w in enumerate(_WEIGHTS):  # summed node by node, in order, as the quadrature reads
-        total = total + w / 2.0 * times[k]
-        comms = comms + w / 2.0 * exposed[k]
-    return np.multiply(steps, total), np.multiply(steps, comms)
-
-
-def request(
-    model: ModelSpec,
-    hw: HardwareSpec,
-    input_len: ArrayLike,
-    output_len: ArrayLike,
-    chips: ArrayLike = 1,
-    batch: ArrayLike = 1,
-    precision: Precision = DEFAULT_PRECISION,
-    mfu: float = 1.0,
-    rates: Rates | None = None,
-    tp: int | None = None,
-    pp: int | None = None,
-    ep: int | None = None,
-    topology_text: str | None = None,
-    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
-    engine: str | EngineTerms | None = None,
-) -> RequestResult:
-    """TTFT = prefill of I tokens (yields token 1); O-1 decode steps follow, the KV growing."""
-    _check_positive(input_len=input_len, output_len=output_len, chips=chips, batch=batch)
-    dep = _deploy(model, hw, chips, precision, None, rates, tp, pp, ep, topology_text, memory_utilization, engine)
-    return request_from(dep, input_len, output_len, batch, mfu)
-
-
-def request_from(
-    dep: Deployment, input_len: ArrayLike, output_len: ArrayLike, batch: ArrayLike = 1, mfu: float = 1.0
-) -> RequestResult:
-    """A whole request on ``dep``: the prefill step's terms, then the decode steps' terms."""
-    if not 0 < mfu <= 1:
-        raise OptionError(f"mfu must be in (0, 1] (got {shown(mfu)})", parameters=("mfu",))
-    m, prec = dep.model, dep.precision
-    counts = memory.param_counts(m)
-    i = np.asarray(input_len, dtype=float)
-    o = np.asarray(output_len, dtype=float)
-    prefill = step_terms(dep, prefill_work(batch, i), mfu)
-    steps = o - 1.0
-    decode, decode_comms = decode_total_s(dep, batch, i, steps)
-    first = step_terms(dep, decode_work(batch, i))
-    last = step_terms(dep, decode_work(batch, np.maximum(i + o - 2.0, i)))
-    ttft = prefill.time_s
-    latency = np.add(ttft, decode)
-    chips = np.asarray(dep.chips, dtype=float)
-    weights = dep.weight_bytes
-    rates = dep.rates
-    nc_flops = np.multiply(batch, compute.no_cache_generation_flops(m, counts.active, i, o))
-    from roofline.formulas.step import no_cache_generation_time_s
-
-    no_cache = no_cache_generation_time_s(
-        nc_flops, weights, o, chips * rates.flops_per_s * mfu, chips * rates.hbm_bandwidth_bytes_per_s
-    )
-    held = held_memory(dep, batch, memory.cache_bytes_per_sequence(m, i + o, prec.kv_bytes), i, sampled_per_seq=1.0)
-    return RequestResult(
-        input_len=i,
-        output_len=o,
-        prefill_flops=np.multiply(batch, compute.prefill_flops(m, counts.active, i)),
-        ttft_s=ttft,
-        tpot_s=np.where(steps > 0, decode / np.maximum(steps, 1.0), first.time_s),
-        decode_time_s=decode,
-        latency_s=latency,
-        first_step_time_s=first.time_s,
-        last_step_time_s=last.time_s,
-        no_cache_latency_s=no_cache,
-        no_cache_slowdown=no_cache / latency,
-        tokens_per_s_per_chip=np.multiply(batch, o) / latency / chips,
-        fits=held.fits,
-        total_bytes=held.total_bytes,
-        hbm_capacity_bytes=memory.hbm_capacity_bytes(chips, dep.hw.hbm_bytes),
-        usable_hbm_bytes=held.usable_bytes,
-        replica_bytes=held.replica_bytes,
-        replica_usable_bytes=held.replica_usable_bytes,
-        prefill_comms_s=prefill.comms_exposed_s,
-        decode_comms_s=np.where(steps > 0, decode_comms / np.maximum(steps, 1.0), first.comms_exposed_s),
-        tp=dep.par.tp,
-        pp=dep.par.pp,
-        ep=dep.par.ep,
-        sources={
-            **result_sources(dep, prefill),
-            "formulas": f"{BOOK}, prefill/generation sections (MFU {mfu:g})",
-            "no_cache": "spec-sheet roofline of the book's no-KV-cache comparison (chips × peak "
-            f"FLOP/s × MFU {mfu:g}, chips × HBM bandwidth), whatever the profile",
-        },
-    )
+        return getattr(home, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

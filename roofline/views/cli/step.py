@@ -6,7 +6,8 @@ from typing import Any
 
 import typer
 
-from roofline.analyses.step import request_from, step_from
+from roofline.analyses.request import request_from
+from roofline.analyses.step import step_from
 from roofline.core.errors import RooflineError
 from roofline.core.fmt import format_bytes, format_seconds
 from roofline.views.cli._common import (

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from roofline.analyses.step import BOOK, RequestResult, StepResult
+from roofline.analyses.request import RequestResult
+from roofline.analyses.step import BOOK, StepResult
 from roofline.deploy import Deployment
 from roofline.model import memory
 from roofline.terms import decode_work, prefill_work, step_terms
