@@ -153,3 +153,37 @@ def test_a_family_must_name_schema_columns_and_a_spec_form():
         register(KernelFamily(name="bad", time=_toy_time, params=(), inputs=("tokens",), spec_time=_toy_time))
     with pytest.raises(CalibrationError, match="no spec-sheet form"):
         register(KernelFamily(name="bad", time=_toy_time, params=(), inputs=("m",)))
+
+
+def test_moe_term_is_zero_without_tokens_and_names_its_source():
+    from roofline.deploy import chip_rates
+    from roofline.terms.moe import MoeShape, moe_layer, routing_for
+
+    rates = chip_rates(H100)
+    moe = MoeShape(7168, 2048, 8, 256, ep=8, dtype="fp8_block", routing=routing_for("balanced"))
+    term = moe_layer(rates, moe, np.array([0.0, 32.0]))
+    assert term.time_s[0] == 0.0 and term.weight_bytes[0] == 0.0
+    # uniform routing of 32 tokens: 256·(1 − (1 − 8/256)^32)/8 = 20.3 active local experts of 44.06 MB each
+    active = 256 * (1 - (1 - 8 / 256) ** 32) / 8
+    assert term.active_experts[1] == pytest.approx(active)
+    assert term.weight_bytes[1] == pytest.approx(active * 3 * 7168 * 2048 * (1 + 4 / 128**2))
+    assert "spec sheet" in term.source and "routing uniform" in term.source
+    assert routing_for("power_law", 1.2) == "power_law_1.2"
+
+
+def test_a_missing_family_entry_names_the_entry_that_priced_it():
+    from roofline.deploy.families import family_time_s
+    from roofline.specs import hardware_from_dict
+
+    data = H100.model_dump()
+    params = {p.name: p.init for p in FAMILIES["moe"].params} | {"num_sms": 132.0}
+    data["calibration"] = {"source": "test", "ops": {"moe/fp8": {"params": params, "rows": 10}}}
+    hw = hardware_from_dict(data, "test")
+    shape = {**DEEPSEEK_MOE, "m": 64.0, "routing": "balanced"}
+    _, exact = family_time_s(hw, "moe", "fp8", **shape)
+    t, borrowed = family_time_s(hw, "moe", "fp8_block", **shape)
+    assert exact == "calibrated profile (moe/fp8, 10 rows)"
+    assert borrowed == "calibrated profile (moe/fp8, 10 rows at fp8_block bytes and rate: no moe/fp8_block entry)"
+    _, spec = family_time_s(hw, "moe", "bf16", **shape)
+    assert spec.startswith("spec sheet") and "profile has no moe/bf16 entry" in spec
+    assert float(t) > 0

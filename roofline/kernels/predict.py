@@ -14,7 +14,7 @@ import roofline.kernels.moe  # noqa: F401  (registers the fused-MoE and MLA kern
 from roofline.kernels import forms as models
 from roofline.kernels.keys import base_op, entry_key, op_key, resolve, split_key
 from roofline.kernels.lsq import Param
-from roofline.kernels.registry import FAMILIES, IDEAL, KernelFamily
+from roofline.kernels.registry import FAMILIES, IDEAL, Achievable, KernelFamily, achievable_hw
 from roofline.kernels.schema import COLLECTIVE_OPS, Measurements
 from roofline.kernels.shapes import (
     BLOCK_SCALED_DTYPES,
@@ -313,3 +313,14 @@ def uncovered(hw: HardwareSpec, table: Measurements) -> dict[str, int]:
         return {}
     lacking = row_entry_keys(table)[covering_keys(hw, table) == ""]
     return {k: int(np.sum(lacking == k)) for k in sorted(set(lacking))}
+
+
+def family_spec_time(
+    hw: HardwareSpec, op: str, dtype: str, shape: dict[str, object], achievable: Achievable = IDEAL
+) -> np.ndarray:
+    """Seconds of kernel family ``op`` in ``dtype`` by its spec-sheet form, at the chip's ``achievable`` speed."""
+    family = FAMILIES[op]
+    assert family.spec_time is not None
+    s = shape_arrays(op, dtype, shape)
+    nums = achievable_hw(_hw(hw, peak_flops(hw, op, dtype)), achievable, family.peak_dtype(dtype))
+    return family.spec_time(s, nums, achievable)

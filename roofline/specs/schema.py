@@ -37,6 +37,7 @@ from roofline.specs.types import (
     LAYER_TYPES,
     MLP_TYPES,
     PRECISION_KEYS,
+    AchievableSpec,
     CalibrationSpec,
     EngineCalibration,
     HardwareSpec,
@@ -150,6 +151,33 @@ class _CalibrationChecks(_Schema):
             for key in value:
                 check_param_key(key, value)
         return value
+
+
+class _AchievableChecks(_Schema):
+    """The achievable block: fractions in (0, 1] per known dtype, floors in [0, 10 ms] per kernel family."""
+
+    _fields = field_validator("*", mode="before")(classmethod(check_spec_field))
+
+    @field_validator("flops_fraction", mode="before", check_fields=False)
+    @classmethod
+    def _fractions(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise ValueError("must map dtypes (or default) to fractions of peak FLOP/s, e.g. {bf16: 0.78}")
+        out = {}
+        for dtype, frac in value.items():
+            if dtype != "default" and dtype not in DTYPE_BYTES:
+                raise ValueError(f"unknown dtype {shown(dtype)}; allowed: default, {', '.join(DTYPE_BYTES)}")
+            out[dtype] = check_number(frac, dtype, minimum=0.0, maximum=1.0, open_low=True)
+        return out
+
+    @field_validator("floor_s", mode="before", check_fields=False)
+    @classmethod
+    def _floors(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise ValueError("must map kernel families (gemm, attention, moe, default) to seconds, e.g. {gemm: 4e-6}")
+        return {
+            str(k): check_number(v, str(k), dimension="seconds", minimum=0.0, maximum=0.01) for k, v in value.items()
+        }
 
 
 def check_param_key(key: object, params: dict[str, Any]) -> None:
@@ -290,14 +318,22 @@ def _schemas() -> dict[type, type[BaseModel]]:
     op = _schema_from(OpCalibration, _CalibrationChecks, {})
     calibration = _schema_from(CalibrationSpec, _CalibrationChecks, {"ops": dict[str, op]})  # type: ignore[valid-type]
     engine = _schema_from(EngineCalibration, _CalibrationChecks, {})
+    achievable = _schema_from(AchievableSpec, _AchievableChecks, {})
     hardware = _schema_from(
-        HardwareSpec, _HardwareChecks, {"calibration": calibration | None, "engine": dict[str, engine] | None}
+        HardwareSpec,
+        _HardwareChecks,
+        {
+            "calibration": calibration | None,
+            "engine": dict[str, engine] | None,
+            "achievable": achievable | None,  # type: ignore[valid-type]
+        },
     )  # type: ignore[valid-type]
     model = _schema_from(ModelSpec, _ModelChecks, {})
     return {
         OpCalibration: op,
         CalibrationSpec: calibration,
         EngineCalibration: engine,
+        AchievableSpec: achievable,
         HardwareSpec: hardware,
         ModelSpec: model,
     }

@@ -133,6 +133,22 @@ class EngineCalibration(_Spec):
 
 
 @dataclass(frozen=True, kw_only=True)
+class AchievableSpec(_Spec):
+    """What real kernels reach on the chip (the honest spec sheet): fractions of the peaks, kernel floors.
+
+    ``hbm_fraction`` of peak HBM bytes/s that weight- and KV-streaming kernels reach; ``flops_fraction``
+    of peak FLOP/s per dtype (``default`` for a dtype not listed) that large GEMMs reach; ``floor_s`` the
+    least time of one kernel per family (``gemm``, ``attention``, ``moe``; ``default`` for the others).
+    Every number carries its source in the YAML; ``source`` summarises them.
+    """
+
+    hbm_fraction: float = spec_field(1.0, gt=0, le=1.0)
+    flops_fraction: dict[str, float] = field(default_factory=dict)
+    floor_s: dict[str, float] = field(default_factory=dict)
+    source: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class HardwareSpec(_Spec):
     """One accelerator chip; the YAML keys here are a contract relied on by scripts."""
 
@@ -154,6 +170,7 @@ class HardwareSpec(_Spec):
     source: str = ""
     calibration: CalibrationSpec | None = None
     engine: dict[str, EngineCalibration] | None = None
+    achievable: AchievableSpec | None = None
 
     def flops_for(self, dtype: str) -> float:
         """Dense FLOP/s for ``dtype`` (a block-scaled format without its own entry: its element type's,
@@ -278,6 +295,8 @@ def hardware_from_data(data: dict[str, Any]) -> HardwareSpec:
         )
     if data.get("engine") is not None:
         data["engine"] = {k: EngineCalibration(**v) for k, v in data["engine"].items()}
+    if data.get("achievable") is not None:
+        data["achievable"] = AchievableSpec(**data["achievable"])
     return HardwareSpec(**data)
 
 

@@ -2,9 +2,11 @@
 
 ``python -m roofline.calibrate.engine.profiles`` rebuilds ``roofline/data/profiles/<chip>-cal.yaml``:
 
-* kernels: H100 SXM and A100 from their shipped measurements (``builtin:h100-sxm``,
-  ``builtin:a100-80gb``); H200, B200 and GB200 have no kernel tables, so they take the H100
-  fit's parameters with their own spec-sheet peaks, bandwidths and SM counts, and say so;
+* kernels: H100 SXM, A100 and B200 from their shipped measurements (``builtin:h100-sxm`` and
+  ``builtin:h100-sxm-fused``, ``builtin:a100-80gb``, ``builtin:b200`` and ``builtin:b200-fused``: GEMMs per
+  format, attention, collectives, fused MoE, MLA); H200 and GB200 have no kernel tables, so they take the
+  fit of the chip of their generation (H100, B200) with their own spec-sheet peaks, bandwidths and SM
+  counts, and say so;
 * engines: for each chip, every engine/version of the shipped end-to-end rows on it
   (:mod:`roofline.calibrate.engine.engine_fit`); a version with too few measured quantities is fitted with the
   other versions of its engine on that chip, then with the engine's rows on every chip.
@@ -28,18 +30,27 @@ from roofline.deploy import default_comms_overlap
 from roofline.specs import HardwareSpec, dump_yaml, hardware_from_dict, load_hardware
 
 PROFILE_DIR = Path(__file__).resolve().parents[2] / "data" / "profiles"
-#: Chips whose kernels are fitted on their own tables, and the table each uses.
-KERNEL_TABLES = {"h100-sxm": "builtin:h100-sxm", "a100-80gb": "builtin:a100-80gb"}
+#: Chips whose kernels are fitted on their own tables, and the tables each uses (fitted one by one).
+KERNEL_TABLES = {
+    "h100-sxm": ("builtin:h100-sxm", "builtin:h100-sxm-fused"),
+    "a100-80gb": ("builtin:a100-80gb",),
+    "b200": ("builtin:b200", "builtin:b200-fused"),
+}
 #: Chips without kernel tables -> (chip whose fit they take, their SM count).
-TRANSFERRED = {"h200": ("h100-sxm", 132.0), "b200": ("h100-sxm", 148.0), "gb200": ("h100-sxm", 148.0)}
+TRANSFERRED = {"h200": ("h100-sxm", 132.0), "gb200": ("b200", 148.0)}
 
 
 def kernel_profile(chip: str, fitted: dict[str, HardwareSpec]) -> HardwareSpec:
     """The chip's kernel-calibrated profile: its own fit, or a fitted chip's parameters on its spec."""
     if chip in KERNEL_TABLES:
         base = load_hardware(chip).model_copy(update={"calibration": None})
-        profile, _ = calibrate(load_measurements(KERNEL_TABLES[chip]), base)
-        return profile
+        parts = [calibrate(load_measurements(ref), base)[0].calibration for ref in KERNEL_TABLES[chip]]
+        data = base.model_dump()
+        data["calibration"] = {
+            "source": "; ".join(c.source for c in parts if c is not None),
+            "ops": {k: v.model_dump() for c in parts if c is not None for k, v in c.ops.items()},
+        }
+        return hardware_from_dict(data, f"<calibrated {chip}>")
     donor, sms = TRANSFERRED[chip]
     cal = fitted[donor].calibration
     if cal is None:
