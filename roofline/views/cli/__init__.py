@@ -39,7 +39,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "shard": ("shard",),
     "serve": ("serve",),
     "sweep": ("sweep",),
-    "pareto": ("sweep",),
+    "pareto": ("pareto",),
     "report": ("report",),
     "e2e": ("e2e",),
     "validate": ("validate",),
