@@ -239,7 +239,7 @@ def test_weights_option_components():
     assert ck.weight_dtype("experts") == "nvfp4" and ck.weight_dtype("attention") == "fp8_block"
     with pytest.raises(RooflineError, match="unknown component 'router'"):
         precision_from_options("router=fp8", "bf16", "bf16")
-    with pytest.raises(RooflineError, match="--weights: unknown dtype 'fp9'"):
+    with pytest.raises(RooflineError, match="--weights experts: unknown dtype 'fp9'"):
         precision_from_options("experts=fp9", "bf16", "bf16")
 
 
