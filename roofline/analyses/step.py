@@ -17,6 +17,7 @@ from roofline.analyses.step_memory import (
     StepMemory,
     held_memory,
     overflow_bytes,
+    rank_seqs,
     step_memory,
 )
 from roofline.core.errors import OptionError, shown
@@ -174,15 +175,16 @@ def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResu
     chips = np.asarray(dep.chips, dtype=float)
     mem = step_memory(dep, batch, context)
     g_batch, kv_seq = mem.replica_batch, mem.kv_bytes_per_sequence
-    weights = dep.weight_bytes
+    weights = dep.held_weight_bytes
     kv_only, state_seq = mem.kv_only_bytes_per_sequence, mem.state_bytes_per_sequence
     act = dep.activation_reserve_bytes(1.0)
+    held_seq = times(dep.kv_copies, kv_seq)
     budget = dep.group_capacity_bytes() * dep.memory_utilization
     tps = np.divide(batch, t.time_s)
     return StepResult(
         param_count=counts.total,
         active_param_count=counts.active,
-        param_bytes=weights,
+        param_bytes=dep.weight_bytes,
         kv_bytes_per_token=memory.kv_cache_bytes_per_token(m, prec.kv_bytes),
         kv_bytes=np.multiply(batch, kv_only),
         total_bytes=mem.total_bytes,
@@ -190,9 +192,12 @@ def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResu
         usable_hbm_bytes=mem.usable_bytes,
         fits=mem.fits,
         overflow_bytes=overflow_bytes(dep, batch, kv_seq, 1.0),
-        max_batch=replicas * memory.max_batch_size(budget, weights, np.add(kv_seq, act)),
+        max_batch=replicas * max_replica_batch(dep, budget, weights, np.add(held_seq, act)),
         min_chips=memory.min_chips(
-            np.add(memory.total_memory_bytes(weights, np.multiply(batch, kv_seq)), dep.activation_reserve_bytes(batch)),
+            np.add(
+                memory.total_memory_bytes(dep.weight_bytes, np.multiply(batch, kv_seq)),
+                dep.activation_reserve_bytes(batch),
+            ),
             dep.hw.hbm_bytes * dep.memory_utilization,
         ),
         critical_batch=float(
@@ -205,7 +210,13 @@ def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResu
             )
         ),
         step_time_s=t.time_s,
-        max_context=memory.max_context_length(m, g_batch, budget - np.multiply(g_batch, act), weights, prec.kv_bytes),
+        max_context=memory.max_context_length(
+            m,
+            rank_seqs(dep, g_batch),
+            budget - np.multiply(rank_seqs(dep, g_batch), act),
+            weights,
+            times(dep.kv_copies, prec.kv_bytes),
+        ),
         min_step_time_s=np.maximum(
             (t.kv_read_bytes + t.weight_read_bytes + t.state_bytes)
             * dep.par.pp
@@ -236,11 +247,19 @@ def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResu
         comms_exposed_s=t.comms_exposed_s,
         pipeline_bubble_s=t.pipeline_bubble_s,
         replica_batch=g_batch,
-        replica_kv_bytes=np.multiply(g_batch, kv_only),
+        replica_kv_bytes=times(dep.kv_copies, np.multiply(g_batch, kv_only)),
         state_bytes=np.multiply(batch, state_seq),
         engine_host_s=t.engine_host_s,
         engine=dep.engine.as_dict() if dep.engine.registry_entry else None,
     )
+
+
+def max_replica_batch(dep: Deployment, budget: Number, weights: float, per_seq: Number) -> Number:
+    """Largest batch one replica holds (:func:`memory.max_batch_size`), whole rounds of dp sequences where
+    attention data-parallel ranks share it (each rank holds ⌈B/dp⌉)."""
+    most = memory.max_batch_size(budget, weights, per_seq)
+    dp = dep.par.attention_dp
+    return most if dp == 1 else dp * np.floor(most / dp)
 
 
 def result_sources(dep: Deployment, t: StepTerms) -> dict[str, str]:

@@ -48,7 +48,7 @@ def held_memory(
     busiest), default :func:`replica_loads`): each holds the weights + its sequences against HBM less
     the activations of its step of ``tokens_per_seq`` tokens (``sampled_per_seq`` of them sampled,
     default all) a sequence.  ``usable_bytes`` is :func:`slice_usable_bytes`'s."""
-    r, weights = dep.replicas, dep.weight_bytes
+    r, weights = dep.replicas, dep.held_weight_bytes
     one = loads is None and not np.any(np.not_equal(r, 1.0))  # one replica holds it all: the slice is it
     busiest = batch if one else (loads if loads is not None else replica_loads(batch, r))[0]
     top, top_usable = replica_need(dep, busiest, bytes_per_seq, tokens_per_seq, sampled_per_seq)
@@ -57,7 +57,7 @@ def held_memory(
         busiest,
         top,
         top_usable,
-        total_bytes=top if one else np.add(times(r, weights), np.multiply(batch, bytes_per_seq)),
+        total_bytes=top if one else np.add(times(r, weights), times(dep.kv_copies, np.multiply(batch, bytes_per_seq))),
         fits=memory.fits_in_memory(top, top_usable),
         usable_bytes=top_usable if one else slice_usable_bytes(dep, batch, tokens_per_seq, sampled_per_seq),
         **per_seq,
@@ -72,12 +72,24 @@ def replica_need(
     sampled_per_seq: ArrayLike | None = None,
 ) -> tuple[Number, Number]:
     """(what one replica of ``seqs`` sequences holds: P + n·bytes, the HBM it may fill: physical·u less
-    the activations of its step of n·tokens tokens, n·sampled of them sampled)."""
+    the activations of its step of n·tokens tokens, n·sampled of them sampled).
+
+    With attention data-parallel ranks every rank is counted as full as the busiest (n = dp·⌈seqs/dp⌉:
+    a chip holds its rank's sequences), P the weights it holds (:attr:`Deployment.held_weight_bytes`),
+    and each sequence's cache ``kv_copies`` times (MLA's latent on every tp chip)."""
+    seqs = rank_seqs(dep, seqs)
     sampled = None if sampled_per_seq is None else np.multiply(seqs, sampled_per_seq)
     return (
-        memory.total_memory_bytes(dep.weight_bytes, np.multiply(seqs, bytes_per_seq)),
+        memory.total_memory_bytes(dep.held_weight_bytes, times(dep.kv_copies, np.multiply(seqs, bytes_per_seq))),
         dep.usable_hbm_bytes(np.multiply(seqs, tokens_per_seq), sampled),
     )
+
+
+def rank_seqs(dep: Deployment, seqs: ArrayLike) -> Number:
+    """Sequences a replica holds with each attention data-parallel rank as full as its busiest: dp·⌈n/dp⌉
+    (n itself with one rank)."""
+    dp = dep.par.attention_dp
+    return seqs if dp == 1 else dp * np.ceil(np.divide(seqs, dp))
 
 
 def slice_usable_bytes(

@@ -127,9 +127,32 @@ class Deployment:
         return self.group_chips / self.par.pp
 
     @property
+    def attention_chips(self) -> np.ndarray:
+        """Chips of one attention data-parallel rank (its tp group): stage chips / attention_dp."""
+        return self.stage_chips / self.par.attention_dp
+
+    @property
     def weight_bytes(self) -> float:
         """Bytes of one full copy of the weights (each component in its dtype)."""
         return memory.model_weight_bytes(self.model, self.precision.bytes_by_component)
+
+    @property
+    def held_weight_bytes(self) -> float:
+        """Weight bytes one replica holds: the routed experts once, every other weight once per attention
+        data-parallel rank (each rank keeps its own copy of attention and the dense layers)."""
+        dp = self.par.attention_dp
+        if dp == 1:
+            return self.weight_bytes
+        return self.weight_bytes + (dp - 1) * memory.dense_weight_bytes(self.model, self.precision.bytes_by_component)
+
+    @property
+    def kv_copies(self) -> float:
+        """Copies of each cached token an attention rank's chips hold: MLA's latent (one KV head shared by
+        every query head) is replicated on each of the tp chips, as engines with tensor-parallel attention
+        keep it; other caches split over heads (then batch), one copy (1 with no explicit tp)."""
+        if self.model.kv_lora_rank is None or not self.par.explicit:
+            return 1.0
+        return float(self.par.tp)
 
     def group_capacity_bytes(self) -> np.ndarray:
         """Physical HBM of one replica: group chips × HBM per chip."""
@@ -172,6 +195,7 @@ def deployment(
     rates: Rates | None = None,
     comms_overlap: float | None = None,
     engine: str | EngineTerms | None = None,
+    attention_dp: int | None = None,
 ) -> Deployment:
     """Validate and build a Deployment; collectives overlap by default on TPUs only (XLA), not GPUs.
 
@@ -191,7 +215,7 @@ def deployment(
         from roofline.deploy.fabric import check_slice_topology
 
         check_slice_topology(hw, topology_text)
-    par = parallelism(chips, tp, pp, ep, topology_text, model.num_experts)
+    par = parallelism(chips, tp, pp, ep, topology_text, model.num_experts, attention_dp)
     if par.pp > model.num_layers:
         raise OptionError(f"pp={par.pp} exceeds the model's {model.num_layers} layers", parameters=("pp",))
     price = hw.price_per_chip_hour if price_per_chip_hour is None else float(price_per_chip_hour)

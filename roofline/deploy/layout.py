@@ -1,9 +1,15 @@
-"""Parallelism of a deployment, parsed once: tensor (tp), pipeline (pp), expert (ep), replicas.
+"""Parallelism of a deployment, parsed once: tensor (tp), pipeline (pp), expert (ep), attention
+data-parallel (attention_dp), replicas.
 
-A slice of N chips holds N / (tp·pp) model replicas; each replica is tp·pp chips, a pipeline of
-pp stages of tp chips.  ``ep`` splits the routed experts of an MoE layer over ep of a stage's tp
-chips (ep divides tp); the rest of the layer stays tensor-parallel.  Without an explicit tp the
-whole slice is one idealised group with no collectives, as in the book's tables.
+A slice of N chips holds N / (tp·attention_dp·pp) model replicas; each replica is a pipeline of pp
+stages, each stage an MoE group of tp·attention_dp chips.  Attention (and every dense part: dense MLP
+layers, shared experts, embeddings, LM head) runs tensor-parallel over tp chips and data-parallel over
+the attention_dp ranks of a stage, each rank holding its own sequences and their KV.  ``ep`` spreads
+the routed experts of an MoE layer over ep of the stage's chips, each expert split moe_tp =
+tp·attention_dp / ep ways.  ``--ep E`` with E a multiple of tp means attention_dp = E / tp (the way
+SGLang and TensorRT-LLM serve DeepSeek: ``--tp 1 --ep 8`` on 8 chips); ep dividing tp keeps
+attention_dp = 1 and splits each expert tp/ep ways, as before.  Without an explicit tp the whole slice
+is one idealised group with no collectives, as in the book's tables.
 """
 
 from __future__ import annotations
@@ -19,27 +25,43 @@ from roofline.deploy import topology
 
 @dataclass(frozen=True)
 class Parallelism:
-    """tp, pp, ep degrees; whether tp was asked for (collectives) and the slice's torus axes."""
+    """tp, pp, ep and attention-DP degrees; whether tp was asked for (collectives) and the slice's torus axes."""
 
     tp: int = 1
     pp: int = 1
     ep: int = 1
     explicit: bool = False
     topology_text: str | None = None
+    attention_dp: int = 1
+
+    @property
+    def moe_chips(self) -> int:
+        """Chips of one pipeline stage (its MoE group): tp·attention_dp."""
+        return self.tp * self.attention_dp
+
+    @property
+    def moe_tp(self) -> int:
+        """Tensor split of each routed expert: the stage's chips / ep (TensorRT-LLM's moe_tp_size)."""
+        return self.moe_chips // self.ep
 
     @property
     def group_chips(self) -> int:
-        """Chips of one model replica: tp·pp (an idealised slice is handled by the caller)."""
-        return self.tp * self.pp
+        """Chips of one model replica: tp·attention_dp·pp (an idealised slice is handled by the caller)."""
+        return self.moe_chips * self.pp
 
     def describe(self) -> str:
-        """'tp 4 x pp 2, ep 4' in words (the idealised slice when no tp was given)."""
+        """'tp 4 x pp 2 x ep 4' or 'tp 1 x attention-dp 8 x ep 8 (moe-tp 1)' in words (the idealised slice
+        when no tp was given)."""
         if not self.explicit:
             return "one idealised group (no tp given: no collectives, as in the book's tables)"
         parts = (
-            [f"tp {self.tp}"] + ([f"pp {self.pp}"] if self.pp > 1 else []) + ([f"ep {self.ep}"] if self.ep > 1 else [])
+            [f"tp {self.tp}"]
+            + ([f"attention-dp {self.attention_dp}"] if self.attention_dp > 1 else [])
+            + ([f"pp {self.pp}"] if self.pp > 1 else [])
+            + ([f"ep {self.ep}"] if self.ep > 1 else [])
         )
-        return " x ".join(parts)
+        moe = f" (moe-tp {self.moe_tp})" if self.attention_dp > 1 else ""
+        return " x ".join(parts) + moe
 
 
 def _degree(value: int | None, option: str) -> int:
@@ -59,28 +81,67 @@ def parallelism(
     ep: int | None = None,
     topology_text: str | None = None,
     num_experts: int = 1,
+    attention_dp: int | None = None,
 ) -> Parallelism:
-    """Validate tp/pp/ep against the chips and the model; a topology's chips form the tp group."""
+    """Validate tp/pp/ep/attention_dp against the chips and the model; a topology's chips form the tp group."""
     sizes = topology.parse_topology(topology_text) if topology_text else None
     if sizes is not None and tp is None:
         tp = topology.topology_chips(sizes)
     tp_d, pp_d, ep_d = _degree(tp, "tp"), _degree(pp, "pp"), _degree(ep, "ep")
+    dp_d = _attention_dp(tp_d, ep_d, attention_dp, num_experts)
     chips_arr = np.asarray(chips, dtype=float)
     if sizes is not None and np.any(chips_arr != topology.topology_chips(sizes)):
         raise OptionError(
             f"topology_text={topology_text} has {topology.topology_chips(sizes)} chips, not chips={shown(chips)}",
             parameters=("topology_text", "chips"),
         )
-    explicit = tp is not None or pp is not None or ep is not None
-    if np.any(np.mod(chips_arr, tp_d * pp_d) != 0):
-        per = f"tp={tp_d}" if pp_d == 1 else f"tp={tp_d} x pp={pp_d} = {tp_d * pp_d} chips per replica"
-        raise OptionError(f"{per} must divide chips={shown(chips)}", parameters=("tp", "pp", "chips"))
+    explicit = tp is not None or pp is not None or ep is not None or attention_dp is not None
+    group = tp_d * dp_d * pp_d
+    if np.any(np.mod(chips_arr, group) != 0):
+        per = _per_replica(tp_d, dp_d, pp_d)
+        if attention_dp is None and dp_d > 1:
+            per = f"ep={ep_d} ({per})"
+        raise OptionError(f"{per} must divide chips={shown(chips)}", parameters=_named(dp_d))
     if ep_d > 1:
         if num_experts <= 1:
             raise OptionError(f"ep={ep_d}: the model has no routed experts (ep needs an MoE model)", parameters=("ep",))
-        if tp_d % ep_d or num_experts % ep_d:
-            raise OptionError(f"ep={ep_d} must divide tp={tp_d} and the {num_experts} experts", parameters=("ep", "tp"))
-    return Parallelism(tp_d, pp_d, ep_d, explicit, topology_text)
+        if (tp_d * dp_d) % ep_d or num_experts % ep_d:
+            stage = f"tp={tp_d}" if dp_d == 1 else f"tp={tp_d} x attention_dp={dp_d} = {tp_d * dp_d} chips"
+            raise OptionError(f"ep={ep_d} must divide {stage} and the {num_experts} experts", parameters=("ep", "tp"))
+    return Parallelism(tp_d, pp_d, ep_d, explicit, topology_text, dp_d)
+
+
+def _attention_dp(tp: int, ep: int, attention_dp: int | None, num_experts: int) -> int:
+    """Attention data-parallel ranks: as given, else ep / tp where ep exceeds tp (tp must divide it), else 1."""
+    if attention_dp is not None:
+        dp = _degree(attention_dp, "attention_dp")
+        if dp > 1 and num_experts <= 1:
+            raise OptionError(
+                f"attention_dp={dp}: the model has no routed experts, so attention data-parallel changes nothing "
+                f"(its {dp} ranks would share no weights); give tp={tp} and {dp}x the chips for {dp} plain replicas",
+                parameters=("attention_dp",),
+            )
+        return dp
+    if ep <= tp:
+        return 1
+    if ep % tp:
+        raise OptionError(
+            f"ep={ep} must divide tp={tp} or be a multiple of it (attention data-parallel over ep / tp ranks)",
+            parameters=("ep", "tp"),
+        )
+    return ep // tp
+
+
+def _per_replica(tp: int, dp: int, pp: int) -> str:
+    """'tp=4', 'tp=4 x pp=2 = 8 chips per replica' or 'tp=1 x attention_dp=8 = 8 chips per replica'."""
+    if dp == 1 and pp == 1:
+        return f"tp={tp}"
+    parts = [f"tp={tp}"] + ([f"attention_dp={dp}"] if dp > 1 else []) + ([f"pp={pp}"] if pp > 1 else [])
+    return f"{' x '.join(parts)} = {tp * dp * pp} chips per replica"
+
+
+def _named(dp: int) -> tuple[str, ...]:
+    return ("tp", "pp", "chips") if dp == 1 else ("tp", "ep", "attention_dp", "pp", "chips")
 
 
 def replicas(par: Parallelism, chips: ArrayLike) -> np.ndarray:

@@ -46,6 +46,7 @@ from roofline.model.shape import LayerMix, ModelShape, Number, layer_mix
 from roofline.model.weight_bytes import (
     WEIGHT_COMPONENTS,
     component_bytes,
+    dense_weight_bytes,
     expected_experts_touched,
     mean_bytes_per_param,
     model_weight_bytes,
@@ -68,6 +69,7 @@ __all__ = [
     "capped_kv_layers",
     "capped_token_sum",
     "component_bytes",
+    "dense_weight_bytes",
     "expected_experts_touched",
     "fits_in_memory",
     "hbm_capacity_bytes",

@@ -59,6 +59,12 @@ def model_weight_bytes(m: ModelShape, bytes_of: dict[str, float]) -> float:
     return float(sum(component_bytes(m, bytes_of).values()))
 
 
+def dense_weight_bytes(m: ModelShape, bytes_of: dict[str, float]) -> float:
+    """Bytes of every weight but the routed experts' (what each attention data-parallel rank holds)."""
+    parts = component_bytes(m, bytes_of)
+    return float(sum(parts.values()) - parts["experts"] - parts["expert_other"])
+
+
 def mean_bytes_per_param(m: ModelShape, bytes_of: dict[str, float]) -> float:
     """Weight bytes / parameters: the bytes per parameter of a mixed-precision model."""
     return model_weight_bytes(m, bytes_of) / param_counts(m).total

@@ -24,6 +24,16 @@ def kv_layout(num_kv_heads: int, num_heads: int, shards: float) -> tuple[float, 
     return num_heads / head_shards, num_kv_heads / head_shards, batch_shards
 
 
+def chip_layout(dep: Deployment, shards: float) -> tuple[float, float, float]:
+    """(query heads, KV heads, batch divisor) per chip of an attention rank of ``shards`` chips: MLA's one
+    latent KV head is replicated on every chip, its query heads split (batch undivided); else
+    :func:`kv_layout`."""
+    m = dep.model
+    if m.kv_lora_rank is not None:
+        return m.num_heads / shards, 1.0, 1.0
+    return kv_layout(m.num_kv_heads, m.num_heads, shards)
+
+
 def _head_dims(dep: Deployment) -> tuple[float, float]:
     """(cached dim per KV head, KV heads) the kernel reads: MLA caches one latent of rank + rope."""
     m = dep.model
@@ -37,8 +47,8 @@ def decode_attention_fitted_s(
 ) -> Number:
     """Σ over attention layers of the fitted decode kernel (windowed at min(S, W), chunked at min(S, C))."""
     m, dtype = dep.model, dep.precision.kv
-    head_dim, kv_heads = _head_dims(dep)
-    heads, kv_chip, batch_div = kv_layout(int(kv_heads), m.num_heads, shards)
+    head_dim, _ = _head_dims(dep)
+    heads, kv_chip, batch_div = chip_layout(dep, shards)
     batch = np.divide(seqs, batch_div)
     attended = layers / m.num_layers
     mix = memory.layer_mix(m)
@@ -77,8 +87,8 @@ def prefill_attention_fitted_s(
 ) -> Number:
     """Σ over layers of the fitted prefill kernel for ``seqs`` chunks of ``new`` tokens after ``cached``."""
     m, dtype = dep.model, dep.precision.compute
-    head_dim, kv_heads = _head_dims(dep)
-    heads, kv_chip, batch_div = kv_layout(int(kv_heads), m.num_heads, shards)
+    head_dim, _ = _head_dims(dep)
+    heads, kv_chip, batch_div = chip_layout(dep, shards)
     batch = np.divide(seqs, batch_div)
     # The fitted kernel prices q·kv/2 causal pairs; a chunk after c cached tokens attends q·(c + q/2).
     kv_len = np.add(new, 2.0 * np.asarray(cached, dtype=float))

@@ -98,9 +98,14 @@ def collective_bytes_per_element(dep: Deployment) -> float:
     return width if dep.hw.kind == "tpu" else max(width, 2.0)
 
 
-def stage_comms(dep: Deployment, tokens: ArrayLike, decode_seqs: ArrayLike, layers: float) -> CommsTerms:
-    """Collectives of ``layers`` layers of one tp group processing ``tokens`` (``decode_seqs`` decoding)."""
+def stage_comms(
+    dep: Deployment, tokens: ArrayLike, decode_seqs: ArrayLike, layers: float, group_tokens: ArrayLike | None = None
+) -> CommsTerms:
+    """Collectives of ``layers`` layers of one tp group processing ``tokens`` (``decode_seqs`` decoding); with
+    attention data-parallel ranks, the MoE layers' exchange of the stage's ``group_tokens`` over its chips."""
     par, m = dep.par, dep.model
+    if par.attention_dp > 1:
+        return data_parallel_comms(dep, tokens, decode_seqs, layers, tokens if group_tokens is None else group_tokens)
     if not par.explicit or par.tp == 1:
         zero = np.zeros_like(np.asarray(tokens, dtype=float))
         return CommsTerms(zero, zero, zero, NO_COMMS)
@@ -139,6 +144,58 @@ def stage_comms(dep: Deployment, tokens: ArrayLike, decode_seqs: ArrayLike, laye
     from roofline.formulas.collectives import bus_bytes  # ring all-reduce: 2(n−1)/n of the message a chip
 
     wire = allreduces * bus_bytes("allreduce", np.asarray(ar_bytes, dtype=float), np.asarray(float(par.tp)))
+    return CommsTerms(lower, time, moved, source, steps, ar_bytes, wire)
+
+
+def data_parallel_comms(
+    dep: Deployment, tokens: ArrayLike, decode_seqs: ArrayLike, layers: float, group_tokens: ArrayLike
+) -> CommsTerms:
+    """Collectives of ``layers`` layers of a stage of attention data-parallel ranks (one of them processing
+    ``tokens``, the stage ``group_tokens``).
+
+    Each rank all-reduces its attention output [T, D] over its tp chips (and its dense MLP's, in dense layers);
+    an MoE layer exchanges the stage's tokens over all its chips instead of the MLP all-reduce: with whole
+    experts per chip (moe_tp = 1) a dispatch and a combine all-to-all of the routed tokens [T_stage·k, D] over
+    ep chips (DeepEP, TensorRT-LLM's wide-EP all-to-all); with experts split moe_tp ways an all-gather of
+    [T_stage, D] and a reduce-scatter of the partial outputs over the stage's chips (TensorRT-LLM attention DP).
+    """
+    par, m = dep.par, dep.model
+    from roofline.deploy import fabric
+
+    act = collective_bytes_per_element(dep)
+    zero = np.zeros_like(np.asarray(np.add(tokens, group_tokens), dtype=float))
+    ar_bytes = np.multiply(tokens, m.d_model * act)
+    ars = allreduces_per_layer(dep)
+    ar_lo, ar_t, ar_src = zero, zero, "no tp all-reduce (tp 1)"
+    if par.tp > 1:
+        layout = fabric.tp_layout(dep.hw, par.tp, par.topology_text)
+        ar_lo, ar_t, ar_src = _op_time(dep, layout, "allreduce", ar_bytes, par.tp)
+        ar_src = f"tp all-reduce over {layout.describe(dep.hw)}: {ar_src}"
+    moe_layers = memory.moe_layer_count(m) * layers / m.num_layers
+    dense_layers = layers - moe_layers
+    if par.moe_tp == 1:
+        ops, devices = (("alltoall", "alltoall"), par.ep)
+        moe_bytes = np.multiply(group_tokens, m.experts_per_token * m.d_model * act)
+    else:
+        ops, devices = (("allgather", "reducescatter"), par.moe_chips)
+        moe_bytes = np.multiply(group_tokens, m.d_model * act)
+    moe_layout = fabric.tp_layout(dep.hw, devices, par.topology_text)
+    moe_lo, moe_t, sources = zero, zero, []
+    for op in ops:
+        lo, t, src = _op_time(dep, moe_layout, op, moe_bytes, devices)
+        moe_lo, moe_t = moe_lo + lo, moe_t + t
+        sources.append(f"{op} over {moe_layout.describe(dep.hw)}: {src}")
+    lower = dense_layers * ars * np.asarray(ar_lo) + moe_layers * (np.asarray(ar_lo) + moe_lo)
+    time = dense_layers * ars * np.asarray(ar_t) + moe_layers * (np.asarray(ar_t) + moe_t)
+    moved = (dense_layers * ars + moe_layers) * ar_bytes + moe_layers * len(ops) * moe_bytes
+    tp_steps = 2.0 * (par.tp - 1) * (dense_layers * ars + moe_layers)
+    steps = tp_steps + moe_layers * len(ops) * (devices - 1)
+    from roofline.kernels.forms import bus_bytes
+
+    wire = (dense_layers * ars + moe_layers) * bus_bytes(
+        "allreduce", np.asarray(ar_bytes, dtype=float), np.asarray(float(par.tp))
+    )
+    source = f"{fabric.PART3}; {ar_src}; MoE {' + '.join(sources)}"
     return CommsTerms(lower, time, moved, source, steps, ar_bytes, wire)
 
 

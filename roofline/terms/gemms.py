@@ -60,9 +60,10 @@ def moe_gemms(
     shards: float,
     ep: int,
     weight_bytes: Mapping[str, float | None] | None = None,
+    shared: tuple[ArrayLike, float] | None = None,
 ) -> Number:
-    """Routed experts: E_t/ep per chip, each [T·k/E_t, D] through an expert MLP split tp/ep ways; + shared
-    (an MLP component)."""
+    """Routed experts: E_t/ep per chip, each [T·k/E_t, D] through an expert MLP split shards/ep ways; + shared
+    (an MLP component, on ``shared`` = (tokens, shards) of one attention rank; default T over the shards)."""
     wb = weight_bytes or {}
     touched = np.maximum(memory.expected_experts_touched(m.num_experts, m.experts_per_token, tokens), 1e-9)
     per_expert = np.multiply(tokens, m.experts_per_token) / touched
@@ -72,7 +73,10 @@ def moe_gemms(
     )
     if m.num_shared_experts:
         shared_ff = m.num_shared_experts * (m.shared_expert_d_ff or m.d_ff)
-        routed = routed + mlp_gemm_pair(hw, dtype, tokens, m.d_model, shared_ff, m.gated_mlp, shards, wb.get("mlp"))
+        rank_tokens, rank_shards = shared or (tokens, shards)
+        routed = routed + mlp_gemm_pair(
+            hw, dtype, rank_tokens, m.d_model, shared_ff, m.gated_mlp, rank_shards, wb.get("mlp")
+        )
     return routed
 
 
@@ -86,8 +90,13 @@ def gemm_time_s(
     shards: float,
     ep: int = 1,
     weight_bytes: Mapping[str, float | None] | None = None,
+    moe_tokens: ArrayLike | None = None,
+    moe_shards: float | None = None,
 ) -> Number:
     """Σ fitted GEMM times of ``layers`` layers (dense and MoE in the model's ratio) + the LM head.
+
+    Dense parts take ``tokens`` over ``shards`` chips (one attention data-parallel rank); the MoE layers
+    take ``moe_tokens`` over ``moe_shards`` chips (the stage's; default the same).
 
     The LM head runs on ``lm_tokens`` rows only: the positions that are sampled (one per sequence).
     ``weight_bytes`` (per weight component, ``Precision.gemm_weight_bytes``) reads narrower weights than the
@@ -111,7 +120,16 @@ def gemm_time_s(
             hw, dtype, tokens, m.d_model, dense_ff, m.gated_mlp, shards, wb.get("mlp")
         )
     if moe_layers:
-        total = total + moe_layers * moe_gemms(hw, dtype, m, tokens, shards, ep, wb)
+        total = total + moe_layers * moe_gemms(
+            hw,
+            dtype,
+            m,
+            tokens if moe_tokens is None else moe_tokens,
+            shards if moe_shards is None else moe_shards,
+            ep,
+            wb,
+            shared=(tokens, shards),
+        )
     total = share * total
     head = wb.get("embeddings" if m.tie_embeddings else "lm_head")  # a tied head reads the embeddings
     return total + kernels.gemm_time_s(hw, dtype, lm_tokens, m.vocab_size / shards, m.d_model, head)

@@ -260,42 +260,55 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     """
     m, prec, rates, par = dep.model, dep.precision, dep.rates, dep.par
     replica = work.dealt(dep.replicas)
-    mb = microbatches(dep, replica.decode_seqs)
-    stage = replica.scaled(mb)
+    dp = par.attention_dp
+    rank = replica if dp == 1 else replica.busiest_of(dp)  # the busiest attention data-parallel rank
+    mb = microbatches(dep, rank.decode_seqs)
+    stage = rank.scaled(mb)
+    group = stage if dp == 1 else replica.scaled(mb)  # the whole stage's work: what its MoE layers see
+    group_tokens = group.tokens
     layers = m.num_layers / par.pp
     share = layers / m.num_layers
     chips = dep.stage_chips
     flops_rate, bw = chips * rates.flops_per_s, chips * rates.hbm_bandwidth_bytes_per_s
+    rank_chips = dep.attention_chips
+    rank_bw = rank_chips * rates.hbm_bandwidth_bytes_per_s
     shards = float(np.max(chips)) if np.size(chips) else 1.0  # kernel shapes per chip (one tp degree per call)
+    rank_shards = float(np.max(rank_chips)) if np.size(rank_chips) else 1.0
     counts = memory.param_counts(m)
     tokens = stage.tokens
+    # Bytes and FLOPs below are the stage's: summed over its chips, every attention rank as busy as the
+    # busiest (so / (stage chips x rate) is one chip's time).  A rank's KV (MLA: on each of its tp chips,
+    # kv_copies) and its dense work count dp times; the routed experts see the whole stage's tokens once.
+    # (Terms that are exactly 0 or factors exactly 1 for the whole call are skipped: terms/exact.py.)
+    per_rank = dp * dep.kv_copies
     # KV read: the decodes' caches, and the cached prefix a prefill chunk (chunked prefill, prefix hit,
     # speculative verify) attends to.
-    # (Terms that are exactly 0 or factors exactly 1 for the whole call are skipped: terms/exact.py.)
     decode_kv = np.multiply(
         stage.decode_seqs, memory.kv_cache_bytes_per_sequence(m, stage.decode_context, prec.kv_bytes)
     )
     kv_read = times(
-        share,
+        share * per_rank,
         plus(
             decode_kv,
             np.multiply(stage.prefill_seqs, memory.kv_cache_bytes_per_sequence(m, stage.prefill_cached, prec.kv_bytes)),
         ),
     )
-    kv_written = share * np.multiply(
+    kv_written = (share * per_rank) * np.multiply(
         stage.prefill_seqs,
         np.subtract(
             memory.kv_cache_bytes_per_sequence(m, np.add(stage.prefill_len, stage.prefill_cached), prec.kv_bytes),
             memory.kv_cache_bytes_per_sequence(m, stage.prefill_cached, prec.kv_bytes),
         ),
     )
-    weights_read = share * memory.weight_bytes_read(m, prec.bytes_by_component, tokens)
-    state = attention.state_bytes_per_step(dep, np.add(stage.decode_seqs, stage.prefill_seqs), layers)
-    attn_p_flops = share * attention.prefill_attention_flops(
+    weights_read = share * memory.weight_bytes_read(m, prec.bytes_by_component, group_tokens)
+    if dp > 1:  # every rank reads its own copy of the dense weights
+        weights_read = weights_read + share * (dp - 1) * memory.dense_weight_bytes(m, prec.bytes_by_component)
+    state = times(dp, attention.state_bytes_per_step(dep, np.add(stage.decode_seqs, stage.prefill_seqs), layers))
+    attn_p_flops = (share * dp) * attention.prefill_attention_flops(
         dep, stage.prefill_seqs, stage.prefill_len, stage.prefill_cached
     )
-    decode_mm = 2.0 * share * np.multiply(stage.decode_seqs, counts.active)
-    prefill_mm = 2.0 * share * np.multiply(stage.prefill_tokens, counts.active)
+    decode_mm = 2.0 * share * matmul_params(dep, stage.decode_seqs, group.decode_seqs, counts.active)
+    prefill_mm = 2.0 * share * matmul_params(dep, stage.prefill_tokens, group.prefill_tokens, counts.active)
     kv_time = plus(kv_read, state) / bw
     weight_time = (weights_read + kv_written) / bw
     cal_prefill = rates.uses("attention_prefill")
@@ -304,11 +317,21 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     if rates.uses("gemm"):
         lm_tokens = np.add(stage.decode_seqs, stage.prompts) * share
         gemm = gemms.gemm_time_s(
-            dep.hw, prec.compute, m, tokens, lm_tokens, layers, shards, par.ep, prec.gemm_weight_bytes
+            dep.hw,
+            prec.compute,
+            m,
+            tokens,
+            lm_tokens,
+            layers,
+            rank_shards,
+            par.ep,
+            prec.gemm_weight_bytes,
+            moe_tokens=group_tokens,
+            moe_shards=shards,
         )
         attn_prefill = (
             attention.prefill_attention_fitted_s(
-                dep, stage.prefill_seqs, stage.prefill_len, stage.prefill_cached, layers, shards
+                dep, stage.prefill_seqs, stage.prefill_len, stage.prefill_cached, layers, rank_shards
             )
             if cal_prefill
             else attn_p_flops / (flops_rate * mfu)
@@ -317,18 +340,21 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
         gemm = np.maximum(compute_time, weight_time)
         attn_prefill = (
             attention.prefill_attention_fitted_s(
-                dep, stage.prefill_seqs, stage.prefill_len, stage.prefill_cached, layers, shards
+                dep, stage.prefill_seqs, stage.prefill_len, stage.prefill_cached, layers, rank_shards
             )
             if cal_prefill
             else _zeros(tokens)
         )
     attn_decode = (
-        attention.decode_attention_fitted_s(dep, stage.decode_seqs, stage.decode_context, layers, shards) + state / bw
+        attention.decode_attention_fitted_s(dep, stage.decode_seqs, stage.decode_context, layers, rank_shards)
+        + state / bw
         if rates.uses("attention_decode")
         else kv_time
     )
-    c = with_engine_collective_latency(dep, tokens, comms.stage_comms(dep, tokens, stage.decode_seqs, layers))
-    overhead = engine_overhead_s(dep, stage, layers, share, bw, gemm, decode_kv)
+    c = with_engine_collective_latency(
+        dep, tokens, comms.stage_comms(dep, tokens, stage.decode_seqs, layers, group_tokens)
+    )
+    overhead = engine_overhead_s(dep, stage, layers, share, rank_bw, gemm, decode_kv)
     stage_local = plus(plus(attn_decode + gemm, attn_prefill), overhead)
     send = comms.pipeline_send_time_s(dep, tokens)
     pp = float(par.pp)
@@ -436,6 +462,17 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
             "formulas": f"{BOOK}, 'Theoretical estimates for LLM latency and throughput'",
         },
     )
+
+
+def matmul_params(dep: Deployment, tokens: Number, group_tokens: Number, active: float) -> Number:
+    """Σ tokens x active parameters of one step's weight matmuls, the stage's: a rank's ``tokens`` through its
+    dense weights dp times, the stage's ``group_tokens`` through the k routed experts once.  One rank
+    (dp = 1): tokens x active."""
+    dp, m = dep.par.attention_dp, dep.model
+    if dp == 1:
+        return np.multiply(tokens, active)
+    routed = memory.routed_expert_params(m) * m.experts_per_token / max(m.num_experts, 1)
+    return np.add(np.multiply(tokens, dp * (active - routed)), np.multiply(group_tokens, routed))
 
 
 def gemm_source(dep: Deployment) -> str:

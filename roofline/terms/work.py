@@ -64,6 +64,12 @@ class Work:
         (``per_replica``) is its own share."""
         if self.per_replica or not np.any(np.not_equal(replicas, 1.0)):
             return self
+        return self.busiest_of(replicas)
+
+    def busiest_of(self, ranks: ArrayLike) -> Work:
+        """The busiest of ``ranks`` equal shares of this work (a replica's attention data-parallel ranks, or its
+        replicas): sequences and prompts dealt out, ⌈n/r⌉ to the busiest (a sequence lives on one rank)."""
+        replicas = ranks
         decodes, prefills = (replica_loads(n, replicas)[0] for n in (self.decode_seqs, self.prefill_seqs))
         prompts = (
             None
