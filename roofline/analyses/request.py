@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
-from roofline.analyses.step import DEFAULT_PRECISION, _check_positive, _deploy, result_sources
+from roofline.analyses.step import DEFAULT_PRECISION, _check_positive, _deploy, layout_fields, result_sources
 from roofline.analyses.step_memory import held_memory
 from roofline.core.errors import OptionError, shown
 from roofline.deploy import DEFAULT_MEMORY_UTILIZATION, Deployment, EngineTerms, Precision, Rates
@@ -49,6 +49,9 @@ class RequestResult:
     pp: int = 1
     ep: int = 1
     sources: dict[str, str] = field(default_factory=dict)
+    attention_dp: int = 1
+    moe_tp: int = 1
+    kv_copies: float = 1.0
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -151,6 +154,7 @@ def request_from(
         tp=dep.par.tp,
         pp=dep.par.pp,
         ep=dep.par.ep,
+        **layout_fields(dep),
         sources={
             **result_sources(dep, prefill),
             "formulas": f"{BOOK}, prefill/generation sections (MFU {mfu:g})",

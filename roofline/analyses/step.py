@@ -9,6 +9,7 @@ of :func:`roofline.terms.step_terms`; no formula is restated here.  Scalars or n
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -27,6 +28,7 @@ from roofline.model import memory
 from roofline.model.memory import Number
 from roofline.specs import HardwareSpec, ModelSpec
 from roofline.terms import StepTerms, decode_work, step_terms
+from roofline.terms.exact import times
 from roofline.terms.step import BOOK
 
 __all__ = [
@@ -100,6 +102,11 @@ class StepResult:
     engine_host_s: Number = 0.0
     #: The engine entry priced in (key, source, policy, every registry term and its source); None without one.
     engine: dict[str, object] | None = None
+    #: Attention data-parallel ranks of a stage, the tensor split of each routed expert, and the copies of
+    #: each cached token a rank's chips hold (MLA's latent: one per tp chip).
+    attention_dp: int = 1
+    moe_tp: int = 1
+    kv_copies: float = 1.0
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -251,7 +258,13 @@ def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResu
         state_bytes=np.multiply(batch, state_seq),
         engine_host_s=t.engine_host_s,
         engine=dep.engine.as_dict() if dep.engine.registry_entry else None,
+        **layout_fields(dep),
     )
+
+
+def layout_fields(dep: Deployment) -> dict[str, Any]:
+    """The layout keys a result reports beside tp, pp and ep: attention_dp, moe_tp, kv_copies."""
+    return {"attention_dp": dep.par.attention_dp, "moe_tp": dep.par.moe_tp, "kv_copies": dep.kv_copies}
 
 
 def max_replica_batch(dep: Deployment, budget: Number, weights: float, per_seq: Number) -> Number:

@@ -88,7 +88,7 @@ def parallelism(
     if sizes is not None and tp is None:
         tp = topology.topology_chips(sizes)
     tp_d, pp_d, ep_d = _degree(tp, "tp"), _degree(pp, "pp"), _degree(ep, "ep")
-    dp_d = _attention_dp(tp_d, ep_d, attention_dp, num_experts)
+    dp_d = attention_dp_for(tp_d, ep_d, attention_dp, num_experts)
     chips_arr = np.asarray(chips, dtype=float)
     if sizes is not None and np.any(chips_arr != topology.topology_chips(sizes)):
         raise OptionError(
@@ -111,7 +111,7 @@ def parallelism(
     return Parallelism(tp_d, pp_d, ep_d, explicit, topology_text, dp_d)
 
 
-def _attention_dp(tp: int, ep: int, attention_dp: int | None, num_experts: int) -> int:
+def attention_dp_for(tp: int, ep: int, attention_dp: int | None, num_experts: int) -> int:
     """Attention data-parallel ranks: as given, else ep / tp where ep exceeds tp (tp must divide it), else 1."""
     if attention_dp is not None:
         dp = _degree(attention_dp, "attention_dp")

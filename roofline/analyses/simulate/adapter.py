@@ -19,6 +19,7 @@ from numpy.typing import ArrayLike
 
 from roofline.core.errors import RooflineError
 from roofline.deploy import DEFAULT_MEMORY_UTILIZATION, Deployment, Precision, deployment
+from roofline.deploy.layout import attention_dp_for
 from roofline.model import memory
 from roofline.model.memory import Number
 from roofline.specs import HardwareSpec, ModelSpec
@@ -120,19 +121,31 @@ def cost_for(
     max_context: float = 1 << 17,
     reserve_tokens: float = 8192,
     engine: str | None = None,
+    attention_dp: int | None = None,
 ) -> DeploymentStepCost:
-    """The step cost of one replica (tp·pp chips), its KV capacity in tokens within the usable HBM."""
+    """The step cost of one replica (tp·attention_dp·pp chips), its KV capacity in tokens within the usable
+    HBM (the weights it holds; each token's cache ``kv_copies`` times: MLA's latent on every tp chip)."""
     tp_d = tp or 1
-    chips = tp_d * (pp or 1)
+    dp = attention_dp_for(tp_d, ep or 1, attention_dp, model.num_experts)
+    chips = tp_d * dp * (pp or 1)
     dep = deployment(
-        model, hw, chips, precision, tp=tp_d, pp=pp, ep=ep, memory_utilization=memory_utilization, engine=engine
+        model,
+        hw,
+        chips,
+        precision,
+        tp=tp_d,
+        pp=pp,
+        ep=ep,
+        memory_utilization=memory_utilization,
+        engine=engine,
+        attention_dp=attention_dp,
     )
-    kv_token = float(memory.kv_cache_bytes_per_token(model, precision.kv_bytes))
-    usable = float(dep.usable_hbm_bytes(reserve_tokens)) - dep.weight_bytes
+    kv_token = float(memory.kv_cache_bytes_per_token(model, precision.kv_bytes)) * dep.kv_copies
+    usable = float(dep.usable_hbm_bytes(reserve_tokens)) - dep.held_weight_bytes
     capacity = int(usable // kv_token) if usable > 0 else 0
     if capacity < 1:
         raise RooflineError(
-            f"{model.name} weights ({dep.weight_bytes / 1e9:.1f} GB) leave no KV cache in "
+            f"{model.name} weights ({dep.held_weight_bytes / 1e9:.1f} GB) leave no KV cache in "
             f"{memory_utilization:g} of {chips}x {hw.name} HBM; raise --tp or --pp"
         )
     return DeploymentStepCost(

@@ -14,6 +14,7 @@ from roofline.core.fmt import format_bytes, format_seconds
 from roofline.views.cli import values
 from roofline.views.cli._common import JSON_OPTION, compact_table, console, emit, print_assumptions
 from roofline.views.cli.options import (
+    ATTENTION_DP,
     BATCH,
     CHIPS,
     COMPUTE,
@@ -47,6 +48,7 @@ OVERRIDES = {
     "tp": values.count(),
     "pp": values.count(),
     "ep": values.count(),
+    "attention_dp": values.count(),
     "memory_utilization": values.fraction,
     "engine": values.name,
 }
@@ -84,6 +86,7 @@ def diff_command(
     tp: int = TP,
     pp: int = PP,
     ep: int = EP,
+    attention_dp: int = ATTENTION_DP,
     memory_utilization: float = MEMORY_UTILIZATION,
     engine: str = ENGINE,
     b: str = typer.Option(
@@ -92,7 +95,7 @@ def diff_command(
         "--b",
         help="Configuration B as overrides of A: key=value,... "
         "(model, hardware, chips, batch, context, weights, kv_dtype, "
-        "compute_dtype, price, tp, pp, ep, memory_utilization, engine).",
+        "compute_dtype, price, tp, pp, ep, attention_dp, memory_utilization, engine).",
     ),
     as_json: bool = JSON_OPTION,
 ) -> None:
@@ -113,6 +116,7 @@ def diff_command(
         "tp": tp,
         "pp": pp,
         "ep": ep,
+        "attention_dp": attention_dp,
         "memory_utilization": memory_utilization,
         "engine": engine,
     }
@@ -134,6 +138,7 @@ def diff_command(
                 cfg["memory_utilization"],
                 cfg["price"],
                 cfg["engine"],
+                cfg["attention_dp"],
             )
         except OptionError as exc:
             raise OptionError(f"configuration {label}: {exc}", parameters=exc.parameters) from None

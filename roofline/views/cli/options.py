@@ -50,7 +50,19 @@ TP = typer.Option(
 PP = typer.Option(
     None, "--pp", parser=values.count(), help="Pipeline-parallel stages per replica (adds sends and the bubble)."
 )
-EP = typer.Option(None, "--ep", parser=values.count(), help="Expert-parallel degree for MoE models (divides --tp).")
+EP = typer.Option(
+    None,
+    "--ep",
+    parser=values.count(),
+    help="Expert-parallel degree for MoE models: divides --tp, or a multiple of it (attention data-parallel "
+    "over ep/tp ranks, e.g. --tp 1 --ep 8).",
+)
+ATTENTION_DP = typer.Option(
+    None,
+    "--attention-dp",
+    parser=values.count(),
+    help="Attention data-parallel ranks sharing one MoE group (default ep/tp where --ep exceeds --tp, else 1).",
+)
 TOPOLOGY = typer.Option(
     None, "--topology", parser=values.topology_text, help="TPU slice axes, e.g. 4x4 (the tp group spans it)."
 )
@@ -215,10 +227,11 @@ def deployment_from_options(
     memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
     price: float | None = None,
     engine: str | None = None,
+    attention_dp: int | None = None,
 ) -> Deployment:
     """Parse the shared options once into a Deployment (one-line errors name the flag)."""
     check_count("--chips", chips)
-    for option, value in (("--tp", tp), ("--pp", pp), ("--ep", ep)):
+    for option, value in (("--tp", tp), ("--pp", pp), ("--ep", ep), ("--attention-dp", attention_dp)):
         check_count(option, value)
     if topology is not None and not topology.strip():
         raise RooflineError("--topology is empty; give axes such as 4x4")
@@ -235,4 +248,5 @@ def deployment_from_options(
         memory_utilization=memory_utilization,
         price_per_chip_hour=price,
         engine=engine,
+        attention_dp=attention_dp,
     )

@@ -21,6 +21,7 @@ from roofline.views.cli._common import (
     quantity_table,
 )
 from roofline.views.cli.options import (
+    ATTENTION_DP,
     BATCH,
     CHIPS,
     COMPUTE,
@@ -99,6 +100,7 @@ def serve_command(
     tp: int = TP,
     pp: int = PP,
     ep: int = EP,
+    attention_dp: int = ATTENTION_DP,
     memory_utilization: float = MEMORY_UTILIZATION,
     engine: str = ENGINE,
     explain: bool = EXPLAIN_OPTION,
@@ -116,7 +118,19 @@ def serve_command(
     m, hw = load_model_option(model), load_hardware_option(hardware, compute_dtype=compute_dtype)
     draft = load_model_option(draft_model, "--draft-model") if draft_model else None
     dep = deployment_from_options(
-        m, hw, chips, weights, kv_dtype, compute_dtype, tp, pp, ep, None, memory_utilization, engine=engine
+        m,
+        hw,
+        chips,
+        weights,
+        kv_dtype,
+        compute_dtype,
+        tp,
+        pp,
+        ep,
+        None,
+        memory_utilization,
+        engine=engine,
+        attention_dp=attention_dp,
     )
     res = serve(
         dep,

@@ -13,6 +13,7 @@ from roofline.core.fmt import format_seconds
 from roofline.views.cli import values
 from roofline.views.cli._common import JSON_OPTION, compact_table, console, emit, print_assumptions
 from roofline.views.cli.options import (
+    ATTENTION_DP,
     COMPUTE,
     ENGINE,
     EP,
@@ -45,6 +46,7 @@ def simulate_command(
     tp: int = typer.Option(1, "--tp", parser=values.count(), help="Tensor-parallel chips per replica."),
     pp: int = PP,
     ep: int = EP,
+    attention_dp: int = ATTENTION_DP,
     concurrency: int = typer.Option(
         None,
         "--concurrency",
@@ -175,10 +177,11 @@ def simulate_command(
         m,
         hw,
         tp,
-        precision_from_options(weights, kv_dtype, compute_dtype),
+        precision_from_options(weights, kv_dtype, compute_dtype, m),
         memory_utilization,
         pp=pp,
         ep=ep,
+        attention_dp=attention_dp,
         max_context=longest + 1.0,
         reserve_tokens=max_num_batched_tokens,
         engine=engine,
@@ -195,17 +198,25 @@ def simulate_command(
         tpot_slo,
         warmup,
     )
-    data: dict[str, Any] = {"model": m.name, "hardware": hw.name, "tp": tp, **res.as_dict()}
+    par = cost.dep.par
+    data: dict[str, Any] = {
+        "model": m.name,
+        "hardware": hw.name,
+        "tp": tp,
+        "ep": par.ep,
+        "attention_dp": par.attention_dp,
+        "chips_per_replica": par.group_chips,
+        **res.as_dict(),
+    }
+    title = f"{m.name} on {par.group_chips}x {hw.name}"
     data.pop("time_series")  # in the --html page; too long for a terminal
     if html_path:
         from roofline.views.report.simulate_page import write_simulate_page
 
-        write_simulate_page(html_path, res, f"{m.name} on {tp}x {hw.name}: {res.load}")
+        write_simulate_page(html_path, res, f"{title}: {res.load}")
 
     def render() -> None:
-        table = compact_table(
-            f"{m.name} on {tp}x {hw.name} x {replicas} replica(s): {res.load}", ["latency", "mean", "p50", "p90", "p99"]
-        )
+        table = compact_table(f"{title} x {replicas} replica(s): {res.load}", ["latency", "mean", "p50", "p90", "p99"])
         for key, label in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("itl_s", "ITL"), ("e2e_s", "end-to-end")):
             p = getattr(res, key)
             table.add_row(label, *(format_seconds(v) for v in (p.mean, p.p50, p.p90, p.p99)))

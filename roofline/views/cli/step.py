@@ -21,6 +21,7 @@ from roofline.views.cli._common import (
     quantity_table,
 )
 from roofline.views.cli.options import (  # noqa: E402  (re-exported: other command modules import them from here)
+    ATTENTION_DP,
     BATCH,
     CHIPS,
     COMPUTE,
@@ -88,6 +89,7 @@ def step_command(
     tp: int = TP,
     pp: int = PP,
     ep: int = EP,
+    attention_dp: int = ATTENTION_DP,
     topology: str = TOPOLOGY,
     memory_utilization: float = MEMORY_UTILIZATION,
     engine: str = ENGINE,
@@ -100,7 +102,20 @@ def step_command(
     """
     m, hw = load_model_option(model), load_hardware_option(hardware, compute_dtype=compute_dtype)
     dep = deployment_from_options(
-        m, hw, chips, weights, kv_dtype, compute_dtype, tp, pp, ep, topology, memory_utilization, price, engine
+        m,
+        hw,
+        chips,
+        weights,
+        kv_dtype,
+        compute_dtype,
+        tp,
+        pp,
+        ep,
+        topology,
+        memory_utilization,
+        price,
+        engine,
+        attention_dp,
     )
     prec = dep.precision
     res = step_from(dep, batch, context)
@@ -207,6 +222,7 @@ def request_command(
     tp: int = TP,
     pp: int = PP,
     ep: int = EP,
+    attention_dp: int = ATTENTION_DP,
     memory_utilization: float = MEMORY_UTILIZATION,
     engine: str = ENGINE,
     explain: bool = EXPLAIN_OPTION,
@@ -223,7 +239,19 @@ def request_command(
 
     m, hw = load_model_option(model), load_hardware_option(hardware, compute_dtype=compute_dtype)
     dep = deployment_from_options(
-        m, hw, chips, weights, kv_dtype, compute_dtype, tp, pp, ep, None, memory_utilization, engine=engine
+        m,
+        hw,
+        chips,
+        weights,
+        kv_dtype,
+        compute_dtype,
+        tp,
+        pp,
+        ep,
+        None,
+        memory_utilization,
+        engine=engine,
+        attention_dp=attention_dp,
     )
     dist = lengths_from_options(input_len, output_len, lengths, lengths_csv)
     data: dict[str, Any]
