@@ -33,16 +33,18 @@ class Precision:
 
     ``weights`` is the default weight dtype; ``components`` overrides it per weight component
     (attention, mlp, experts, embeddings, lm_head), e.g. (("experts", "mxfp4"),).  Norms, biases,
-    routers and SSM scalars keep the default.
+    routers and SSM scalars keep the default.  ``compute`` is the default matmul dtype and
+    ``compute_components`` overrides it per component the same way (fp4 experts beside fp8 attention).
     """
 
     weights: str = "bf16"
     kv: str = "bf16"
     compute: str = "bf16"
     components: tuple[tuple[str, str], ...] = ()
+    compute_components: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
-        for name, dtype in self.components:
+        for name, dtype in (*self.components, *self.compute_components):
             if name not in memory.WEIGHT_COMPONENTS:
                 raise RooflineError(f"weight component {name!r} is not one of {', '.join(memory.WEIGHT_COMPONENTS)}")
             dtype_bytes(dtype)
@@ -50,6 +52,20 @@ class Precision:
     def weight_dtype(self, component: str) -> str:
         """The dtype of one weight component (the default where not overridden)."""
         return dict(self.components).get(component, self.weights)
+
+    def compute_dtype(self, component: str) -> str:
+        """The matmul dtype of one component's GEMMs (the default ``compute`` where not overridden)."""
+        return dict(self.compute_components).get(component, self.compute)
+
+    @property
+    def compute_dtypes(self) -> tuple[str, ...]:
+        """Every matmul dtype the deployment uses: the default first, then each override."""
+        return tuple(dict.fromkeys([self.compute, *(d for _, d in self.compute_components)]))
+
+    @property
+    def mixed_compute(self) -> bool:
+        """True where some component computes in another dtype than the default."""
+        return any(dtype != self.compute for _, dtype in self.compute_components)
 
     @property
     def bytes_by_component(self) -> dict[str, float]:
@@ -60,10 +76,13 @@ class Precision:
 
     @property
     def gemm_weight_bytes(self) -> dict[str, float]:
-        """Bytes per weight of each component stored narrower than the compute dtype (weight-only
+        """Bytes per weight of each component stored narrower than its compute dtype (weight-only
         quantization: its GEMMs read them so and dequantize in the kernel); the rest are read at it."""
-        compute = dtype_bytes(self.compute)
-        return {c: b for c, b in self.bytes_by_component.items() if b < compute}
+        return {
+            c: b
+            for c, b in self.bytes_by_component.items()
+            if b < dtype_bytes(self.compute_dtype(c) if c != "other" else self.compute)
+        }
 
     @property
     def mixed(self) -> bool:
@@ -73,6 +92,10 @@ class Precision:
     def describe(self) -> str:
         """'bf16' or 'bf16, experts=mxfp4' (the per-component weights syntax)."""
         return ",".join([self.weights] + [f"{c}={d}" for c, d in self.components])
+
+    def describe_compute(self) -> str:
+        """'bf16' or 'fp8_block,experts=nvfp4' (the --compute-dtype syntax)."""
+        return ",".join([self.compute] + [f"{c}={d}" for c, d in self.compute_components])
 
     @classmethod
     def checkpoint(cls, model: ModelSpec, kv: str = "bf16", compute: str = "bf16") -> Precision:

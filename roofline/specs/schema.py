@@ -137,6 +137,15 @@ class _HardwareChecks(_Schema):
             out[dtype] = check_number(rate, dtype, dimension="FLOP/s", minimum=1.0, open_low=False)
         return out
 
+    @field_validator("unsupported_dtypes", mode="before", check_fields=False)
+    @classmethod
+    def _unsupported(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, list | tuple) or not all(v in DTYPE_BYTES for v in value):
+            raise ValueError(f"must list dtypes (got {shown(value)}); allowed: {', '.join(DTYPE_BYTES)}")
+        return list(value)
+
 
 class _CalibrationChecks(_Schema):
     """A calibrated profile's blocks: every field as strict as a spec's (``fused_parallel_block: "no"`` is

@@ -171,10 +171,15 @@ class HardwareSpec(_Spec):
     calibration: CalibrationSpec | None = None
     engine: dict[str, EngineCalibration] | None = None
     achievable: AchievableSpec | None = None
+    #: Dtypes the chip's matrix units cannot run although their element type has a rate (AMD CDNA 4 runs
+    #: MXFP4, not NVFP4): refused as compute dtypes.
+    unsupported_dtypes: list[str] | None = None
 
     def flops_for(self, dtype: str) -> float:
         """Dense FLOP/s for ``dtype`` (a block-scaled format without its own entry: its element type's,
         nvfp4/mxfp4 -> fp4, fp8_block -> fp8); a clear error when the chip does not support it."""
+        if dtype in (self.unsupported_dtypes or ()):
+            raise SpecError(f"hardware {self.name!r} cannot run {dtype} matmuls (its unsupported_dtypes lists it)")
         try:
             return self.flops_per_s[dtype] if dtype in self.flops_per_s else self.flops_per_s[RATE_DTYPE[dtype]]
         except KeyError:

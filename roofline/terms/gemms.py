@@ -8,7 +8,7 @@ projection, rows of the output one).  Routed experts run as ``E_touched / ep`` G
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -61,6 +61,7 @@ def moe_gemms(
     ep: int,
     weight_bytes: Mapping[str, float | None] | None = None,
     shared: tuple[ArrayLike, float] | None = None,
+    shared_dtype: str | None = None,
 ) -> Number:
     """Routed experts: E_t/ep per chip, each [T·k/E_t, D] through an expert MLP split shards/ep ways; + shared
     (an MLP component, on ``shared`` = (tokens, shards) of one attention rank; default T over the shards)."""
@@ -75,14 +76,14 @@ def moe_gemms(
         shared_ff = m.num_shared_experts * (m.shared_expert_d_ff or m.d_ff)
         rank_tokens, rank_shards = shared or (tokens, shards)
         routed = routed + mlp_gemm_pair(
-            hw, dtype, rank_tokens, m.d_model, shared_ff, m.gated_mlp, rank_shards, wb.get("mlp")
+            hw, shared_dtype or dtype, rank_tokens, m.d_model, shared_ff, m.gated_mlp, rank_shards, wb.get("mlp")
         )
     return routed
 
 
 def gemm_time_s(
     hw: HardwareSpec,
-    dtype: str,
+    dtype: str | Mapping[str, str],
     m: ModelSpec,
     tokens: ArrayLike,
     lm_tokens: ArrayLike,
@@ -101,35 +102,47 @@ def gemm_time_s(
     The LM head runs on ``lm_tokens`` rows only: the positions that are sampled (one per sequence).
     ``weight_bytes`` (per weight component, ``Precision.gemm_weight_bytes``) reads narrower weights than the
     ``dtype`` kernel's own (weight-only quantization); a component absent there is read at ``dtype``.
+    ``dtype`` may map each weight component to its own kernel dtype (per-component compute precision).
     """
     wb = weight_bytes or {}
+    of = component_dtypes(dtype)
     mix = memory.layer_mix(m)
     moe_layers, dense_layers = mix.moe, mix.dense
     dense_ff = m.dense_d_ff if (moe_layers and m.dense_d_ff) else m.d_ff
     share = layers / m.num_layers
-    total = mix.attention * attention_gemms(hw, dtype, m, tokens, shards, wb.get("attention"))
+    total = mix.attention * attention_gemms(hw, of("attention"), m, tokens, shards, wb.get("attention"))
     for count, (matrices, _) in ((mix.linear, memory.linear_attention_params(m)), (mix.mamba, memory.mamba_params(m))):
         if count:  # in and out projections as one [T, D]x[D, .] and one [T, .]x[., D] GEMM of half the weights
             width = matrices / (2.0 * m.d_model * shards)
             total = total + count * (
-                kernels.gemm_time_s(hw, dtype, tokens, width, m.d_model, wb.get("attention"))
-                + kernels.gemm_time_s(hw, dtype, tokens, m.d_model, width, wb.get("attention"))
+                kernels.gemm_time_s(hw, of("attention"), tokens, width, m.d_model, wb.get("attention"))
+                + kernels.gemm_time_s(hw, of("attention"), tokens, m.d_model, width, wb.get("attention"))
             )
     if dense_layers:
         total = total + dense_layers * mlp_gemm_pair(
-            hw, dtype, tokens, m.d_model, dense_ff, m.gated_mlp, shards, wb.get("mlp")
+            hw, of("mlp"), tokens, m.d_model, dense_ff, m.gated_mlp, shards, wb.get("mlp")
         )
     if moe_layers:
         total = total + moe_layers * moe_gemms(
             hw,
-            dtype,
+            of("experts"),
             m,
             tokens if moe_tokens is None else moe_tokens,
             shards if moe_shards is None else moe_shards,
             ep,
             wb,
             shared=(tokens, shards),
+            shared_dtype=of("mlp"),
         )
     total = share * total
-    head = wb.get("embeddings" if m.tie_embeddings else "lm_head")  # a tied head reads the embeddings
-    return total + kernels.gemm_time_s(hw, dtype, lm_tokens, m.vocab_size / shards, m.d_model, head)
+    head_component = "embeddings" if m.tie_embeddings else "lm_head"  # a tied head reads the embeddings
+    return total + kernels.gemm_time_s(
+        hw, of(head_component), lm_tokens, m.vocab_size / shards, m.d_model, wb.get(head_component)
+    )
+
+
+def component_dtypes(dtype: str | Mapping[str, str]) -> Callable[[str], str]:
+    """The kernel dtype of a weight component: one dtype for all, or a mapping's entry (its "other" else)."""
+    if isinstance(dtype, str):
+        return lambda _component: dtype
+    return lambda component: dtype.get(component, dtype["other"])

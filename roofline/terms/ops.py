@@ -161,7 +161,9 @@ def _gemm_op(dep: Deployment, g: _Gemm, shards: float, flops_rate: float, bandwi
         n, k = (g.n / split, g.k) if g.split == "n" else (g.n, g.k / split)
         per_chip = g.count / g.experts_per_chip_divisor
         time = per_chip * float(
-            kernels.gemm_time_s(dep.hw, prec.compute, g.tokens, n, k, prec.gemm_weight_bytes.get(g.component))
+            kernels.gemm_time_s(
+                dep.hw, prec.compute_dtype(g.component), g.tokens, n, k, prec.gemm_weight_bytes.get(g.component)
+            )
         )
         source = gemm_source(dep)
     else:

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
-from roofline.deploy import Deployment
+from roofline.deploy import Deployment, Precision
 from roofline.model import memory
 from roofline.model.memory import Number
 from roofline.terms import attention, comms, gemms
@@ -313,12 +313,17 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     weight_time = (weights_read + kv_written) / bw
     cal_prefill = rates.uses("attention_prefill")
     spec_attn_p = _zeros(tokens) if cal_prefill else attn_p_flops
-    compute_time = decode_mm / flops_rate + (prefill_mm + spec_attn_p) / (flops_rate * mfu)
+    if prec.mixed_compute:  # each component's matmuls at its own dtype's peak
+        decode_c = matmul_time_s(dep, stage.decode_seqs, group.decode_seqs, chips)
+        prefill_c = matmul_time_s(dep, stage.prefill_tokens, group.prefill_tokens, chips)
+        compute_time = share * decode_c + (share * prefill_c + spec_attn_p / flops_rate) / mfu
+    else:
+        compute_time = decode_mm / flops_rate + (prefill_mm + spec_attn_p) / (flops_rate * mfu)
     if rates.uses("gemm"):
         lm_tokens = np.add(stage.decode_seqs, stage.prompts) * share
         gemm = gemms.gemm_time_s(
             dep.hw,
-            prec.compute,
+            gemm_dtypes(prec),
             m,
             tokens,
             lm_tokens,
@@ -473,6 +478,38 @@ def matmul_params(dep: Deployment, tokens: Number, group_tokens: Number, active:
         return np.multiply(tokens, active)
     routed = memory.routed_expert_params(m) * m.experts_per_token / max(m.num_experts, 1)
     return np.add(np.multiply(tokens, dp * (active - routed)), np.multiply(group_tokens, routed))
+
+
+def gemm_dtypes(prec: Precision) -> str | dict[str, str]:
+    """The GEMM kernel dtype: one for all, or each weight component's compute dtype (and "other")."""
+    if not prec.mixed_compute:
+        return prec.compute
+    return {**{c: prec.compute_dtype(c) for c in memory.WEIGHT_COMPONENTS}, "other": prec.compute}
+
+
+def active_params_by_component(dep: Deployment) -> dict[str, float]:
+    """Parameters each token multiplies, per weight component: every weight, the routed experts k of E
+    (Σ = ``param_counts(m).active``); "expert_other" (expert biases) joins the experts."""
+    m = dep.model
+    params = memory.weight_params_by_component(m)
+    routed = params.pop("experts") + params.pop("expert_other")
+    params["experts"] = routed * m.experts_per_token / max(m.num_experts, 1) if m.num_experts > 1 else routed
+    return params
+
+
+def matmul_time_s(dep: Deployment, tokens: Number, group_tokens: Number, chips: Number) -> Number:
+    """Σ over components c of 2·tokens_c·active_c / (chips·peak(c's compute dtype)): one rank's ``tokens``
+    through the dense components dp times, the stage's ``group_tokens`` through the routed experts once
+    (all layers; the caller takes a stage's share)."""
+    prec, hw, dp = dep.precision, dep.hw, dep.par.attention_dp
+    total: Number = 0.0
+    for component, active in active_params_by_component(dep).items():
+        if not active:
+            continue
+        dtype = prec.compute if component == "other" else prec.compute_dtype(component)
+        rows = group_tokens if component == "experts" else np.multiply(dp, tokens)
+        total = total + 2.0 * np.multiply(rows, active) / (chips * hw.flops_for(dtype))
+    return total
 
 
 def gemm_source(dep: Deployment) -> str:

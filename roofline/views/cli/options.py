@@ -14,6 +14,7 @@ import typer
 from roofline.analyses.step import DEFAULT_CONTEXT
 from roofline.core.errors import RooflineError, SpecError
 from roofline.deploy import DEFAULT_MEMORY_UTILIZATION, Deployment, Precision, deployment
+from roofline.model import memory
 from roofline.model.memory import WEIGHT_COMPONENTS
 from roofline.specs import HardwareSpec, ModelSpec, load_hardware, load_model
 from roofline.views.cli import values
@@ -42,7 +43,12 @@ WEIGHTS = typer.Option(
     ),
 )
 KV_DTYPE = typer.Option("bf16", "--kv-dtype", parser=values.dtype, help="KV-cache dtype.")
-COMPUTE = typer.Option("bf16", "--compute-dtype", parser=values.dtype, help="Matmul dtype (its FLOP/s are used).")
+COMPUTE = typer.Option(
+    "bf16",
+    "--compute-dtype",
+    parser=values.dtype_spec,
+    help="Matmul dtype (its FLOP/s and kernels are used); per component like --weights: fp8_block,experts=nvfp4.",
+)
 PRICE = typer.Option(None, "--price", parser=values.price, help="USD per chip-hour (default: the hardware file's).")
 TP = typer.Option(
     None, "--tp", parser=values.count(), help="Tensor-parallel degree per replica (adds its collectives)."
@@ -141,21 +147,24 @@ def load_hardware_option(
 
 
 def check_compute_dtype(hw: HardwareSpec, compute_dtype: str, where: str, command: str | None = None) -> None:
-    """The chip (named by ``where``: the flag and file) must have FLOP/s for the matmul dtype: the
-    --compute-dtype value, or the one ``command`` computes in (it has no --compute-dtype)."""
-    try:
-        hw.flops_for(compute_dtype)
-    except SpecError:
-        have = ", ".join(hw.flops_per_s)
-        if command is None:
+    """The chip (named by ``where``: the flag and file) must have FLOP/s for every matmul dtype: the
+    --compute-dtype value (each of its per-component dtypes), or the one ``command`` computes in (it has no
+    --compute-dtype)."""
+    for item in str(compute_dtype).split(","):
+        dtype = item.partition("=")[2] if "=" in item else item
+        try:
+            hw.flops_for(dtype)
+        except SpecError as exc:
+            have = ", ".join(hw.flops_per_s)
+            if command is None:
+                raise SpecError(
+                    f"--compute-dtype {compute_dtype}: {where} cannot run {dtype} matmuls ({exc}); give a dtype it "
+                    f"runs, or add {dtype} to the hardware file"
+                ) from None
             raise SpecError(
-                f"--compute-dtype {compute_dtype}: {where} has no {compute_dtype} FLOP/s; its flops_per_s "
-                f"has: {have} (give one of those, or add {compute_dtype} to the hardware file)"
+                f"{where} has no {dtype} FLOP/s, the dtype `{command}` computes its matmuls in; "
+                f"its flops_per_s has: {have} (add {dtype} to the hardware file)"
             ) from None
-        raise SpecError(
-            f"{where} has no {compute_dtype} FLOP/s, the dtype `{command}` computes its matmuls in; "
-            f"its flops_per_s has: {have} (add {compute_dtype} to the hardware file)"
-        ) from None
 
 
 def check_count(option: str, value: int | None, low: int = 1) -> None:
@@ -184,33 +193,55 @@ def precision_from_options(
 ) -> Precision:
     """Validate the dtype options into a Precision, naming the bad option.
 
-    ``--weights`` is a default dtype and/or component=dtype items, comma-separated
-    (``bf16,experts=mxfp4``; ``experts=fp4`` keeps bf16 as the default); ``checkpoint`` starts
-    from the model's own ``precision`` (needs ``model``).
+    ``--weights`` and ``--compute-dtype`` are each a default dtype and/or component=dtype items,
+    comma-separated (``bf16,experts=mxfp4``; ``experts=fp4`` keeps bf16 as the default); ``checkpoint``
+    (weights only) starts from the model's own ``precision`` (needs ``model``).  With a model, a component
+    it does not have (experts of a dense model, a tied LM head) is refused.
     """
     _dtype("--kv-dtype", kv_dtype)
-    _dtype("--compute-dtype", compute_dtype)
     example = "bf16,experts=mxfp4"
     try:
         given, components = values.component_items(weights, "--weights", WEIGHT_COMPONENTS, _weight_dtype, example)
+        compute, compute_components = values.component_items(
+            compute_dtype, "--compute-dtype", WEIGHT_COMPONENTS, values.dtype, "fp8_block,experts=nvfp4"
+        )
     except ValueError as exc:
         raise RooflineError(str(exc)) from None
     if "checkpoint" in components.values():
         raise RooflineError(
             "--weights: 'checkpoint' is a default, not a component's dtype (e.g. checkpoint,attention=fp8)"
         )
+    if model is not None:
+        for option, items in (("--weights", components), ("--compute-dtype", compute_components)):
+            for name, dtype in items.items():
+                check_component(option, f"{name}={dtype}", name, model)
     default = "bf16" if given in (None, "checkpoint") else given
     if given == "checkpoint":
         if model is None:
             raise RooflineError("--weights checkpoint: this command has no model to read a precision from")
         base = Precision.checkpoint(model)
         default, components = base.weights, {**dict(base.components), **components}
+    compute = compute or "bf16"
     return Precision(
         weights=default,
         kv=kv_dtype,
-        compute=compute_dtype,
+        compute=compute,
         components=tuple(sorted((c, d) for c, d in components.items() if d != default)),
+        compute_components=tuple(sorted((c, d) for c, d in compute_components.items() if d != compute)),
     )
+
+
+def check_component(option: str, item: str, name: str, model: ModelSpec) -> None:
+    """A per-component item must name a component the model has (its parameters are not 0)."""
+    if memory.weight_params_by_component(model).get(name, 0.0) > 0:
+        return
+    why = {
+        "experts": "it has no routed experts",
+        "lm_head": "it ties its LM head to the embeddings (give embeddings=)",
+        "mlp": "it has no dense MLP or shared expert",
+        "attention": "it has no attention weights",
+    }.get(name, f"it has no {name} weights")
+    raise RooflineError(f"{option}: {item!r} names no component of {model.name}: {why}")
 
 
 def deployment_from_options(

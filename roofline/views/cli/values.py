@@ -78,6 +78,15 @@ def dtype(value: object) -> str:
     return str(value)
 
 
+def dtype_spec(value: object) -> str:
+    """A dtype, or a default dtype and component=dtype items ('fp8_block,experts=nvfp4'); the components are
+    checked against the model where the options are read."""
+    from roofline.model.memory import WEIGHT_COMPONENTS
+
+    component_items(value, "", WEIGHT_COMPONENTS, dtype, "fp8_block,experts=nvfp4")
+    return str(value)
+
+
 def optional_dtype(value: object) -> str:
     """A dtype, or '' for 'every dtype present'."""
     return "" if value == "" else dtype(value)
