@@ -187,14 +187,13 @@ def data_parallel_comms(
         sources.append(f"{op} over {moe_layout.describe(dep.hw)}: {src}")
     lower = dense_layers * ars * np.asarray(ar_lo) + moe_layers * (np.asarray(ar_lo) + moe_lo)
     time = dense_layers * ars * np.asarray(ar_t) + moe_layers * (np.asarray(ar_t) + moe_t)
-    moved = (dense_layers * ars + moe_layers) * ar_bytes + moe_layers * len(ops) * moe_bytes
-    tp_steps = 2.0 * (par.tp - 1) * (dense_layers * ars + moe_layers)
+    allreduces = (dense_layers * ars + moe_layers) if par.tp > 1 else 0.0
+    moved = allreduces * ar_bytes + moe_layers * len(ops) * moe_bytes
+    tp_steps = 2.0 * (par.tp - 1) * allreduces
     steps = tp_steps + moe_layers * len(ops) * (devices - 1)
     from roofline.kernels.forms import bus_bytes
 
-    wire = (dense_layers * ars + moe_layers) * bus_bytes(
-        "allreduce", np.asarray(ar_bytes, dtype=float), np.asarray(float(par.tp))
-    )
+    wire = allreduces * bus_bytes("allreduce", np.asarray(ar_bytes, dtype=float), np.asarray(float(par.tp)))
     source = f"{fabric.PART3}; {ar_src}; MoE {' + '.join(sources)}"
     return CommsTerms(lower, time, moved, source, steps, ar_bytes, wire)
 

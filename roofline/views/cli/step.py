@@ -128,6 +128,8 @@ def step_command(
         "weights": prec.weights,
         "kv_dtype": prec.kv,
         "compute_dtype": prec.compute,
+        "weight_dtypes": prec.describe(),
+        "compute_dtypes": prec.describe_compute(),
         **{k: _scalar(v) for k, v in res.as_dict().items()},
     }
     data["max_batch"], data["min_chips"] = int(data["max_batch"]), int(data["min_chips"])
@@ -143,7 +145,7 @@ def step_command(
     def render() -> None:
         table = quantity_table(
             f"{m.name} on {chips}x {hw.name}, batch {batch}, context {context}, "
-            f"{prec.weights} weights / {prec.kv} KV / {prec.compute} FLOPs"
+            f"{prec.describe()} weights / {prec.kv} KV / {prec.describe_compute()} FLOPs"
         )
         busiest = f"; {data['replica_batch']:.0f} on one replica" if data["replicas"] > 1 else ""
         fits = "yes" if data["fits"] else f"[bold red]NO[/] (over by {format_bytes(data['overflow_bytes'])}{busiest})"

@@ -1,0 +1,154 @@
+"""Attention data-parallel with expert parallelism, MLA's replicated latent, per-component compute precision.
+
+Hand derivations use DeepSeek-V3's config.json shape (61 layers, 3 dense, 256 routed experts of d_ff 2048,
+top-8, d_model 7168, MLA latent 512 + rope 64) and the H200 spec sheet (4.8 TB/s, 989 TFLOP/s bf16).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from roofline.core.errors import OptionError
+from roofline.deploy import Precision, deployment
+from roofline.deploy.layout import parallelism
+from roofline.specs import load_hardware, load_model
+from roofline.terms import decode_work, step_terms
+from roofline.terms.step import active_params_by_component
+from tests.inprocess import assert_refused, run_roofline
+from tests.profiles import at_most
+
+DS = load_model("deepseek-v3")
+H200 = load_hardware("h200")
+FP8 = Precision("fp8", "bf16", "bf16")
+#: MLA cache per token: (512 + 64) x 61 layers x 2 bytes (bf16).
+KV_PER_TOKEN = (512 + 64) * 61 * 2
+#: Routed expert parameters: 58 MoE layers x 256 experts x 3 matrices x 7168 x 2048.
+ROUTED = 58 * 256 * 3 * 7168 * 2048
+
+
+def test_layout_degrees_from_tp_and_ep():
+    wide = parallelism(8, tp=1, ep=8, num_experts=256)
+    assert (wide.attention_dp, wide.moe_tp, wide.group_chips) == (8, 1, 8)
+    mixed = parallelism(8, tp=2, ep=8, num_experts=256)
+    assert (mixed.attention_dp, mixed.moe_tp, mixed.group_chips) == (4, 1, 8)
+    old = parallelism(8, tp=8, ep=2, num_experts=256)  # ep divides tp: the layout of before, unchanged
+    assert (old.attention_dp, old.moe_tp, old.group_chips) == (1, 4, 8)
+    explicit = parallelism(16, tp=2, ep=4, attention_dp=4, num_experts=256)  # experts split 2 ways
+    assert (explicit.attention_dp, explicit.moe_tp, explicit.group_chips) == (4, 2, 8)
+    assert parallelism(16, tp=1, ep=8, num_experts=256).group_chips == 8  # two replicas of 8
+
+
+@pytest.mark.parametrize(
+    ("chips", "kwargs", "words"),
+    [
+        (4, {"tp": 1, "ep": 8}, "must divide chips=4"),
+        (8, {"tp": 4, "ep": 6}, "ep=6 must divide tp=4 or be a multiple of it"),
+        (3, {"tp": 1, "ep": 3}, "the 256 experts"),
+        (8, {"tp": 1, "ep": 16, "attention_dp": 8}, "ep=16 must divide"),
+    ],
+)
+def test_layout_refusals(chips, kwargs, words):
+    with pytest.raises(OptionError, match=words):
+        parallelism(chips, num_experts=256, **kwargs)
+
+
+def test_attention_dp_on_a_dense_model_is_refused():
+    with pytest.raises(OptionError, match="changes nothing"):
+        parallelism(8, tp=1, attention_dp=8, num_experts=1)
+
+
+def test_held_weights_replicate_the_dense_part_per_rank():
+    # fp8: one byte a parameter.  Dense part = 671,026,404,352 - ROUTED = 17,117,633,536 bytes; eight ranks
+    # hold it eight times and the experts once.
+    dep = deployment(DS, H200, 8, FP8, tp=1, ep=8)
+    assert dep.weight_bytes == 671_026_404_352
+    assert dep.held_weight_bytes == 671_026_404_352 + 7 * (671_026_404_352 - ROUTED)
+    assert deployment(DS, H200, 8, FP8, tp=8, ep=8).held_weight_bytes == dep.weight_bytes
+
+
+def test_mla_latent_is_replicated_on_every_tp_chip():
+    # Batch 64 at 2048 tokens: 64 x 2048 x 70,272 bytes of latent.  tp 8: each chip reads all of it
+    # (9.21 GB / 4.8 TB/s = 1.919 ms); attention DP 8: each chip its 8 sequences' share (0.240 ms).
+    work = decode_work(64.0, 2048.0)
+    latent = 64 * 2048 * KV_PER_TOKEN
+    tp8 = step_terms(deployment(DS, H200, 8, FP8, tp=8), work)
+    dp8 = step_terms(deployment(DS, H200, 8, FP8, tp=1, ep=8), work)
+    assert float(tp8.kv_time_s) == pytest.approx(latent / 4.8e12, rel=1e-12)
+    assert float(dp8.kv_time_s) == pytest.approx(latent / 8 / 4.8e12, rel=1e-12)
+    # Memory: tp 8 holds 8 copies of every sequence's latent; attention DP one.
+    from roofline.analyses.step import step_from
+
+    assert step_from(deployment(DS, H200, 8, FP8, tp=8), 64, 2048).replica_kv_bytes == 8 * latent
+    assert step_from(deployment(DS, H200, 8, FP8, tp=1, ep=8), 64, 2048).replica_kv_bytes == latent
+
+
+def test_wide_ep_exchanges_routed_tokens_by_all_to_all():
+    # tp 1, ep 8: no all-reduce; each of the 58 MoE layers dispatches and combines 64 tokens x top-8 x 7168
+    # x 2 bytes = 7,340,032 bytes.
+    t = step_terms(deployment(DS, H200, 8, FP8, tp=1, ep=8), decode_work(64.0, 2048.0))
+    assert float(t.comms_bytes) == pytest.approx(58 * 2 * 64 * 8 * 7168 * 2, rel=1e-12)
+    assert "alltoall" in t.sources["comms"]
+
+
+@given(batch=st.integers(1, 512), context=st.integers(1, 32768))
+@at_most(20)
+def test_a_rank_reads_what_one_chip_of_its_busiest_share_reads(batch, context):
+    # Attention DP 8 over 8 chips: the KV read time is the busiest rank's ceil(B/8) sequences over one chip.
+    dp8 = step_terms(deployment(DS, H200, 8, FP8, tp=1, ep=8), decode_work(float(batch), float(context)))
+    one = step_terms(deployment(DS, H200, 1, FP8), decode_work(float(np.ceil(batch / 8)), float(context)))
+    assert float(dp8.kv_time_s) == pytest.approx(float(one.kv_time_s), rel=1e-12)
+
+
+def test_expert_compute_dtype_halves_the_expert_matmul_time():
+    # Routed experts active per token: ROUTED x 8 / 256.  At fp8 their FLOPs run at the fp8 peak (1979 TFLOP/s
+    # on the H200 sheet, the bf16 one 989), so the compute time drops by 2 x 64 x active x (1/989 - 1/1979)
+    # per TFLOP/s; the rest is unchanged.
+    active = ROUTED * 8 / 256
+    assert active_params_by_component(deployment(DS, H200, 1))["experts"] == active
+    work = decode_work(64.0, 2048.0)
+    bf16 = step_terms(deployment(DS, H200, 1, Precision()), work)
+    mixed = step_terms(deployment(DS, H200, 1, Precision(compute_components=(("experts", "fp8"),))), work)
+    drop = 2 * 64 * active * (1 / 9.89e14 - 1 / 1.979e15)
+    assert float(bf16.compute_time_s) - float(mixed.compute_time_s) == pytest.approx(drop, rel=1e-9)
+
+
+def test_step_cli_accepts_attention_dp_and_reports_it():
+    run = run_roofline(
+        "step", "--model", "deepseek-r1", "--hardware", "h200", "--chips", "8", "--tp", "1", "--ep", "8", "--json"
+    )
+    assert run.code == 0, run.stderr
+    import json
+
+    data = json.loads(run.stdout)
+    assert (data["attention_dp"], data["moe_tp"], data["ep"], data["tp"]) == (8, 1, 8, 1)
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("--model", "deepseek-r1", "--chips", "4", "--tp", "1", "--ep", "8"), ("--ep 8", "--chips 4")),
+        (("--model", "deepseek-r1", "--chips", "3", "--tp", "1", "--ep", "3"), ("--ep 3", "256 experts")),
+        (("--model", "llama-3-8b", "--chips", "8", "--tp", "1", "--attention-dp", "8"), ("changes nothing",)),
+        (("--model", "llama-3-8b", "--weights", "bf16,experts=fp8"), ("experts=fp8", "no routed experts")),
+        (("--model", "llama-3-8b", "--compute-dtype", "bf16,lm_head=fp8,experts=fp8"), ("no routed experts",)),
+        (("--model", "deepseek-r1", "--compute-dtype", "nvfp4"), ("h100-sxm", "nvfp4")),
+    ],
+)
+def test_bad_layouts_and_dtypes_are_one_line_and_exit_2(args, words):
+    hardware = "h100-sxm" if "nvfp4" in args else "h200"
+    assert_refused(run_roofline("step", "--hardware", hardware, *args), *words)
+
+
+def test_nvfp4_compute_is_refused_on_mi355x_but_mxfp4_runs():
+    assert_refused(
+        run_roofline("step", "--model", "deepseek-r1", "--hardware", "mi355x", "--compute-dtype", "bf16,experts=nvfp4"),
+        "mi355x",
+        "nvfp4",
+    )
+    ok = run_roofline(
+        "step", "--model", "deepseek-r1", "--hardware", "mi355x", "--compute-dtype", "bf16,experts=mxfp4", "--json"
+    )
+    assert ok.code == 0, ok.stderr
