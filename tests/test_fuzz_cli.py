@@ -183,6 +183,7 @@ KINDS_BY_FLAG: dict[tuple[str, str], str] = {
     ("*", "--tp"): "count",
     ("*", "--pp"): "count",
     ("*", "--ep"): "count",
+    ("*", "--attention-dp"): "count",
     ("*", "--input-len"): "count",
     ("*", "--output-len"): "count",
     ("*", "--devices"): "count",
