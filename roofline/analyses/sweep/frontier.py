@@ -109,12 +109,13 @@ def decode_frontier(
     topologies: Sequence[str] | None = None,
     pp: Sequence[int] | None = None,
     memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
-    ep: int | None = None,
+    ep: int | Sequence[int] | None = None,
     labels: Sequence[str] | None = None,
     objectives: Sequence[str] = ("latency-throughput",),
     group: str = "hardware",
     buffer_points: int = BUFFER_POINTS,
     engine: str | None = None,
+    wide_ep: bool = False,
 ) -> SweepResult:
     """The sweep of :func:`roofline.analyses.sweep.run.decode_sweep`, kept only where it is on a frontier.
 
@@ -142,6 +143,8 @@ def decode_frontier(
         pp,
         memory_utilization,
         labels,
+        ep,
+        wide_ep,
     )
     blocks = _labels(model, plan.blocks)
     keeper = FrontierKeeper(plan.tables, objectives, _group_of_part(blocks, plan.tables.part_block, group))
@@ -149,7 +152,7 @@ def decode_frontier(
     store = PointStore(
         max(int(buffer_points), CHUNK), batch_axis.size, context_axis.size, len(plan.parts), flush=keeper.flush
     )
-    out = _evaluate(model, plan.blocks, plan.axes, store, memory_utilization, ep, plan.sources, engine)
+    out = _evaluate(model, plan.blocks, plan.axes, store, memory_utilization, plan.sources, engine)
     keeper.flush(store)
     kept = keeper.kept if keeper.kept is not None else SweepColumns(store.columns(), plan.tables, POINT_COLUMNS)
     return SweepResult(

@@ -53,6 +53,8 @@ class Tables:
     part_pp: np.ndarray
     part_price: np.ndarray
     part_hbm_bytes: np.ndarray
+    part_ep: np.ndarray | None = None
+    part_dp: np.ndarray | None = None
 
 
 class PointStore:
@@ -206,6 +208,8 @@ DERIVED = (
     "chips",
     "tp",
     "pp",
+    "ep",
+    "attention_dp",
     "batch",
     "context",
     "block",
@@ -261,7 +265,15 @@ class SweepColumns(Mapping[str, np.ndarray]):
 
     def _derive(self, name: str) -> np.ndarray:
         t, s = self.tables, self.stored
-        by_part = {"chips": t.part_chips, "tp": t.part_tp, "pp": t.part_pp, "block": t.part_block}
+        ones = np.ones_like(t.part_tp)
+        by_part = {
+            "chips": t.part_chips,
+            "tp": t.part_tp,
+            "pp": t.part_pp,
+            "ep": ones if t.part_ep is None else t.part_ep,
+            "attention_dp": ones if t.part_dp is None else t.part_dp,
+            "block": t.part_block,
+        }
         if name in by_part:
             return self._part(by_part[name])
         if name == "batch":

@@ -18,10 +18,11 @@ from numpy.typing import ArrayLike
 
 from roofline.analyses.step import BOOK, Precision, _check_positive, decode_step, step_memory
 from roofline.analyses.sweep.kernel import PointStore, Tables, evaluate_part
-from roofline.analyses.sweep.options import MAX_SWEEP_SLOTS, check_dtypes, parallel_groups
+from roofline.analyses.sweep.options import MAX_SWEEP_SLOTS, check_dtypes, expert_layouts, parallel_groups
 from roofline.analyses.sweep.result import DroppedSlot
 from roofline.core.errors import OptionError
 from roofline.deploy import Rates, chip_rates, deployment, engine_terms, topology
+from roofline.deploy.layout import attention_dp_for
 from roofline.specs import HardwareSpec, ModelSpec
 
 
@@ -40,6 +41,8 @@ class _Block:
     shape: str | None
     counts: np.ndarray
     critical_batch: float
+    ep: int | None = None
+    attention_dp: int = 1
 
 
 def _plan(
@@ -48,7 +51,7 @@ def _plan(
     names: Sequence[str],
     axes: tuple[np.ndarray, np.ndarray, np.ndarray],
     precisions: list[Precision],
-    groups: list[tuple[int, int, np.ndarray, str | None]],
+    groups: list[tuple[int, int, int | None, np.ndarray, str | None]],
     prices: Mapping[str, float],
     memory_utilization: float,
     sources: dict[str, str],
@@ -77,7 +80,7 @@ def _plan(
             )
             max_batch = np.broadcast_to(screen.max_batch, (chips_axis.size, context_axis.size))
             counts = np.searchsorted(batch_axis, max_batch.reshape(-1), side="right").reshape(max_batch.shape)
-            for degree, stages, rows, shape in groups:
+            for degree, stages, experts, rows, shape in groups:
                 blocks.append(
                     _Block(
                         hw,
@@ -91,6 +94,8 @@ def _plan(
                         shape,
                         counts[rows],
                         float(screen.critical_batch),
+                        experts,
+                        attention_dp_for(degree, experts or 1, None, model.num_experts),
                     )
                 )
     return blocks
@@ -107,6 +112,8 @@ def _tables(
         part_chips=np.array([p[1] for p in parts], dtype=np.int64),
         part_tp=np.array([blocks[i].tp for i in block_of], dtype=np.int64),
         part_pp=np.array([blocks[i].pp for i in block_of], dtype=np.int64),
+        part_ep=np.array([blocks[i].ep or 1 for i in block_of], dtype=np.int64),
+        part_dp=np.array([blocks[i].attention_dp for i in block_of], dtype=np.int64),
         part_price=np.array([blocks[i].price for i in block_of], dtype=float),
         part_hbm_bytes=np.array([blocks[i].hw.hbm_bytes for i in block_of], dtype=float),
     )
@@ -207,7 +214,6 @@ def _evaluate(
     axes: tuple[np.ndarray, np.ndarray, np.ndarray],
     store: PointStore,
     memory_utilization: float,
-    ep: int | None,
     sources: dict[str, str],
     engine: str | None = None,
 ) -> _Outcome:
@@ -220,9 +226,11 @@ def _evaluate(
     dropped_by_hw: dict[str, int] = {}
     comms_sources: dict[str, dict[str, None]] = {}
     slots: list[DroppedSlot] = []
-    known: dict[tuple[int, int, int, str | None], str] = {}  # the collectives' source does not depend on points
+    known: dict[
+        tuple[int, int, int, int | None, str | None], str
+    ] = {}  # the collectives' source does not depend on points
     for index, blk in enumerate(blocks):
-        key = (id(blk.rates), blk.tp, blk.pp, blk.shape)
+        key = (id(blk.rates), blk.tp, blk.pp, blk.ep, blk.shape)
         row_kept = np.zeros((blk.rows.size, context_axis.size), dtype=np.int64)
         for local, row in enumerate(blk.rows):
             if key in known and not blk.counts[local].any():  # nothing to evaluate, the source is known
@@ -236,7 +244,7 @@ def _evaluate(
                 blk.precision,
                 tp=blk.tp,
                 pp=blk.pp if blk.pp > 1 else None,
-                ep=ep,
+                ep=blk.ep,
                 topology_text=blk.shape,
                 memory_utilization=memory_utilization,
                 price_per_chip_hour=blk.price,
@@ -251,7 +259,16 @@ def _evaluate(
         n_eval = batch_axis.size * blk.rows.size * context_axis.size
         if kept < n_eval:
             memory = functools.partial(
-                _memory_at, model, blk.hw, blk.precision, blk.price, blk.tp, blk.pp, blk.shape, ep, memory_utilization
+                _memory_at,
+                model,
+                blk.hw,
+                blk.precision,
+                blk.price,
+                blk.tp,
+                blk.pp,
+                blk.shape,
+                blk.ep,
+                memory_utilization,
             )
             slots += _dropped_slots(
                 index,
@@ -332,8 +349,11 @@ def _setup(
     pp: Sequence[int] | None,
     memory_utilization: float,
     labels: Sequence[str] | None,
+    ep: int | Sequence[int] | None = None,
+    wide_ep: bool = False,
 ) -> _Setup:
-    """Validate a sweep's options and plan its blocks and parts."""
+    """Validate a sweep's options and plan its blocks and parts (each (tp, pp) group with each expert layout:
+    :func:`~roofline.analyses.sweep.options.expert_layouts`)."""
     if not hardware:
         raise OptionError("hardware: give at least one chip", parameters=("hardware",))
     names = [hw.name for hw in hardware] if labels is None else list(labels)
@@ -349,7 +369,12 @@ def _setup(
     if axes[0].size:
         _check_positive(batch=axes[0])
     skipped: list[str] = []
-    groups = parallel_groups(axes[1], tp, pp, topologies, skipped)
+    eps = None if ep is None else ([ep] if isinstance(ep, int) else list(ep))
+    if eps and any(e > 1 for e in eps) and model.num_experts <= 1:
+        raise OptionError(f"ep={eps}: the model has no routed experts (ep needs an MoE model)", parameters=("ep",))
+    groups = expert_layouts(
+        axes[1], parallel_groups(axes[1], tp, pp, topologies, skipped), eps, wide_ep, model.num_experts, skipped
+    )
     if axes[1].size * axes[2].size > MAX_SWEEP_SLOTS:
         raise OptionError(
             f"the sweep has {axes[1].size:,} chip counts x {axes[2].size:,} contexts, more "

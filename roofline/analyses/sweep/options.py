@@ -161,3 +161,59 @@ def parallel_groups(
             parameters=("tp", "pp", "chips"),
         )
     return groups
+
+
+def expert_layouts(
+    chips: np.ndarray,
+    groups: list[tuple[int, int, np.ndarray, str | None]],
+    ep: Sequence[int] | None,
+    wide_ep: bool,
+    num_experts: int,
+    skipped: list[str] | None = None,
+) -> list[tuple[int, int, int | None, np.ndarray, str | None]]:
+    """(tp, pp, ep, indices into ``chips``, slice shape) of each block: the (tp, pp) groups with each expert
+    degree of ``ep`` (None: no expert parallelism), each kept on the chip counts its layout divides (tp·attention
+    dp·pp, attention dp = ep / tp where ep exceeds tp).  ``wide_ep`` (MoE models) adds, per chip count c of a
+    group, ep = c / pp over the whole stage: with the group's tp (attention tensor-parallel) and, where that tp
+    is the whole stage, with tp 1 (attention data-parallel over every chip), as DeepSeek-class models are served.
+    """
+    from roofline.deploy.layout import attention_dp_for
+
+    notes = [] if skipped is None else skipped
+    degrees: list[int | None] = [None] if not ep else sorted(set(int(e) for e in ep))
+    if any(e is not None and e <= 0 for e in degrees):
+        raise OptionError(f"ep: degrees must be positive integers (got {shown(ep)})", parameters=("ep",))
+    out: list[tuple[int, int, int | None, np.ndarray, str | None]] = []
+    for tp, pp, rows, shape in groups:
+        for e in degrees:
+            if e is None or e == 1:
+                out.append((tp, pp, e, rows, shape))
+                continue
+            if num_experts % e or (e > tp and e % tp) or (e < tp and tp % e):
+                notes.append(
+                    f"tp {tp} with ep {e}: ep must divide the {num_experts} experts, and tp or a multiple of tp"
+                )
+                continue
+            group = tp * attention_dp_for(tp, e, None, num_experts) * pp
+            kept = rows[chips[rows] % group == 0]
+            notes += [
+                f"{int(c)} chips with tp {tp} x ep {e}: {group} does not divide {int(c)}"
+                for c in chips[rows]
+                if c % group
+            ]
+            if kept.size:
+                out.append((tp, pp, e, kept, shape))
+        if not (wide_ep and num_experts > 1):
+            continue
+        for row in rows:
+            stage = int(chips[row]) // pp
+            if stage < 2 or num_experts % stage or stage % tp:
+                continue
+            pick = np.asarray([row])
+            if stage not in degrees:
+                out.append((tp, pp, stage, pick, shape))
+            if tp == stage:
+                out.append((1, pp, stage, pick, shape))
+    if not out:
+        raise OptionError(f"ep: no degree in {list(ep or [])} fits chips={chips.tolist()}", parameters=("ep",))
+    return out

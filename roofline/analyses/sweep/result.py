@@ -24,6 +24,8 @@ POINT_COLUMNS = (
     "chips",
     "tp",
     "pp",
+    "ep",
+    "attention_dp",
     "batch",
     "context",
     "step_time_s",
@@ -75,6 +77,8 @@ COLUMNS = (
     "total_bytes",
     "hbm_capacity_bytes",
     "critical_batch",
+    "ep",
+    "attention_dp",
 )
 
 

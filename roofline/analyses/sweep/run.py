@@ -78,10 +78,11 @@ def decode_sweep(
     topologies: Sequence[str] | None = None,
     pp: Sequence[int] | None = None,
     memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
-    ep: int | None = None,
+    ep: int | Sequence[int] | None = None,
     labels: Sequence[str] | None = None,
     max_points: int | None = None,
     engine: str | None = None,
+    wide_ep: bool = False,
 ) -> SweepResult:
     """Every (chip, weights, KV dtype, tp, chips, batch, context) decode step that fits in HBM.
 
@@ -109,6 +110,8 @@ def decode_sweep(
         pp,
         memory_utilization,
         labels,
+        ep,
+        wide_ep,
     )
     limit = MAX_SWEEP_POINTS if max_points is None else int(max_points)
     if plan.capacity > limit:
@@ -120,7 +123,7 @@ def decode_sweep(
         )
     batch_axis, _, context_axis = plan.axes
     store = PointStore(plan.capacity, batch_axis.size, context_axis.size, len(plan.parts))
-    out = _evaluate(model, plan.blocks, plan.axes, store, memory_utilization, ep, plan.sources, engine)
+    out = _evaluate(model, plan.blocks, plan.axes, store, memory_utilization, plan.sources, engine)
     columns = SweepColumns(store.trimmed(), plan.tables, POINT_COLUMNS)
     return SweepResult(
         columns,
