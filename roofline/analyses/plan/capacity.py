@@ -108,6 +108,9 @@ class PlanCandidate:
     pp: int = 1
     #: Replicas beyond the load's need, so the SLOs hold with the spares' failures (0: no headroom).
     spare_replicas: int = 0
+    #: Expert-parallel degree and attention data-parallel ranks of a replica (1: none).
+    ep: int = 1
+    attention_dp: int = 1
 
 
 #: The plan's candidate was called ``Deployment`` before the deployment layer's class took the name.
@@ -301,7 +304,7 @@ def candidate(
 ) -> PlanCandidate:
     """Shape ``i`` serving ``qps`` of workload ``j`` on ``replicas`` replicas (``spare`` of them headroom)."""
     f, lengths = table.fields, table.workloads[j]
-    chips, tp, pp, batch = (int(f[k][i]) for k in ("chips", "tp", "pp", "batch"))
+    chips, tp, pp, batch, ep, dp = (int(f[k][i]) for k in ("chips", "tp", "pp", "batch", "ep", "attention_dp"))
     serving = replicas - spare
     double = float(table.step_double_s[i, j])
     binding = binding_constraint(
@@ -315,7 +318,10 @@ def candidate(
         hardware=str(f["hardware"][i]),
         chips_per_replica=chips,
         tp=tp,
-        sharding=f"tensor-parallel over {tp} chips"
+        sharding=(
+            f"attention data-parallel over {dp} ranks of {tp} chip(s)" if dp > 1 else f"tensor-parallel over {tp} chips"
+        )
+        + (f", routed experts over {ep} chips" if ep > 1 else "")
         + (f" x {pp} pipeline stages" if pp > 1 else "")
         + f" within a replica, {replicas} data-parallel replica(s)",
         batch=batch,
@@ -332,4 +338,6 @@ def candidate(
         price_per_chip_hour=float(table.price[i]),
         pp=pp,
         spare_replicas=spare,
+        ep=ep,
+        attention_dp=dp,
     )

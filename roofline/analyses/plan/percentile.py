@@ -103,6 +103,7 @@ def size_candidate(
         Precision(d.weights, d.kv_dtype),
         memory_utilization,
         pp=d.pp if d.pp > 1 else None,
+        ep=d.ep if d.ep > 1 else None,
         max_context=longest + 1.0,
         engine=engine,
     )

@@ -33,7 +33,7 @@ WEIGHT_DTYPES = ("bf16", "int8")
 KV_DTYPES = ("bf16", "int8")
 BATCHES = tuple(2**k for k in range(0, 11))
 #: Per-shape columns copied from the sweep (block labels and part columns); an added axis adds its name.
-SHAPE_COLUMNS = ("hardware", "weights", "kv_dtype", "chips", "tp", "pp", "batch")
+SHAPE_COLUMNS = ("hardware", "weights", "kv_dtype", "chips", "tp", "pp", "batch", "ep", "attention_dp")
 #: Names of the per-replica rate limits, in the order the binding constraint is read.
 LIMITS = ("concurrency", "TTFT SLO", "TPOT SLO")
 
@@ -48,11 +48,18 @@ class SearchSpace:
     kv_dtypes: tuple[str, ...] = KV_DTYPES
     tp: tuple[int, ...] | None = None
     pp: tuple[int, ...] | None = None
-    ep: int | None = None
+    ep: int | tuple[int, ...] | None = None
     mfu: float = 1.0
     memory_utilization: float = DEFAULT_MEMORY_UTILIZATION
     engine: str | None = None
     prices: Mapping[str, float] = field(default_factory=dict)
+    #: Also try expert parallelism over each whole stage, with attention tensor- and data-parallel (None: for
+    #: MoE models); :func:`roofline.analyses.sweep.options.expert_layouts`.
+    wide_ep: bool | None = None
+
+    def explores_wide_ep(self, model: ModelSpec) -> bool:
+        """Whether the search adds the wide expert-parallel layouts for ``model``."""
+        return model.num_experts > 1 if self.wide_ep is None else self.wide_ep
 
 
 @dataclass(frozen=True)
@@ -119,15 +126,15 @@ def _chip_axis(hardware: Sequence[HardwareSpec], max_chips: int) -> np.ndarray:
 def prefill_moments(
     model: ModelSpec,
     hw: HardwareSpec,
-    layout: tuple[int, int, int],
+    layout: tuple[int, ...],
     workloads: Sequence[LengthDistribution],
     precision: Precision,
     space: SearchSpace,
 ) -> np.ndarray:
-    """(4, W): E[S], E[S²] of one request's prefill (request, batch 1) on a (chips, tp, pp) slice, and the
+    """(4, W): E[S], E[S²] of one request's prefill (request, batch 1) on a (chips, tp, pp, ep) slice, and the
     memory of each workload's tightest request with the replica's usable HBM (request's own check,
     KV at I + O beside its prefill); one vectorised request over every workload's points."""
-    chips, tp, pp = layout
+    chips, tp, pp, ep = layout if len(layout) == 4 else (*layout, space.ep if isinstance(space.ep, int) else 1)
     dep = deployment(
         model,
         hw,
@@ -135,7 +142,7 @@ def prefill_moments(
         precision,
         tp=tp,
         pp=pp if pp > 1 else None,
-        ep=space.ep,
+        ep=ep if isinstance(ep, int) and ep > 1 else None,
         memory_utilization=space.memory_utilization,
         engine=space.engine,
     )
@@ -193,6 +200,7 @@ def candidate_shapes(
         memory_utilization=space.memory_utilization,
         ep=space.ep,
         engine=space.engine,
+        wide_ep=space.explores_wide_ep(model),
     )
     cols = sw.columns
     stored = cols.stored  # type: ignore[attr-defined]  # decode_sweep's SweepColumns
@@ -230,7 +238,7 @@ def candidate_shapes(
     for part in np.unique(parts):
         sel = np.flatnonzero(parts == part)
         blk = sw.blocks[int(blocks[sel[0]])]
-        layout = (int(chips[sel[0]]), int(fields["tp"][sel[0]]), int(fields["pp"][sel[0]]))
+        layout = tuple(int(fields[k][sel[0]]) for k in ("chips", "tp", "pp", "ep"))
         prec = Precision(blk["weights"], blk["kv_dtype"], blk["compute_dtype"])
         moments[:, sel, :] = prefill_moments(model, by_name[blk["hardware"]], layout, workloads, prec, space)[
             :, None, :

@@ -22,6 +22,7 @@ from roofline.views.cli.sweep import (
     COMPUTE,
     CONTEXT,
     DEFAULT_CHIPS,
+    EP,
     GROUP,
     HARDWARE,
     HTML,
@@ -84,6 +85,7 @@ def pareto_command(
     price: str = PRICE,
     topology: str = TOPOLOGY,
     pp: str = PP,
+    ep: str = EP,
     memory_utilization: float = MEMORY_UTILIZATION,
     engine: str = ENGINE,
     objective: str = OBJECTIVE,
@@ -120,6 +122,7 @@ def pareto_command(
         memory_utilization,
         frontiers=(objectives, group),
         engine=engine,
+        ep=ep,
     )
     if len(result) == 0:
         slices = f"--topology {topology}" if topology else f"--chips {chips or DEFAULT_CHIPS}"

@@ -53,6 +53,12 @@ TP = typer.Option(
     help="Model-parallel degrees to try (each must divide --chips); default: the whole slice is one tp group.",
 )
 PP = typer.Option(None, "--pp", help="Pipeline depths to try, comma-separated (tp·pp must divide --chips).")
+EP = typer.Option(
+    None,
+    "--ep",
+    help="Expert-parallel degrees to try (MoE), comma-separated; one above tp runs attention data-parallel over "
+    "ep/tp ranks (e.g. --tp 1 --ep 8).",
+)
 MEMORY_UTILIZATION = typer.Option(
     DEFAULT_MEMORY_UTILIZATION,
     "--memory-utilization",
@@ -102,6 +108,7 @@ def run_sweep(
     memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
     frontiers: tuple[Sequence[str], str] | None = None,
     engine: str | None = None,
+    ep: str | None = None,
 ) -> SweepResult:
     """Parse the shared sweep options and run :func:`roofline.analyses.sweep.run.decode_sweep`, or with
     ``frontiers`` = (objectives, group) :func:`roofline.analyses.sweep.frontier.decode_frontier`: the same
@@ -133,6 +140,7 @@ def run_sweep(
         prices=parse_prices(price, [h.name for h in hw]),
         topologies=None if topology is None else [_topology(t) for t in split_names(topology, "--topology")],
         engine=engine,
+        ep=None if ep is None else parse_int_list(ep, "--ep", MAX_SLICE_CHIPS).tolist(),
         **extra,
     )
 
@@ -217,6 +225,7 @@ def sweep_command(
     price: str = PRICE,
     topology: str = TOPOLOGY,
     pp: str = PP,
+    ep: str = EP,
     memory_utilization: float = MEMORY_UTILIZATION,
     engine: str = ENGINE,
     csv_path: str = CSV,
@@ -242,6 +251,7 @@ def sweep_command(
         pp,
         memory_utilization,
         engine=engine,
+        ep=ep,
     )
     if csv_path is not None:
         write_csv(csv_path, result)
