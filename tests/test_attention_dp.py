@@ -152,3 +152,28 @@ def test_nvfp4_compute_is_refused_on_mi355x_but_mxfp4_runs():
         "step", "--model", "deepseek-r1", "--hardware", "mi355x", "--compute-dtype", "bf16,experts=mxfp4", "--json"
     )
     assert ok.code == 0, ok.stderr
+
+
+def test_sweep_expert_layouts_equal_decode_step_bit_for_bit():
+    from roofline.analyses.step import decode_step
+    from roofline.analyses.sweep.run import decode_sweep
+
+    got = decode_sweep(DS, [H200], [1, 64, 256], [8, 16], [2048], ("fp8",), ("bf16",), tp=[1, 8], ep=[8])
+    assert set(zip(got.columns["tp"], got.columns["ep"], got.columns["attention_dp"], strict=True)) == {
+        (1, 8, 8),
+        (8, 8, 1),
+    }
+    for row in got.rows():
+        ref = decode_step(DS, H200, row["chips"], row["batch"], row["context"], FP8, tp=row["tp"], ep=row["ep"])
+        assert row["step_time_s"] == float(ref.step_time_s)
+
+
+def test_plan_tries_wide_expert_parallelism_for_moe_models():
+    from roofline.analyses.lengths import fixed_lengths
+    from roofline.analyses.plan.capacity import plan
+
+    kwargs = {"weights": ("fp8",), "kv_dtypes": ("bf16",), "max_chips": 8, "tpot_slo_s": 0.05}
+    res = plan(DS, [H200], 20.0, fixed_lengths(1000, 1000), **kwargs)
+    layouts = {(c.tp, c.ep, c.attention_dp) for c in res.candidates}
+    assert (1, 8, 8) in layouts  # attention data-parallel over the 8 chips, experts over all of them
+    assert all(c.chips_per_replica == c.tp * c.attention_dp for c in res.candidates)

@@ -114,6 +114,8 @@ def reference(model, hardware, batch, chips, context, weights, kv_dtypes, tp, pp
                             "chips": ck.astype(np.int64),
                             "tp": np.full(bk.size, degree, dtype=np.int64),
                             "pp": np.full(bk.size, stages, dtype=np.int64),
+                            "ep": np.full(bk.size, ep or 1, dtype=np.int64),
+                            "attention_dp": np.full(bk.size, res.attention_dp, dtype=np.int64),
                             "batch": bk.astype(np.int64),
                             "context": s[fits].astype(np.int64),
                             "step_time_s": step_s,
