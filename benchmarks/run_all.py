@@ -7,7 +7,7 @@
 
 Each benchmark runs as its own process from the repository root (``roofline`` importable from the
 tree, installed or not), its output passed through under a header, and a table at the end gives
-each one's wall time and exit status.  A new ``benchmarks/bench_*.py`` is picked up by itself (run
+each one's wall time and exit status.  A new script in ``benchmarks/`` is picked up by itself (run
 with no arguments); give it a line in :data:`BENCHMARKS` to set its quick form.  ``device_gpu.sh``
 needs a GPU machine and is not run here (see docs/performance.md).
 """
@@ -30,14 +30,16 @@ BENCHMARKS: dict[str, tuple[list[str], list[str] | None]] = {
     "bench_simulate": ([], ["--requests", "10000"]),
     "refusals": ([], []),
     "calibration_figures": ([], None),
+    "kernel_families": ([], None),
 }
 
 
 def discovered() -> dict[str, tuple[list[str], list[str] | None]]:
-    """:data:`BENCHMARKS`, then any other ``bench_*.py`` here (no arguments in either form)."""
+    """:data:`BENCHMARKS`, then any other script here (no arguments in either form; ``_*.py`` are helpers)."""
     found = dict(BENCHMARKS)
-    for path in sorted(HERE.glob("bench_*.py")):
-        found.setdefault(path.stem, ([], []))
+    for path in sorted(HERE.glob("*.py")):
+        if path.name != Path(__file__).name and not path.name.startswith("_"):
+            found.setdefault(path.stem, ([], []))
     return {name: args for name, args in found.items() if (HERE / f"{name}.py").is_file()}
 
 
