@@ -9,7 +9,6 @@ single-chip analyses in :mod:`roofline.analyses.step`) and says where every numb
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -21,6 +20,7 @@ from roofline.core.units import dtype_bytes
 from roofline.deploy import DEFAULT_MEMORY_UTILIZATION, chip_rates, deployment, fabric, kernels
 from roofline.formulas import collectives, sharding, step
 from roofline.model import memory
+from roofline.model.memory import Number
 from roofline.specs import HardwareSpec, ModelSpec
 
 DEFAULT_PRECISION = Precision()
@@ -31,27 +31,27 @@ class CollectiveResult:
     """One collective (contract keys of the collective command's JSON)."""
 
     op: str
-    total_bytes: Any
+    total_bytes: Number
     devices: int
     network: str
-    time_s: Any
-    time_upper_s: Any
-    bandwidth_time_s: Any
-    latency_time_s: Any
-    latency_bound: Any
-    rule_of_thumb_latency_bound: Any
+    time_s: Number
+    time_upper_s: Number
+    bandwidth_time_s: Number
+    latency_time_s: Number
+    latency_bound: Number
+    rule_of_thumb_latency_bound: Number
     latency_bound_below_bytes: float
-    spec_time_s: Any = 0.0
-    sources: dict[str, Any] = field(default_factory=dict)
+    spec_time_s: Number = 0.0
+    sources: dict[str, object] = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
 def collective(
     hw: HardwareSpec,
     op: str,
-    total_bytes: Any,
+    total_bytes: Number,
     devices: int | None = None,
     topology_text: str | None = None,
     axes: tuple[int, ...] | None = None,
@@ -117,7 +117,7 @@ def collective(
     )
 
 
-def _fitted_collective(hw: HardwareSpec, op: str, total_bytes: Any, devices: int) -> tuple[Any, str] | None:
+def _fitted_collective(hw: HardwareSpec, op: str, total_bytes: Number, devices: int) -> tuple[Number, str] | None:
     """(seconds, kernel family) from a profile fitted at ``devices``, else None (spec sheet)."""
     if hw.calibration is None:
         return None
@@ -160,17 +160,17 @@ class ShardResult:
     comms_1d_s: float
     comms_2d_s: float
     weight_stationary_2d_crossover_chips: float
-    sequence_sharding_comms_s: Any
-    step_time_s: Any
-    local_step_time_s: Any
-    comms_time_s: Any
-    step_time_lower_s: Any
-    step_time_upper_s: Any
-    bound: Any
-    moe: dict[str, Any] | None
+    sequence_sharding_comms_s: Number
+    step_time_s: Number
+    local_step_time_s: Number
+    comms_time_s: Number
+    step_time_lower_s: Number
+    step_time_upper_s: Number
+    bound: str | np.ndarray
+    moe: dict[str, float | None] | None
     sources: dict[str, str] = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -256,7 +256,7 @@ def shard_limits(
 
 def moe_sharding(
     model: ModelSpec, hw: HardwareSpec, chips: int, batch: int, precision: Precision, expert_ways: int | None
-) -> dict[str, Any]:
+) -> dict[str, float | None]:
     """Expert sharding [E_Z, D, F_Y]: bytes and weight-load time per chip, free HBM, smallest slice."""
     parts = memory.component_bytes(model, precision.bytes_by_component)
     expert_bytes = (

@@ -10,7 +10,6 @@ scale-out network (DCN / InfiniBand, per-chip egress ``dcn_bandwidth_bytes_per_s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -191,9 +190,9 @@ def collective_on(hw: HardwareSpec, layout: Layout, op: str, total_bytes: ArrayL
     return result
 
 
-def link_summary(hw: HardwareSpec, layout: Layout) -> dict[str, Any]:
+def link_summary(hw: HardwareSpec, layout: Layout) -> dict[str, float | None]:
     """The per-link numbers used, for the ``sources`` of a result."""
-    out: dict[str, Any] = {
+    out: dict[str, float | None] = {
         "link_bandwidth_bytes_per_s": hw.ici_bandwidth_bytes_per_s,
         "hop_latency_s": hw.ici_hop_latency_s,
     }

@@ -23,7 +23,6 @@ in part 7's appendix C ("latency-bound communication").  Conventions:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -39,21 +38,21 @@ OPS = ("allgather", "reducescatter", "allreduce", "alltoall")
 class CollectiveTime:
     """Latency and bandwidth terms of one collective; lower bound max(), upper bound sum."""
 
-    bandwidth_time_s: Any
-    latency_time_s: Any
+    bandwidth_time_s: Number
+    latency_time_s: Number
 
     @property
-    def time_s(self) -> Any:
+    def time_s(self) -> Number:
         """Lower bound: latency and bandwidth fully pipelined, max(latency, bandwidth)."""
         return np.maximum(self.bandwidth_time_s, self.latency_time_s)
 
     @property
-    def time_upper_s(self) -> Any:
+    def time_upper_s(self) -> Number:
         """Upper bound: no overlap, latency + bandwidth."""
         return np.add(self.bandwidth_time_s, self.latency_time_s)
 
     @property
-    def latency_bound(self) -> Any:
+    def latency_bound(self) -> Number:
         """Latency term ≥ bandwidth term (and a collective happens at all: one device has neither)."""
         lat = np.asarray(self.latency_time_s)
         return np.greater_equal(lat, self.bandwidth_time_s) & (lat > 0)
@@ -190,7 +189,7 @@ def alltoall_fraction(num_devices: ArrayLike, switched: bool) -> Number:
 def collective_from_allgather(
     op: str, allgather: CollectiveTime, num_devices: ArrayLike, switched: bool
 ) -> CollectiveTime:
-    """Any op from the AllGather of the same V: RS = AG, AllReduce = 2·AG, AllToAll = fraction·AG bytes."""
+    """Each op from the AllGather of the same V: RS = AG, AllReduce = 2·AG, AllToAll = fraction·AG bytes."""
     if op in ("allgather", "reducescatter"):
         return allgather
     if op == "allreduce":

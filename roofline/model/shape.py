@@ -5,9 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-import numpy as np
-
-Number = float | np.ndarray
+from roofline.core.types import Number as Number  # re-exported: the estimators' number type
 
 
 class ModelShape(Protocol):

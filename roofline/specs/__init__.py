@@ -14,9 +14,10 @@ from __future__ import annotations
 import functools
 import importlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from roofline.core.errors import SpecError
+from roofline.core.types import JSONObject
 from roofline.specs.catalog import (
     PACKAGE_DIR,
     builtin_catalog,
@@ -84,7 +85,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """``check_spec_field``, ``dimension_of``, ``read_json``, ... imported on first use (PEP 562)."""
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -99,7 +100,7 @@ class _SchemaFields:
     Attached here, by the package, so that :mod:`.types` never imports :mod:`.schema` (which imports it).
     """
 
-    def __get__(self, obj: object, owner: type) -> dict[str, Any]:
+    def __get__(self, obj: object, owner: type) -> dict[str, object]:
         from roofline.specs.schema import schema_for
 
         return schema_for(owner).model_fields
@@ -150,14 +151,14 @@ def load_model(ref: str | Path | ModelSpec) -> ModelSpec:
     return _load_model_path(resolve("models", ref).resolve())
 
 
-def hardware_from_dict(data: dict[str, Any], origin: str = "<dict>") -> HardwareSpec:
+def hardware_from_dict(data: JSONObject, origin: str = "<dict>") -> HardwareSpec:
     """Validate a hardware mapping (e.g. one built by calibration) into a spec."""
     from roofline.specs.schema import validate_hardware
 
     return validate_hardware(data, origin)
 
 
-def model_from_dict(data: dict[str, Any], origin: str = "<dict>") -> ModelSpec:
+def model_from_dict(data: JSONObject, origin: str = "<dict>") -> ModelSpec:
     """Validate a model mapping into a spec."""
     from roofline.specs.schema import validate_model
 
@@ -178,7 +179,7 @@ def config_name(path: Path) -> str:
     return (path.parent.name or path.stem) if path.name == "config.json" else path.stem
 
 
-def dump_yaml(data: dict[str, Any]) -> str:
+def dump_yaml(data: JSONObject) -> str:
     """YAML text for a spec mapping (numbers written so PyYAML reads them back as floats)."""
     import yaml
 

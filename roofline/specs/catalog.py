@@ -14,7 +14,7 @@ import functools
 import json
 import zlib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from roofline.core.errors import SpecError, shown, unknown_name_message
 from roofline.specs.types import HardwareSpec, ModelSpec, hardware_from_data, model_from_data
@@ -123,7 +123,7 @@ def generated_spec(kind: Kind, path: Path) -> HardwareSpec | ModelSpec | None:
     return hardware_from_data(entry["spec"]) if kind == "hardware" else model_from_data(entry["spec"])
 
 
-def generate(kind: Kind) -> dict[str, dict[str, Any]]:
+def generate(kind: Kind) -> dict[str, dict[str, object]]:
     """The generated form of ``kind``: name -> its file's fingerprint and pydantic-validated plain data."""
     from roofline.specs.files import read_yaml
     from roofline.specs.schema import validated
@@ -140,7 +140,7 @@ def generate(kind: Kind) -> dict[str, dict[str, Any]]:
     }
 
 
-def generated_text(entry: dict[str, Any]) -> str:
+def generated_text(entry: dict[str, object]) -> str:
     """One entry's generated file text."""
     return json.dumps(entry, indent=1) + "\n"
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from roofline.core.errors import SpecError, shown
 from roofline.core.files import MAX_SPEC_FILE_BYTES, read_text_limited
 from roofline.core.jsontext import load_json
+from roofline.core.types import JSONObject
 
 #: Deepest nesting of mappings and lists in a spec or config.json (real ones: 5 levels).
 MAX_DEPTH = 32
@@ -29,11 +29,11 @@ _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 class StrictLoader(_BaseLoader):  # type: ignore[misc, valid-type]
     """PyYAML's safe loader (libyaml when present) refusing aliases, duplicate keys, deep nests."""
 
-    def construct_document(self, node: yaml.Node) -> Any:
+    def construct_document(self, node: yaml.Node) -> object:
         _check_nodes(node)
         return super().construct_document(node)
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[object, object]:
         seen: set[tuple[str, str]] = set()
         for key_node, _ in node.value:
             if key_node.tag == _MERGE_TAG:
@@ -71,7 +71,7 @@ def _check_nodes(root: yaml.Node) -> None:
             stack.extend((item, depth + 1) for item in node.value)
 
 
-def load_yaml_text(text: str, origin: str) -> dict[str, Any]:
+def load_yaml_text(text: str, origin: str) -> JSONObject:
     """A YAML mapping from ``text``; malformed YAML, aliases or duplicates -> one SpecError line."""
     try:
         data = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - StrictLoader is a safe loader
@@ -87,7 +87,7 @@ def load_yaml_text(text: str, origin: str) -> dict[str, Any]:
     return data
 
 
-def read_yaml(path: Path) -> dict[str, Any]:
+def read_yaml(path: Path) -> JSONObject:
     """A spec YAML file as a mapping (size, encoding, aliases, duplicates and depth checked)."""
     text = read_text_limited(path, MAX_SPEC_FILE_BYTES, SpecError, "spec")
     data = load_yaml_text(text, str(path))
@@ -95,7 +95,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> JSONObject:
     """A JSON object (e.g. a Hugging Face config.json), with a one-line error naming the file."""
     text = read_text_limited(path, MAX_SPEC_FILE_BYTES, SpecError, "config")
     data = load_json(text, str(path), SpecError, finite=False, max_nodes=MAX_NODES)
@@ -104,12 +104,12 @@ def read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def check_tree(data: dict[str, Any], origin: str, finite: bool = True) -> None:
+def check_tree(data: JSONObject, origin: str, finite: bool = True) -> None:
     """Refuse deep nesting, too many values, non-text keys and (``finite``) NaN or infinities.
 
     Iterative, so untrusted depth never recurses; names the dotted field of the first problem.
     """
-    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    stack: list[tuple[object, str, int]] = [(data, "", 0)]
     count = 0
     while stack:
         value, where, depth = stack.pop()

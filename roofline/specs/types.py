@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from roofline.core.errors import SpecError
+from roofline.core.types import JSONObject
 from roofline.core.units import RATE_DTYPE
 
 #: Keys of a field's constraints in its dataclass metadata (pydantic's Field arguments).
@@ -27,7 +28,7 @@ def spec_field(
     return field(default=default, metadata=limits)
 
 
-def _dump(value: Any, exclude_none: bool) -> Any:
+def _dump(value: object, exclude_none: bool) -> object:
     """Plain data of a spec value: dataclasses to dicts (None fields left out when asked), copies of containers."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         items = ((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
@@ -39,14 +40,17 @@ def _dump(value: Any, exclude_none: bool) -> Any:
     return value
 
 
+_S = TypeVar("_S", bound="_Spec")
+
+
 class _Spec:
     """Shared by every spec: plain-data dump and copy with changes, as on the former pydantic models."""
 
-    def model_dump(self, *, exclude_none: bool = False) -> dict[str, Any]:
+    def model_dump(self, *, exclude_none: bool = False) -> JSONObject:
         """The spec as plain data (dicts, lists, numbers, text); ``exclude_none`` drops unset optional fields."""
-        return _dump(self, exclude_none)
+        return _dump(self, exclude_none)  # type: ignore[return-value]
 
-    def model_copy(self, *, update: dict[str, Any] | None = None) -> Any:
+    def model_copy(self: _S, *, update: dict[str, object] | None = None) -> _S:
         """A copy with ``update``'s fields replaced (not re-validated, as pydantic's model_copy)."""
         return dataclasses.replace(self, **(update or {}))  # type: ignore[type-var]
 
@@ -290,7 +294,7 @@ class ModelSpec(_Spec):
         return self.num_experts > 1
 
 
-def hardware_from_data(data: dict[str, Any]) -> HardwareSpec:
+def hardware_from_data(data: JSONObject) -> HardwareSpec:
     """A HardwareSpec from validated plain data (a schema's ``model_dump()``), nested blocks included."""
     data = dict(data)
     if data.get("calibration") is not None:
@@ -305,6 +309,6 @@ def hardware_from_data(data: dict[str, Any]) -> HardwareSpec:
     return HardwareSpec(**data)
 
 
-def model_from_data(data: dict[str, Any]) -> ModelSpec:
+def model_from_data(data: JSONObject) -> ModelSpec:
     """A ModelSpec from validated plain data (a schema's ``model_dump()``)."""
     return ModelSpec(**data)

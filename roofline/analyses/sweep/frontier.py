@@ -11,7 +11,6 @@ in sweep order, so the frontiers of the result equal those of the whole sweep.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -20,7 +19,7 @@ from roofline.analyses.pareto import key_floor, objective_columns, oriented, par
 from roofline.analyses.step import DEFAULT_CONTEXT
 from roofline.analyses.sweep.kernel import CHUNK, PointStore, SweepColumns, Tables, concat
 from roofline.analyses.sweep.layout import _evaluate, _finish_sources, _labels, _setup
-from roofline.analyses.sweep.result import POINT_COLUMNS, SweepResult, _check_group
+from roofline.analyses.sweep.result import POINT_COLUMNS, BlockLabels, SweepResult, _check_group
 from roofline.deploy import DEFAULT_MEMORY_UTILIZATION
 from roofline.specs import HardwareSpec, ModelSpec
 
@@ -85,7 +84,7 @@ class FrontierKeeper:
         self.kept = merged.select(np.unique(np.concatenate(union)) if union else np.zeros(0, dtype=np.int64))
 
 
-def _group_of_part(result_blocks: tuple[dict[str, Any], ...], part_block: np.ndarray, group: str) -> np.ndarray:
+def _group_of_part(result_blocks: tuple[BlockLabels, ...], part_block: np.ndarray, group: str) -> np.ndarray:
     """Group number of every part: by the block label ``group`` (or one group for 'all')."""
     if group == "all":
         return np.zeros(part_block.size, dtype=np.int32)

@@ -158,7 +158,7 @@ def settle_allocator() -> None:
     glibc's malloc then raises its dynamic mmap threshold to 16 MB (and its trim threshold to
     32 MB), so the few dozen temporaries of each grid are served from its heap instead of the
     heap being trimmed and page-faulted again at every grid (which cost more than the arithmetic).
-    Any process that freed one large array behaves the same; elsewhere this is a no-op.
+    A process that freed one large array behaves the same; elsewhere this is a no-op.
     """
     np.empty(1 << 21)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -19,8 +18,9 @@ from numpy.typing import ArrayLike
 from roofline.analyses.step import BOOK, Precision, _check_positive, decode_step, step_memory
 from roofline.analyses.sweep.kernel import PointStore, Tables, evaluate_part
 from roofline.analyses.sweep.options import MAX_SWEEP_SLOTS, check_dtypes, expert_layouts, parallel_groups
-from roofline.analyses.sweep.result import DroppedSlot
+from roofline.analyses.sweep.result import BlockLabels, DroppedSlot
 from roofline.core.errors import OptionError
+from roofline.core.types import Number
 from roofline.deploy import Rates, chip_rates, deployment, engine_terms, topology
 from roofline.deploy.layout import attention_dp_for
 from roofline.specs import HardwareSpec, ModelSpec
@@ -137,7 +137,7 @@ def _memory_at(
     chips: np.ndarray,
     batch: np.ndarray,
     context: np.ndarray,
-) -> tuple[Any, Any]:
+) -> tuple[Number, Number]:
     """(weights + KV bytes, usable HBM bytes) of a block's configurations, the busiest replica's times r
     (it decides the fit): the step model's memory (:func:`~roofline.analyses.step.step_memory`, what
     ``decode_step`` reports), without its step terms."""
@@ -165,7 +165,7 @@ def _dropped_slots(
     chips: np.ndarray,
     context: np.ndarray,
     kept: Sequence[int],
-    memory: Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[Any, Any]],
+    memory: Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[Number, Number]],
 ) -> list[DroppedSlot]:
     """Each (chips, context) slot of a block that lost batches: the kept ones are a prefix of ``batch``.
 
@@ -288,7 +288,7 @@ def _evaluate(
     return _Outcome(evaluated, dropped, dropped_by_hw, tuple(slots))
 
 
-def _labels(model: ModelSpec, blocks: list[_Block]) -> tuple[dict[str, Any], ...]:
+def _labels(model: ModelSpec, blocks: list[_Block]) -> tuple[BlockLabels, ...]:
     return tuple(
         {
             "model": model.name,

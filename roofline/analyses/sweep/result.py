@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -81,6 +80,9 @@ COLUMNS = (
     "attention_dp",
 )
 
+#: Labels a whole block of a sweep shares (model, chip, dtypes, topology, critical batch, price).
+BlockLabels = dict[str, str | float]
+
 
 @dataclass(frozen=True)
 class SweepResult:
@@ -94,7 +96,7 @@ class SweepResult:
     """
 
     columns: Mapping[str, np.ndarray]
-    blocks: tuple[dict[str, Any], ...]
+    blocks: tuple[BlockLabels, ...]
     evaluated: int
     dropped_out_of_memory: int
     dropped_by_hardware: dict[str, int] = field(default_factory=dict)
@@ -166,7 +168,7 @@ class SweepResult:
         _check_group(group)
         return self.column(group)
 
-    def group_codes(self, group: str) -> tuple[np.ndarray, list[Any]]:
+    def group_codes(self, group: str) -> tuple[np.ndarray, list[str | float]]:
         """(per-point group number, the groups' labels in order of first appearance), from the blocks."""
         if group == "all":
             return np.zeros(len(self), dtype=np.int32), ["all"] if len(self) else []
@@ -178,18 +180,18 @@ class SweepResult:
         by_block = np.array([number.get(blk[group], -1) for blk in self.blocks], dtype=np.int32)
         return by_block[block], labels
 
-    def frontiers(self, objective: str, group: str = "hardware") -> dict[Any, np.ndarray]:
+    def frontiers(self, objective: str, group: str = "hardware") -> dict[str | float, np.ndarray]:
         """One frontier per group (chip by default): {label: indices, best x first} (as frontier_by_group)."""
         x_col, x_sense, y_col, y_sense = objective_columns(objective)
         codes, labels = self.group_codes(group)
         x, y = self.columns[x_col], self.columns[y_col]
-        out: dict[Any, np.ndarray] = {}
+        out: dict[str | float, np.ndarray] = {}
         for i, label in enumerate(labels):
             idx = np.flatnonzero(codes == i) if len(labels) > 1 else np.arange(codes.size)
             out[label] = idx[pareto_order(x[idx], y[idx], x_sense, y_sense)]
         return out
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[dict[str, str | float]]:
         """One dict per point (Python scalars), columns in :data:`COLUMNS` order."""
         lists = {k: self.column(k).tolist() for k in COLUMNS}
         return [{k: lists[k][i] for k in COLUMNS} for i in range(len(self))]
