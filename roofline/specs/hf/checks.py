@@ -8,24 +8,24 @@ have the shape the mappers read.  Limits: :data:`roofline.core.checks.MAX_COUNT`
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from roofline.core.checks import MAX_COUNT
 from roofline.core.errors import SpecError, shown
+from roofline.core.types import JSONObject, JSONValue
 
 
-def required(cfg: dict[str, Any], key: str, origin: str, *aliases: str) -> Any:
+def required(cfg: JSONObject, key: str, origin: str, *aliases: str) -> JSONValue:
     for k in (key, *aliases):
         if k in cfg and cfg[k] is not None:
             return cfg[k]
     raise SpecError(f"{origin}: config field {key!r} is missing (needed for the model shape)")
 
 
-def bad_key(origin: str, key: str, value: Any, allowed: str) -> SpecError:
+def bad_key(origin: str, key: str, value: object, allowed: str) -> SpecError:
     return SpecError(f"{origin}: config field {key!r} must be {allowed} (got {shown(value)})")
 
 
-def as_int(value: Any, key: str, origin: str, minimum: int = 1) -> int:
+def as_int(value: object, key: str, origin: str, minimum: int = 1) -> int:
     """A whole number in [minimum, MAX_COUNT]: no booleans, fractions (not truncated), text or lists."""
     whole = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value) and value.is_integer())
     if isinstance(value, bool) or not whole or not minimum <= value <= MAX_COUNT:
@@ -33,18 +33,18 @@ def as_int(value: Any, key: str, origin: str, minimum: int = 1) -> int:
     return int(value)
 
 
-def int_key(cfg: dict[str, Any], key: str, origin: str, minimum: int = 1) -> int:
+def int_key(cfg: JSONObject, key: str, origin: str, minimum: int = 1) -> int:
     """A required whole-number key."""
     return as_int(required(cfg, key, origin), key, origin, minimum)
 
 
-def optional_int(cfg: dict[str, Any], key: str, origin: str, default: int, minimum: int = 0) -> int:
+def optional_int(cfg: JSONObject, key: str, origin: str, default: int, minimum: int = 0) -> int:
     """An optional whole-number key (``default`` when absent or null)."""
     value = cfg.get(key)
     return default if value is None else as_int(value, key, origin, minimum)
 
 
-def flag_key(cfg: dict[str, Any], key: str, origin: str) -> bool | None:
+def flag_key(cfg: JSONObject, key: str, origin: str) -> bool | None:
     """An optional true/false key (None when absent); "no", 0 or a list is refused, not guessed."""
     value = cfg.get(key)
     if value is not None and not isinstance(value, bool):
@@ -52,14 +52,14 @@ def flag_key(cfg: dict[str, Any], key: str, origin: str) -> bool | None:
     return value
 
 
-def note_text(value: Any) -> str:
+def note_text(value: object) -> str:
     """A config value shown inside a note (an activation name), shortened."""
     return value if isinstance(value, str) and len(value) <= 40 else shown(value)
 
 
 #: The type of every config key the mappers read: ("int", minimum), ("flag",), ("text",),
 #: ("names",) a list of text, ("ints",) a list of whole numbers, ("mapping",).
-KEY_KINDS: dict[str, tuple[Any, ...]] = {
+KEY_KINDS: dict[str, tuple[str | int, ...]] = {
     **{
         key: ("int", 1)
         for key in (
@@ -123,7 +123,7 @@ KEY_KINDS: dict[str, tuple[Any, ...]] = {
 }
 
 
-def check_config_types(cfg: dict[str, Any], origin: str) -> None:
+def check_config_types(cfg: JSONObject, origin: str) -> None:
     """Every key of :data:`KEY_KINDS` present (and not null) has its type: one line naming it."""
     for key, kind in KEY_KINDS.items():
         value = cfg.get(key)

@@ -14,9 +14,8 @@ Mappers live by concern: :mod:`roofline.specs.hf.fields` (the Value and Family r
 
 from __future__ import annotations
 
-from typing import Any
-
 from roofline.core.errors import SpecError, listed, shown
+from roofline.core.types import JSONObject
 from roofline.specs.hf.checks import bad_key as _bad
 from roofline.specs.hf.checks import check_config_types
 from roofline.specs.hf.core_families import ARCHITECTURES, FAMILIES
@@ -198,7 +197,7 @@ def all_families() -> tuple[dict[str, Family], dict[str, str]]:
     )
 
 
-def _family_of(cfg: dict[str, Any], origin: str) -> tuple[str, str]:
+def _family_of(cfg: JSONObject, origin: str) -> tuple[str, str]:
     families, architectures = all_families()
     archs = cfg.get("architectures") or []
     model_type = cfg.get("model_type")
@@ -217,7 +216,7 @@ def _family_of(cfg: dict[str, Any], origin: str) -> tuple[str, str]:
     )
 
 
-def _unmapped(cfg: dict[str, Any], family: Family) -> list[str]:
+def _unmapped(cfg: JSONObject, family: Family) -> list[str]:
     return sorted(
         k
         for k in cfg
@@ -229,7 +228,7 @@ def _unmapped(cfg: dict[str, Any], family: Family) -> list[str]:
     )
 
 
-def _text_config(cfg: dict[str, Any], origin: str) -> tuple[dict[str, Any], str]:
+def _text_config(cfg: JSONObject, origin: str) -> tuple[JSONObject, str]:
     """Multimodal configs (Gemma 3 4B+) nest the language model in ``text_config``."""
     if "text_config" not in cfg:
         return cfg, ""
@@ -260,7 +259,7 @@ def _text_config(cfg: dict[str, Any], origin: str) -> tuple[dict[str, Any], str]
 
 #: Defaults a family's transformers config class fills in when a (nested) config omits a key;
 #: Gemma 3's multimodal checkpoints write only the text_config keys that differ from these.
-CLASS_DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
+CLASS_DEFAULTS: dict[str, tuple[str, JSONObject]] = {
     "gemma3_text": (
         "transformers Gemma3TextConfig default",
         {
@@ -279,7 +278,7 @@ CLASS_DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-def map_hf_config(config: dict[str, Any], origin: str = "config.json") -> tuple[str, Mapped, str]:
+def map_hf_config(config: JSONObject, origin: str = "config.json") -> tuple[str, Mapped, str]:
     """(architecture, ModelSpec fields with a note each, remark); unknown input is an error."""
     if not isinstance(config, dict):
         raise SpecError(f"{origin}: expected a JSON object of config fields (got {type(config).__name__})")
@@ -311,11 +310,11 @@ def map_hf_config(config: dict[str, Any], origin: str = "config.json") -> tuple[
 
 
 def model_dict_with_notes(
-    config: dict[str, Any], name: str, origin: str = "config.json"
-) -> tuple[dict[str, Any], dict[str, str]]:
+    config: JSONObject, name: str, origin: str = "config.json"
+) -> tuple[JSONObject, dict[str, str]]:
     """The ModelSpec mapping of a config.json and, per key, the note naming its source."""
     arch, fields, remark = map_hf_config(config, origin)
-    data: dict[str, Any] = {"name": name, "source": f"HF config.json at {origin} ({arch}{remark})"}
+    data: JSONObject = {"name": name, "source": f"HF config.json at {origin} ({arch}{remark})"}
     notes = {"name": "the name given, or the config's folder", "source": "sources summary"}
     for key, field in fields.items():
         data[key] = field.value
@@ -324,6 +323,6 @@ def model_dict_with_notes(
     return data, notes
 
 
-def model_dict_from_hf_config(config: dict[str, Any], name: str, origin: str = "config.json") -> dict[str, Any]:
+def model_dict_from_hf_config(config: JSONObject, name: str, origin: str = "config.json") -> JSONObject:
     """The ModelSpec mapping of a Hugging Face config.json (validated by specs.model_from_dict)."""
     return model_dict_with_notes(config, name, origin)[0]

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from roofline.core.errors import SpecError, shown
+from roofline.core.types import JSONObject
 from roofline.specs.hf.checks import as_int as _as_int
 from roofline.specs.hf.checks import bad_key as _bad
 from roofline.specs.hf.checks import flag_key as _flag
@@ -24,7 +23,7 @@ from roofline.specs.hf.fields import (
 )
 
 
-def _llama(cfg: dict[str, Any], origin: str) -> Mapped:
+def _llama(cfg: JSONObject, origin: str) -> Mapped:
     """Llama 2/3, Mistral: SwiGLU, RMSNorm, optional attention/MLP biases."""
     out = _core(cfg, origin, tie_default=False)
     out["d_ff"] = _f(_int(cfg, "intermediate_size", origin), "intermediate_size")
@@ -34,7 +33,7 @@ def _llama(cfg: dict[str, Any], origin: str) -> Mapped:
     return out
 
 
-def _qwen(cfg: dict[str, Any], origin: str, qkv_bias_default: bool, qk_norm: bool) -> Mapped:
+def _qwen(cfg: JSONObject, origin: str, qkv_bias_default: bool, qk_norm: bool) -> Mapped:
     out = _core(cfg, origin, tie_default=False)
     out["d_ff"] = _f(_int(cfg, "intermediate_size", origin), "intermediate_size")
     out["gated_mlp"] = _gated("hidden_act", cfg)
@@ -51,15 +50,15 @@ def _qwen(cfg: dict[str, Any], origin: str, qkv_bias_default: bool, qk_norm: boo
     return out
 
 
-def _qwen2(cfg: dict[str, Any], origin: str) -> Mapped:
+def _qwen2(cfg: JSONObject, origin: str) -> Mapped:
     return _qwen(cfg, origin, qkv_bias_default=True, qk_norm=False)
 
 
-def _qwen3(cfg: dict[str, Any], origin: str) -> Mapped:
+def _qwen3(cfg: JSONObject, origin: str) -> Mapped:
     return _qwen(cfg, origin, qkv_bias_default=False, qk_norm=True)
 
 
-def _check_every_layer_sparse(cfg: dict[str, Any], origin: str) -> None:
+def _check_every_layer_sparse(cfg: JSONObject, origin: str) -> None:
     step_ = _opt_int(cfg, "decoder_sparse_step", origin, 1, minimum=1)
     dense_only = cfg.get("mlp_only_layers") or []
     if not isinstance(dense_only, list):
@@ -71,7 +70,7 @@ def _check_every_layer_sparse(cfg: dict[str, Any], origin: str) -> None:
         )
 
 
-def _qwen_moe(cfg: dict[str, Any], origin: str, qwen3: bool) -> Mapped:
+def _qwen_moe(cfg: JSONObject, origin: str, qwen3: bool) -> Mapped:
     out = _qwen(cfg, origin, qkv_bias_default=not qwen3, qk_norm=qwen3)
     _check_every_layer_sparse(cfg, origin)
     out["d_ff"] = _f(_int(cfg, "moe_intermediate_size", origin), "moe_intermediate_size (per expert)")
@@ -86,15 +85,15 @@ def _qwen_moe(cfg: dict[str, Any], origin: str, qwen3: bool) -> Mapped:
     return out
 
 
-def _qwen2_moe(cfg: dict[str, Any], origin: str) -> Mapped:
+def _qwen2_moe(cfg: JSONObject, origin: str) -> Mapped:
     return _qwen_moe(cfg, origin, qwen3=False)
 
 
-def _qwen3_moe(cfg: dict[str, Any], origin: str) -> Mapped:
+def _qwen3_moe(cfg: JSONObject, origin: str) -> Mapped:
     return _qwen_moe(cfg, origin, qwen3=True)
 
 
-def _mixtral(cfg: dict[str, Any], origin: str) -> Mapped:
+def _mixtral(cfg: JSONObject, origin: str) -> Mapped:
     out = _llama(cfg, origin)
     out["d_ff"] = _f(_int(cfg, "intermediate_size", origin), "intermediate_size (per expert)")
     out["num_experts"] = _f(_int(cfg, "num_local_experts", origin), "num_local_experts")
@@ -102,7 +101,7 @@ def _mixtral(cfg: dict[str, Any], origin: str) -> Mapped:
     return out
 
 
-def _gemma(cfg: dict[str, Any], origin: str, version: int) -> Mapped:
+def _gemma(cfg: JSONObject, origin: str, version: int) -> Mapped:
     out = _core(cfg, origin, tie_default=True)
     out["d_ff"] = _f(_int(cfg, "intermediate_size", origin), "intermediate_size")
     out["gated_mlp"] = _gated("hidden_activation" if "hidden_activation" in cfg else "hidden_act", cfg)
@@ -119,19 +118,19 @@ def _gemma(cfg: dict[str, Any], origin: str, version: int) -> Mapped:
     return out
 
 
-def _gemma1(cfg: dict[str, Any], origin: str) -> Mapped:
+def _gemma1(cfg: JSONObject, origin: str) -> Mapped:
     return _gemma(cfg, origin, 1)
 
 
-def _gemma2(cfg: dict[str, Any], origin: str) -> Mapped:
+def _gemma2(cfg: JSONObject, origin: str) -> Mapped:
     return _gemma(cfg, origin, 2)
 
 
-def _gemma3(cfg: dict[str, Any], origin: str) -> Mapped:
+def _gemma3(cfg: JSONObject, origin: str) -> Mapped:
     return _gemma(cfg, origin, 3)
 
 
-def _opt_family(cfg: dict[str, Any], origin: str) -> Mapped:
+def _opt_family(cfg: JSONObject, origin: str) -> Mapped:
     """OPT: ReLU MLP, LayerNorm with bias, learned positions with an offset of 2 rows."""
     d = _int(cfg, "hidden_size", origin)
     proj = cfg.get("word_embed_proj_dim")
@@ -155,7 +154,7 @@ def _opt_family(cfg: dict[str, Any], origin: str) -> Mapped:
     return out
 
 
-def _gpt2(cfg: dict[str, Any], origin: str) -> Mapped:
+def _gpt2(cfg: JSONObject, origin: str) -> Mapped:
     """GPT-2: n_embd, n_layer, n_head, n_inner (default 4·D), learned positions n_positions."""
     d = _int(cfg, "n_embd", origin)
     n = _int(cfg, "n_head", origin)
@@ -182,7 +181,7 @@ def _gpt2(cfg: dict[str, Any], origin: str) -> Mapped:
     return out
 
 
-def _deepseek(cfg: dict[str, Any], origin: str) -> Mapped:
+def _deepseek(cfg: JSONObject, origin: str) -> Mapped:
     """DeepSeek-V2/V3: MLA attention, routed + shared experts, the first k layers dense."""
     freq = _opt_int(cfg, "moe_layer_freq", origin, 1, minimum=1)
     if freq != 1:

@@ -8,9 +8,8 @@ the shared refusal rules of :mod:`roofline.specs.hf.config` apply (an unknown ke
 
 from __future__ import annotations
 
-from typing import Any
-
 from roofline.core.errors import SpecError
+from roofline.core.types import JSONObject
 from roofline.specs.hf.checks import as_int as _as_int
 from roofline.specs.hf.checks import int_key as _int
 from roofline.specs.hf.checks import required
@@ -18,7 +17,7 @@ from roofline.specs.hf.core_families import _DEEPSEEK_KEYS, _LLAMA_KEYS, _deepse
 from roofline.specs.hf.fields import Family, Mapped, Value, _core, _f, _gated, _local_layers, _opt
 
 
-def _layers(cfg: dict[str, Any], origin: str) -> int:
+def _layers(cfg: JSONObject, origin: str) -> int:
     """num_hidden_layers (or Falcon's older n_layer), a whole number ≥ 1."""
     return _as_int(required(cfg, "num_hidden_layers", origin, "n_layer"), "num_hidden_layers", origin)
 
@@ -35,7 +34,7 @@ def _layernorm(count: int, why: str) -> Mapped:
     return {"norm_bias": Value(True, "LayerNorm with weight and bias"), "norms_per_layer": Value(count, why)}
 
 
-def _four_d(cfg: dict[str, Any], key: str, d: int) -> Value:
+def _four_d(cfg: JSONObject, key: str, d: int) -> Value:
     inner = cfg.get(key)
     return _f(int(inner), key) if inner is not None else Value(4 * d, f"{key} absent/null: 4 x D = {4 * d}")
 
@@ -43,7 +42,7 @@ def _four_d(cfg: dict[str, Any], key: str, d: int) -> Value:
 # --------------------------------------------------------------------------- dense families
 
 
-def _gptj(cfg: dict[str, Any], origin: str) -> Mapped:
+def _gptj(cfg: JSONObject, origin: str) -> Mapped:
     """GPT-J: rotary, attention and MLP in parallel after one LayerNorm (ln_1), untied lm_head with bias."""
     d = _int(cfg, "n_embd", origin)
     n = _int(cfg, "n_head", origin)
@@ -68,7 +67,7 @@ def _gptj(cfg: dict[str, Any], origin: str) -> Mapped:
     return out
 
 
-def _gpt_neox(cfg: dict[str, Any], origin: str) -> Mapped:
+def _gpt_neox(cfg: JSONObject, origin: str) -> Mapped:
     """GPT-NeoX / Pythia: fused QKV with biases, two LayerNorms per block (parallel residual or not)."""
     out = _core(cfg, origin, tie_default=False)
     out.update(
@@ -88,7 +87,7 @@ def _gpt_neox(cfg: dict[str, Any], origin: str) -> Mapped:
     return out
 
 
-def _bloom(cfg: dict[str, Any], origin: str) -> Mapped:
+def _bloom(cfg: JSONObject, origin: str) -> Mapped:
     """BLOOM: ALiBi (no position weights), LayerNorm on the embeddings, biases everywhere, tied head."""
     d = _as_int(required(cfg, "hidden_size", origin, "n_embed"), "hidden_size", origin)
     n = _as_int(required(cfg, "num_attention_heads", origin, "n_head"), "num_attention_heads", origin)
@@ -113,7 +112,7 @@ def _bloom(cfg: dict[str, Any], origin: str) -> Mapped:
     return out
 
 
-def _falcon(cfg: dict[str, Any], origin: str) -> Mapped:
+def _falcon(cfg: JSONObject, origin: str) -> Mapped:
     """Falcon: parallel attention/MLP; old decoder (7B: multi-query, one LayerNorm) or new (40B/180B:
     num_kv_heads groups, ln_attn + ln_mlp); optional biases; tied head."""
     new_default = cfg.get("model_type") == "RefinedWeb"  # the pre-transformers 40B/180B configs
@@ -159,7 +158,7 @@ def _falcon(cfg: dict[str, Any], origin: str) -> Mapped:
     return out
 
 
-def _phi3(cfg: dict[str, Any], origin: str) -> Mapped:
+def _phi3(cfg: JSONObject, origin: str) -> Mapped:
     """Phi-3 / Phi-4: Llama-shaped (fused qkv_proj and gate_up_proj hold the same weights), no biases."""
     out = _core(cfg, origin, tie_default=False)
     out["d_ff"] = _f(_int(cfg, "intermediate_size", origin), "intermediate_size")
@@ -171,7 +170,7 @@ def _phi3(cfg: dict[str, Any], origin: str) -> Mapped:
 # --------------------------------------------------------------------------- DeepSeek-style MoE
 
 
-def _glm4_moe(cfg: dict[str, Any], origin: str) -> Mapped:
+def _glm4_moe(cfg: JSONObject, origin: str) -> Mapped:
     """GLM-4.5: GQA with q/k/v biases and per-head q/k norms; DeepSeek-style routed + shared experts."""
     out = _core(cfg, origin, tie_default=False)
     h = out["head_dim"].value
@@ -197,7 +196,7 @@ def _glm4_moe(cfg: dict[str, Any], origin: str) -> Mapped:
     return out
 
 
-def _minimax_m2(cfg: dict[str, Any], origin: str) -> Mapped:
+def _minimax_m2(cfg: JSONObject, origin: str) -> Mapped:
     """MiniMax-M2: GQA, whole-projection q/k RMS norms, 256 routed experts with a routing bias, no shared one."""
     out = _core(cfg, origin, tie_default=False)
     layers = out["num_layers"].value

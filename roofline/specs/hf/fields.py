@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from roofline.core.errors import SpecError, listed
+from roofline.core.types import JSONObject, JSONValue
 from roofline.specs.hf.checks import as_int as _as_int
 from roofline.specs.hf.checks import bad_key as _bad
 from roofline.specs.hf.checks import flag_key as _flag
@@ -19,24 +19,24 @@ from roofline.specs.hf.checks import optional_int as _opt_int
 class Value:
     """One ModelSpec value and the note saying where it came from."""
 
-    value: Any
+    value: JSONValue
     note: str
 
 
 Mapped = dict[str, Value]
 
 
-def _opt(cfg: dict[str, Any], key: str, default: Any) -> Any:
+def _opt(cfg: JSONObject, key: str, default: JSONValue) -> JSONValue:
     """``cfg[key]``, or ``default`` where the key is absent or null (types checked by check_config_types)."""
     value = cfg.get(key)
     return default if value is None else value
 
 
-def _f(value: Any, key: str) -> Value:
+def _f(value: JSONValue, key: str) -> Value:
     return Value(value, f"config.json: {key}")
 
 
-def _attention_fields(cfg: dict[str, Any], origin: str) -> Mapped:
+def _attention_fields(cfg: JSONObject, origin: str) -> Mapped:
     """Heads and head size: num_attention_heads, num_key_value_heads (default N), head_dim."""
     d = _int(cfg, "hidden_size", origin)
     n = _int(cfg, "num_attention_heads", origin)
@@ -59,7 +59,7 @@ def _attention_fields(cfg: dict[str, Any], origin: str) -> Mapped:
     }
 
 
-def _core(cfg: dict[str, Any], origin: str, tie_default: bool) -> Mapped:
+def _core(cfg: JSONObject, origin: str, tie_default: bool) -> Mapped:
     """L, D, V, tied embeddings and max positions, shared by the Llama-like families."""
     out: Mapped = {
         "num_layers": _f(_int(cfg, "num_hidden_layers", origin), "num_hidden_layers"),
@@ -78,12 +78,12 @@ def _core(cfg: dict[str, Any], origin: str, tie_default: bool) -> Mapped:
     return out
 
 
-def _gated(act_key: str, cfg: dict[str, Any]) -> Value:
+def _gated(act_key: str, cfg: JSONObject) -> Value:
     act = cfg.get(act_key, "silu")
     return Value(True, f"gated MLP: gate_proj/up_proj/down_proj ({act_key} {_text(act)})")
 
 
-def _local_layers(cfg: dict[str, Any], origin: str, rule: str) -> Mapped:
+def _local_layers(cfg: JSONObject, origin: str, rule: str) -> Mapped:
     """Sliding-window layers: from ``layer_types`` when present, else the family's rule."""
     window = cfg.get("sliding_window")
     layers = _int(cfg, "num_hidden_layers", origin)
@@ -127,7 +127,7 @@ def _local_layers(cfg: dict[str, Any], origin: str, rule: str) -> Mapped:
     }
 
 
-def _bias_fields(cfg: dict[str, Any], origin: str) -> Mapped:
+def _bias_fields(cfg: JSONObject, origin: str) -> Mapped:
     """attention_bias: biases on q, k, v and o; mlp_bias: on the MLP projections."""
     out: Mapped = {}
     if _flag(cfg, "attention_bias", origin):
@@ -152,5 +152,5 @@ def _plain_mlp_fields(act: str) -> Mapped:
 class Family:
     """A supported architecture: its mapper and the keys it reads beyond the common ones."""
 
-    mapper: Callable[[dict[str, Any], str], Mapped]
+    mapper: Callable[[JSONObject, str], Mapped]
     keys: frozenset[str]

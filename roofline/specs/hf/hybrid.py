@@ -9,9 +9,8 @@ model follow each layer kind.  Unknown keys stay errors (see :mod:`roofline.spec
 
 from __future__ import annotations
 
-from typing import Any
-
 from roofline.core.errors import SpecError, shown
+from roofline.core.types import JSONObject
 from roofline.specs.hf.checks import as_int as _as_int
 from roofline.specs.hf.checks import bad_key
 from roofline.specs.hf.checks import flag_key as _flag
@@ -23,7 +22,7 @@ from roofline.specs.hf.layers import _index_list, _no_window, _pattern
 from roofline.specs.hf.ssm import SSM_FAMILIES
 
 
-def _gpt_oss(cfg: dict[str, Any], origin: str) -> Mapped:
+def _gpt_oss(cfg: JSONObject, origin: str) -> Mapped:
     """gpt-oss: GQA with biases and a learned sink per head, alternating 128-token windows, MoE with
     biased experts (gate_up_proj_bias, down_proj_bias) and a biased router, every layer."""
     out = _core(cfg, origin, tie_default=False)
@@ -55,7 +54,7 @@ def _gpt_oss(cfg: dict[str, Any], origin: str) -> Mapped:
 # --------------------------------------------------------------------------- Llama 4
 
 
-def _llama4(cfg: dict[str, Any], origin: str) -> Mapped:
+def _llama4(cfg: JSONObject, origin: str) -> Mapped:
     """Llama 4 text: RoPE layers use chunked attention (attention_chunk_size), every no_rope_layer_interval-th
     layer is global NoPE attention; MoE (routed + one shared expert) on moe_layers, dense MLP elsewhere."""
     _no_window(cfg, origin)
@@ -109,7 +108,7 @@ def _llama4(cfg: dict[str, Any], origin: str) -> Mapped:
 # --------------------------------------------------------------------------- Qwen3-Next
 
 
-def _qwen3_next(cfg: dict[str, Any], origin: str) -> Mapped:
+def _qwen3_next(cfg: JSONObject, origin: str) -> Mapped:
     """Qwen3-Next: Gated DeltaNet layers with every full_attention_interval-th a gated full attention
     (q_proj emits a gate; q/k norms); every layer MoE with a gated shared expert."""
     _no_window(cfg, origin)

@@ -3,14 +3,13 @@ layers, and refusing a sliding window a family does not define."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from roofline.core.errors import SpecError, shown
+from roofline.core.types import JSONObject
 from roofline.specs.hf.checks import bad_key
 from roofline.specs.hf.fields import Mapped, Value
 
 
-def _no_window(cfg: dict[str, Any], origin: str) -> None:
+def _no_window(cfg: JSONObject, origin: str) -> None:
     """These families define no sliding window: a set one is refused, not ignored."""
     if cfg.get("sliding_window") is not None:
         raise SpecError(f"{origin}: sliding_window {shown(cfg['sliding_window'])} is not mapped for this family")
@@ -20,7 +19,7 @@ def _pattern(types: list[str], mlps: list[str], note: str) -> Mapped:
     return {"layer_types": Value(types, note), "mlp_types": Value(mlps, note)}
 
 
-def _index_list(cfg: dict[str, Any], key: str, origin: str, layers: int) -> list[int] | None:
+def _index_list(cfg: JSONObject, key: str, origin: str, layers: int) -> list[int] | None:
     value = cfg.get(key)
     if value is None:
         return None

@@ -12,9 +12,9 @@ Anything else is an error naming the key.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from roofline.core.errors import SpecError, shown
+from roofline.core.types import JSONObject, JSONValue
 from roofline.specs.hf.fields import Value
 
 _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
@@ -32,9 +32,9 @@ _COMPONENT_MODULES = {
 UNDERSTOOD = "mxfp4, fp8 (weight_block_size [128, 128] or per-tensor), modelopt (NVFP4 or FP8)"
 
 
-def _excluded(quant: dict[str, Any], origin: str) -> set[str]:
+def _excluded(quant: JSONObject, origin: str) -> set[str]:
     """Components a not-converted list names as a whole (any layer: no index, or '*')."""
-    names: list[Any] = []
+    names: list[JSONValue] = []
     for key in ("modules_to_not_convert", "ignored_layers", "exclude_modules", "ignore"):
         value = quant.get(key)
         if value is None:
@@ -56,7 +56,7 @@ def _linear(dtype: str, excluded: set[str]) -> dict[str, str]:
     return {c: dtype for c in ("attention", "mlp", "experts") if c not in excluded}
 
 
-def checkpoint_precision(quant: Any, torch_dtype: Any, origin: str) -> Value | None:
+def checkpoint_precision(quant: JSONValue, torch_dtype: JSONValue, origin: str) -> Value | None:
     """The ``precision`` field ({default, component: dtype}) of a quantized checkpoint; None if unquantized."""
     if quant is None:
         return None

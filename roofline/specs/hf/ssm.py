@@ -8,9 +8,8 @@ recurrent state's fields (``mamba_*``) size the constant per-sequence cache.  Re
 
 from __future__ import annotations
 
-from typing import Any
-
 from roofline.core.errors import SpecError, shown
+from roofline.core.types import JSONObject
 from roofline.specs.hf.checks import as_int as _as_int
 from roofline.specs.hf.checks import bad_key, required
 from roofline.specs.hf.checks import flag_key as _flag
@@ -21,7 +20,7 @@ from roofline.specs.hf.fields import Family, Mapped, Value, _core, _f, _gated
 from roofline.specs.hf.layers import _no_window, _pattern
 
 
-def _mamba2(cfg: dict[str, Any], origin: str, keys: dict[str, tuple[str, ...]]) -> Mapped:
+def _mamba2(cfg: JSONObject, origin: str, keys: dict[str, tuple[str, ...]]) -> Mapped:
     """Mamba-2 mixer fields from the family's key names (first present wins)."""
 
     def pick(field: str, default: int | None = None, minimum: int = 1) -> tuple[int, str]:
@@ -48,7 +47,7 @@ def _mamba2(cfg: dict[str, Any], origin: str, keys: dict[str, tuple[str, ...]]) 
     return out
 
 
-def _nemotron_h(cfg: dict[str, Any], origin: str) -> Mapped:
+def _nemotron_h(cfg: JSONObject, origin: str) -> Mapped:
     """Nemotron-H: each block is one of Mamba-2 (M), attention (*) or a relu² MLP (-), with one norm."""
     _no_window(cfg, origin)
     out = _core(cfg, origin, tie_default=False)
@@ -91,7 +90,7 @@ def _nemotron_h(cfg: dict[str, Any], origin: str) -> Mapped:
     return out
 
 
-def _granite_hybrid(cfg: dict[str, Any], origin: str) -> Mapped:
+def _granite_hybrid(cfg: JSONObject, origin: str) -> Mapped:
     """Granite-4.0-H: Mamba-2 and attention layers (layer_types), each with a shared gated MLP and,
     when num_local_experts > 0, routed experts (no router bias)."""
     _no_window(cfg, origin)
@@ -146,7 +145,7 @@ def _granite_hybrid(cfg: dict[str, Any], origin: str) -> Mapped:
     return out
 
 
-def _jamba(cfg: dict[str, Any], origin: str) -> Mapped:
+def _jamba(cfg: JSONObject, origin: str) -> Mapped:
     """Jamba: Mamba-1 layers (with dt/B/C inner norms) and attention every attn_layer_period-th layer;
     MoE every expert_layer_period-th layer, dense gated MLP elsewhere."""
     _no_window(cfg, origin)
