@@ -8,6 +8,7 @@ import gzip
 import io
 import json
 import os
+import select
 import stat
 import threading
 
@@ -177,7 +178,9 @@ def test_table_cell_refusal_names_file_line_column_value_and_range(tmp_path, cel
 def test_table_limits(tmp_path):
     with pytest.raises(RooflineError, match="more than 10 rows; trace files are limited to 10 rows"):
         _table(tmp_path, "arrival_time_s,input_len,output_len\n" + "0,1,1\n" * 11)
-    with pytest.raises(RooflineError, match=r"missing output_len"):
+    with pytest.raises(
+        RooflineError, match=r"header must have arrival_time_s,input_len,output_len \(missing output_len"
+    ):
         _table(tmp_path, "arrival_time_s,input_len\n0,1\n")
     with pytest.raises(RooflineError, match="unknown column 'extra'"):
         _table(tmp_path, "arrival_time_s,input_len,output_len,extra\n0,1,1,2\n")
@@ -249,6 +252,9 @@ def test_write_to_a_fifo_streams_to_its_reader(tmp_path):
     def read() -> None:
         fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
         ready.set()
+        poller = select.poll()  # a FIFO without a writer reads as end of file: wait for the writer first
+        poller.register(fd, select.POLLIN)
+        poller.poll(30_000)
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb") as handle:
             got.append(handle.read())

@@ -263,10 +263,10 @@ def test_slo_goodput():
 @pytest.mark.parametrize(
     "row, message",
     [
-        ("x,10,10", "line 2: arrival_time_s must be a number"),
-        ("-1,10,10", "line 2: arrival_time_s must be >= 0"),
-        ("0,0,10", "line 2: input_len must be an integer >= 1"),
-        ("0,10,1.5", "line 2: output_len must be an integer >= 1"),
+        ("x,10,10", r"line 2: column 'arrival_time_s' is 'x'; allowed: a finite number in \[0, 10000000\] \(seconds\)"),
+        ("-1,10,10", r"line 2: column 'arrival_time_s' is '-1'; allowed: a finite number in \[0, "),
+        ("0,0,10", r"line 2: column 'input_len' is '0'; allowed: a whole number in \[1, 2147483647\]"),
+        ("0,10,1.5", r"line 2: column 'output_len' is '1.5'; allowed: a whole number in \[1, 2147483647\]"),
     ],
 )
 def test_bad_trace_rows_get_one_line(tmp_path: Path, row: str, message: str):

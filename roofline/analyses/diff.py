@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from roofline.analyses.step import StepResult
+from roofline.core.checks import check_instance
 from roofline.model.memory import Number
 
 #: The additive terms of a decode step, in display order.
@@ -91,6 +92,8 @@ def _terms_of(r: StepResult) -> dict[str, float]:
 
 def diff_steps(a: StepResult, b: StepResult) -> DiffResult:
     """Split ΔT and Δ$/Mtok between two scalar decode steps into the book's terms (exactly)."""
+    check_instance(a, "a", StepResult, "from roofline.decode_step(...)")
+    check_instance(b, "b", StepResult, "from roofline.decode_step(...)")
     ta, tb = _terms_of(a), _terms_of(b)
     step_a, step_b = sum(ta.values()), sum(tb.values())
     cost_a = _scalar(a.cost_per_million_tokens) * step_a / _scalar(a.step_time_s)

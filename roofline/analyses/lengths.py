@@ -9,7 +9,6 @@ and :func:`parse_lengths` are the only readers (input boundary); :func:`averaged
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,9 +16,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from roofline.analyses.request import request_from
-from roofline.core.checks import MAX_COUNT, check_number
+from roofline.core.checks import MAX_COUNT, check_array, check_instance, check_number, check_scalar
 from roofline.core.errors import OptionError, RooflineError, shown
+from roofline.core.tables import Column, read_table
 from roofline.deploy import Deployment
+from roofline.specs import ModelSpec
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,8 @@ class LengthDistribution:
 
 def fixed_lengths(input_len: float, output_len: float) -> LengthDistribution:
     """A distribution with one point: every request has I input and O output tokens."""
+    input_len = check_scalar(input_len, "input_len", minimum=1.0, open_low=False)
+    output_len = check_scalar(output_len, "output_len", minimum=1.0, open_low=False)
     return from_points([input_len], [output_len], [1.0], source=f"fixed: {input_len:g} in, {output_len:g} out")
 
 
@@ -58,7 +61,9 @@ def from_points(
     input_len: ArrayLike, output_len: ArrayLike, weight: ArrayLike, source: str = "histogram"
 ) -> LengthDistribution:
     """Validate (I, O, weight) points and normalise the weights to sum to 1."""
-    i, o, w = (np.asarray(x, dtype=float).ravel() for x in (input_len, output_len, weight))
+    i = check_array(input_len, "input_len", minimum=1.0, open_low=False).ravel()
+    o = check_array(output_len, "output_len", minimum=1.0, open_low=False).ravel()
+    w = check_array(weight, "weight", minimum=0.0, open_low=False, maximum=1e15).ravel()
     if not (i.size == o.size == w.size) or i.size == 0:
         raise RooflineError(f"{source}: lengths need equally many input, output and weight values")
     if np.any(i < 1) or np.any(o < 1) or np.any(w < 0) or not np.all(np.isfinite(np.r_[i, o, w])):
@@ -105,15 +110,32 @@ def parse_lengths(text: str) -> LengthDistribution:
 
 
 def lengths_from_options(
-    input_len: int | None, output_len: int | None, lengths: str | None, lengths_csv: str | None
+    input_len: int | None,
+    output_len: int | None,
+    lengths: str | None,
+    lengths_csv: str | None,
+    model: ModelSpec | None = None,
+    every_source: bool = False,
 ) -> LengthDistribution:
-    """Exactly one of input_len/output_len, lengths (``I:O:weight,...``) or lengths_csv (a file)."""
+    """Exactly one of input_len/output_len, lengths (``I:O:weight,...``) or lengths_csv (a file).  With
+    ``model``, the rows of a lengths file (with ``every_source``: any lengths, as for the simulator's
+    requests) must fit its context window."""
     given = sum(x is not None for x in (lengths, lengths_csv)) + (input_len is not None or output_len is not None)
     every = ("input_len", "output_len", "lengths", "lengths_csv")
     if given != 1:
         raise OptionError(
             "give request lengths once: input_len= and output_len=, or lengths=, or lengths_csv=", parameters=every
         )
+    dist = _lengths_from(input_len, output_len, lengths, lengths_csv)
+    if model is not None and (every_source or lengths_csv is not None):
+        flag = f"lengths_csv {lengths_csv}" if lengths_csv else "lengths" if lengths else "input_len"
+        check_within_context(model.name, model.max_position_embeddings, dist.input_len, dist.output_len, flag)
+    return dist
+
+
+def _lengths_from(
+    input_len: int | None, output_len: int | None, lengths: str | None, lengths_csv: str | None
+) -> LengthDistribution:
     if lengths is not None:
         return parse_lengths(lengths)
     if lengths_csv is not None:
@@ -128,27 +150,47 @@ def lengths_from_options(
     return fixed_lengths(input_len, output_len)
 
 
+#: Most rows a lengths file may have: aggregate larger logs into histogram rows with a count column.
+MAX_LENGTH_ROWS = 100_000
+#: The lengths file's columns: whole-token lengths, an optional weight (default 1).
+LENGTH_COLUMNS = (
+    Column("input_len", "count"),
+    Column("output_len", "count"),
+    Column("count", "number", minimum=0.0, required=False, default=1.0),
+)
+
+
 def read_lengths_csv(path: str | Path) -> LengthDistribution:
-    """A CSV with header input_len,output_len[,count]: one row per request or per histogram bin."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RooflineError(f"{p}: cannot read file ({exc.strerror})") from None
-    reader = csv.DictReader(text.splitlines())
-    fields = set(reader.fieldnames or [])
-    if not {"input_len", "output_len"} <= fields:
-        raise RooflineError(f"{p}: header must have input_len,output_len[,count] (got {sorted(fields)})")
-    rows = []
-    for n, row in enumerate(reader, start=2):
-        try:
-            rows.append((float(row["input_len"]), float(row["output_len"]), float(row.get("count") or 1.0)))
-        except (TypeError, ValueError):
-            raise RooflineError(f"{p}: line {n}: input_len/output_len/count must be numbers") from None
-    if not rows:
-        raise RooflineError(f"{p}: no rows")
-    arr = np.array(rows)
-    return from_points(arr[:, 0], arr[:, 1], arr[:, 2], source=str(p))
+    """A CSV with header input_len,output_len[,count]: one row per request or per histogram bin
+    (lengths whole numbers in [1, 2**31-1], counts >= 0), at most :data:`MAX_LENGTH_ROWS` rows."""
+    table = read_table(path, LENGTH_COLUMNS, max_rows=MAX_LENGTH_ROWS, kind="lengths", extra_columns=True)
+    columns = table.columns
+    return from_points(columns["input_len"], columns["output_len"], columns["count"], source=str(path))
+
+
+def check_within_context(
+    model_name: str,
+    max_context: int | None,
+    input_len: ArrayLike,
+    output_len: ArrayLike,
+    where: str,
+    lines: ArrayLike | None = None,
+) -> None:
+    """Requests must fit the model's context window: input + output <= ``max_context`` (its
+    max_position_embeddings; no check when the model declares none).  ``lines``: file lines for the message."""
+    if max_context is None:
+        return
+    total = np.add(np.asarray(input_len, dtype=float), np.asarray(output_len, dtype=float)).ravel()
+    over = np.flatnonzero(total > max_context)
+    if over.size:
+        k = int(over[0])
+        at = f"line {int(np.asarray(lines).ravel()[k])}: " if lines is not None and np.size(lines) > k else ""
+        raise OptionError(
+            f"{where}: {at}input_len + output_len = {total[k]:.0f} tokens is beyond {model_name}'s context window; "
+            f"allowed: at most {max_context} (max_position_embeddings)"
+            + (f"; {over.size} such requests" if over.size > 1 else ""),
+            parameters=(where.split()[0],) if where.split()[0].isidentifier() else (),
+        )
 
 
 def averaged_request(
@@ -160,6 +202,7 @@ def averaged_request(
     per request; ``tokens_per_s_per_chip`` is the
     weighted mean of the per-point values, not a ratio of means.
     """
+    check_instance(lengths, "lengths", LengthDistribution, "from roofline.fixed_lengths(2048, 256)")
     res = request_from(dep, lengths.input_len, lengths.output_len, batch, mfu)
     out: dict[str, float] = {}
     for key, value in res.as_dict().items():

@@ -8,10 +8,13 @@ and one running maximum.  Pure functions of numbers; ``sense`` is ``"min"`` or `
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
+
+from roofline.core.errors import OptionError, shown
 
 Sense = Literal["min", "max"]
 
@@ -124,6 +127,14 @@ def _not_dominated_by_sample(key: np.ndarray, ys: np.ndarray, stride: int = 64) 
     return np.flatnonzero(ys >= key_floor(key[stairs], ys[stairs], key))
 
 
+def _real(values: ArrayLike, name: str) -> np.ndarray:
+    """A real-valued array (NaN allowed: such points are never on a frontier); text, complex refused."""
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "iuf":
+        raise OptionError(f"{name}: must be real numbers (got {shown(values)})", parameters=(name,))
+    return arr.astype(float)
+
+
 def pareto_order(x: ArrayLike, y: ArrayLike, x_sense: Sense = "min", y_sense: Sense = "max") -> np.ndarray:
     """Indices of the non-dominated points, best x first; O(n log n), NaNs never on it.
 
@@ -132,9 +143,11 @@ def pareto_order(x: ArrayLike, y: ArrayLike, x_sense: Sense = "min", y_sense: Se
     """
     _check_sense(x_sense)
     _check_sense(y_sense)
-    xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    xa, ya = _real(x, "x"), _real(y, "y")
     if xa.shape != ya.shape or xa.ndim != 1:
-        raise ValueError(f"x and y must be 1-D and the same length (got {xa.shape} and {ya.shape})")
+        raise OptionError(
+            f"x, y: must be 1-D and the same length (got {xa.shape} and {ya.shape})", parameters=("x", "y")
+        )
     key, ys = oriented(xa, ya, x_sense, y_sense)
     candidates: np.ndarray | None = None
     if np.isnan(key).any() or np.isnan(ys).any():
@@ -163,12 +176,19 @@ def objective_columns(objective: str) -> tuple[str, Sense, str, Sense]:
     try:
         return OBJECTIVES[objective]
     except KeyError:
-        raise ValueError(f"unknown objective {objective!r}; allowed: {', '.join(OBJECTIVES)}") from None
+        raise ValueError(f"unknown objective {shown(objective)}; allowed: {', '.join(OBJECTIVES)}") from None
 
 
 def frontier_of(columns: dict[str, np.ndarray], objective: str) -> np.ndarray:
     """Indices on the named frontier of :data:`OBJECTIVES` for a table of columns."""
     x_col, x_sense, y_col, y_sense = objective_columns(objective)
+    missing = [c for c in (x_col, y_col) if not isinstance(columns, Mapping) or c not in columns]
+    if missing:
+        raise OptionError(
+            f"columns: must be a mapping with columns {x_col!r} and {y_col!r} (e.g. a sweep's .columns; "
+            f"got {shown(columns)})",
+            parameters=("columns",),
+        )
     return pareto_order(columns[x_col], columns[y_col], x_sense, y_sense)
 
 

@@ -8,9 +8,15 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
-from roofline.analyses.step import DEFAULT_PRECISION, _check_positive, _deploy, layout_fields, result_sources
+from roofline.analyses.step import (
+    DEFAULT_PRECISION,
+    _check_positive,
+    _check_request,
+    _deploy,
+    layout_fields,
+    result_sources,
+)
 from roofline.analyses.step_memory import held_memory
-from roofline.core.errors import OptionError, shown
 from roofline.deploy import DEFAULT_MEMORY_UTILIZATION, Deployment, EngineTerms, Precision, Rates
 from roofline.formulas import compute
 from roofline.model import memory
@@ -68,7 +74,7 @@ def decode_total_s(dep: Deployment, batch: ArrayLike, input_len: Number, steps: 
     context range is exact there (and within a fraction of a percent for fitted kernels).
     """
     span = np.maximum(np.subtract(steps, 1.0), 0.0)
-    shape = np.broadcast_shapes(np.shape(batch), np.shape(input_len), np.shape(span))
+    shape = np.broadcast_shapes(np.shape(dep.chips), np.shape(batch), np.shape(input_len), np.shape(span))
     nodes = _NODES.reshape((-1,) + (1,) * len(shape))  # one step_terms call: the nodes on a leading axis
     t = step_terms(dep, decode_work(batch, np.add(input_len, span * (nodes + 1.0) / 2.0)))
     times = np.broadcast_to(t.time_s, nodes.shape[:1] + shape)
@@ -107,8 +113,7 @@ def request_from(
     dep: Deployment, input_len: ArrayLike, output_len: ArrayLike, batch: ArrayLike = 1, mfu: float = 1.0
 ) -> RequestResult:
     """A whole request on ``dep``: the prefill step's terms, then the decode steps' terms."""
-    if not 0 < mfu <= 1:
-        raise OptionError(f"mfu must be in (0, 1] (got {shown(mfu)})", parameters=("mfu",))
+    mfu = _check_request(dep, input_len, output_len, batch, mfu)
     m, prec = dep.model, dep.precision
     counts = memory.param_counts(m)
     i = np.asarray(input_len, dtype=float)

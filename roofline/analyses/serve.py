@@ -15,6 +15,7 @@ import numpy as np
 
 from roofline.analyses.request import RequestResult, request_from
 from roofline.analyses.step import BOOK, StepResult, held_memory, step_from
+from roofline.core.checks import check_instance, check_scalar
 from roofline.core.errors import OptionError, RooflineError, shown
 from roofline.deploy import Deployment
 from roofline.deploy.layout import replica_loads
@@ -84,8 +85,10 @@ def serve(
         raise OptionError(
             f"mode: unknown mode {shown(mode)}; allowed: {', '.join(serving.MODES)}", parameters=("mode",)
         )
+    check_instance(dep, "dep", Deployment, "from roofline.deployment(model, hw, chips)")
     for name, value in (("input_len", input_len), ("output_len", output_len), ("batch", batch)):
-        _check_int(name, value)
+        check_scalar(value, name, minimum=1.0, open_low=False)
+    mfu = check_scalar(mfu, "mfu", minimum=0.0, maximum=1.0)
     chips = float(dep.chips)
     one = request_from(dep, input_len, 1, 1, mfu)
     prefill_1 = float(one.ttft_s)

@@ -21,7 +21,7 @@ from roofline.analyses.step_memory import (
     rank_seqs,
     step_memory,
 )
-from roofline.core.errors import OptionError, shown
+from roofline.core.checks import check_array, check_broadcast, check_instance, check_scalar
 from roofline.deploy import DEFAULT_MEMORY_UTILIZATION, Deployment, EngineTerms, Precision, Rates, deployment
 from roofline.formulas import compute, cost
 from roofline.model import memory
@@ -113,10 +113,17 @@ class StepResult:
 
 
 def _check_positive(**values: ArrayLike) -> None:
+    """Counts and lengths of a public entry point: real numbers in [1, 2**31-1] whose shapes broadcast."""
     for name, value in values.items():
-        arr = np.asarray(value, dtype=float)
-        if np.any(~np.isfinite(arr)) or np.any(arr <= 0):
-            raise OptionError(f"{name} must be positive and finite (got {shown(value)})", parameters=(name,))
+        check_array(value, name, minimum=1.0, open_low=False)
+    check_broadcast(**values)
+
+
+def _check_request(dep: object, input_len: ArrayLike, output_len: ArrayLike, batch: ArrayLike, mfu: object) -> float:
+    """request_from's arguments: a Deployment, lengths and batch >= 1 that broadcast, one mfu in (0, 1]."""
+    check_instance(dep, "dep", Deployment, "from roofline.deployment(model, hw, chips)")
+    _check_positive(input_len=input_len, output_len=output_len, batch=batch)
+    return check_scalar(mfu, "mfu", minimum=0.0, maximum=1.0)
 
 
 def _deploy(
@@ -175,6 +182,8 @@ def decode_step(
 
 def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResult:
     """One decode step of ``dep`` at ``batch`` sequences over ``context`` tokens, from the step terms."""
+    check_instance(dep, "dep", Deployment, "from roofline.deployment(model, hw, chips)")
+    check_broadcast(batch=batch, context=context)
     m, prec = dep.model, dep.precision
     t = step_terms(dep, decode_work(batch, context))
     counts = memory.param_counts(m)

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from roofline.core.checks import check_array, check_count, check_instance, check_scalar
 from roofline.core.errors import OptionError, RooflineError, shown
-from roofline.core.units import dtype_bytes
+from roofline.core.units import DTYPE_BYTES, dtype_bytes
 from roofline.deploy.engine import NO_ENGINE, EngineTerms, engine_terms
 from roofline.deploy.layout import Parallelism, parallelism, replicas
 from roofline.deploy.rates import Rates, chip_rates
@@ -25,6 +26,33 @@ from roofline.specs import HardwareSpec, ModelSpec
 
 #: Default fraction of physical HBM an engine may use (vLLM gpu_memory_utilization default 0.9).
 DEFAULT_MEMORY_UTILIZATION = 0.9
+#: Largest price accepted, in USD per chip-hour (the spec files' own limit).
+MAX_PRICE_PER_CHIP_HOUR = 1e6
+
+
+def check_model(value: object, name: str = "model") -> ModelSpec:
+    """A ModelSpec argument (not None, not a name string): one OptionError line otherwise."""
+    check_instance(value, name, ModelSpec, "from roofline.load_model('llama-3-8b')")
+    return value  # type: ignore[return-value]
+
+
+def check_hardware(value: object, name: str = "hw") -> HardwareSpec:
+    """A HardwareSpec argument (not None, not a name string): one OptionError line otherwise."""
+    check_instance(value, name, HardwareSpec, "from roofline.load_hardware('h100-sxm')")
+    return value  # type: ignore[return-value]
+
+
+def check_hardware_list(value: object, name: str = "hardware") -> list[HardwareSpec]:
+    """A non-empty list of HardwareSpec (one chip alone or a name string is refused with a hint)."""
+    if isinstance(value, (HardwareSpec, str)) or not isinstance(value, (list, tuple)) or not value:
+        raise OptionError(
+            f"{name}: must be a non-empty list of HardwareSpec, e.g. [roofline.load_hardware('h100-sxm')] "
+            f"(got {shown(value)})",
+            parameters=(name,),
+        )
+    for i, item in enumerate(value):
+        check_hardware(item, f"{name}[{i}]")
+    return list(value)
 
 
 @dataclass(frozen=True)
@@ -44,6 +72,24 @@ class Precision:
     compute_components: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
+        for field in ("weights", "kv", "compute"):
+            value = getattr(self, field)
+            if not isinstance(value, str) or value not in DTYPE_BYTES:
+                raise OptionError(
+                    f"{field}: unknown dtype {shown(value)}; allowed: {', '.join(DTYPE_BYTES)}", parameters=(field,)
+                )
+        for field in ("components", "compute_components"):
+            pairs = getattr(self, field)
+            if not isinstance(pairs, tuple) or not all(isinstance(c, tuple) and len(c) == 2 for c in pairs):
+                raise OptionError(
+                    f"{field}: must be a tuple of (component, dtype) pairs (got {shown(pairs)})", parameters=(field,)
+                )
+            names = [c for c, _ in pairs]
+            twice = sorted({c for c in names if names.count(c) > 1})
+            if twice:
+                raise OptionError(
+                    f"{field}: {twice[0]!r} is given twice; give each component once", parameters=(field,)
+                )
         for name, dtype in (*self.components, *self.compute_components):
             if name not in memory.WEIGHT_COMPONENTS:
                 raise RooflineError(f"weight component {name!r} is not one of {', '.join(memory.WEIGHT_COMPONENTS)}")
@@ -225,15 +271,15 @@ def deployment(
     ``engine`` names an entry of the profile's ``engine:`` section (fitted engine terms), or gives
     the terms themselves; the engine's fitted collective overlap then applies.
     """
-    precision = precision or Precision()
-    if not (0.0 < memory_utilization <= 1.0) or not np.isfinite(memory_utilization):
-        raise OptionError(
-            f"memory_utilization must be in (0, 1] (got {shown(memory_utilization)})",
-            parameters=("memory_utilization",),
-        )
-    chips_arr = np.asarray(chips, dtype=float)
-    if np.any(~np.isfinite(chips_arr)) or np.any(chips_arr < 1) or np.any(chips_arr != np.floor(chips_arr)):
-        raise OptionError(f"chips must be a whole number ≥ 1 (got {shown(chips)})", parameters=("chips",))
+    check_model(model)
+    check_hardware(hw)
+    precision = Precision() if precision is None else precision
+    check_instance(precision, "precision", Precision, "roofline.Precision(weights='fp8')")
+    memory_utilization = check_scalar(memory_utilization, "memory_utilization", minimum=0.0, maximum=1.0)
+    chips_arr = check_array(chips, "chips", minimum=1.0, open_low=False, whole=True)
+    for name, degree in (("tp", tp), ("pp", pp), ("ep", ep)):
+        if degree is not None:
+            check_count(degree, name)
     if topology_text:  # fabric (and its collectives) only where a topology is given: keeps start-up lean
         from roofline.deploy.fabric import check_slice_topology
 
@@ -241,7 +287,11 @@ def deployment(
     par = parallelism(chips, tp, pp, ep, topology_text, model.num_experts, attention_dp)
     if par.pp > model.num_layers:
         raise OptionError(f"pp={par.pp} exceeds the model's {model.num_layers} layers", parameters=("pp",))
-    price = hw.price_per_chip_hour if price_per_chip_hour is None else float(price_per_chip_hour)
+    price = (
+        hw.price_per_chip_hour
+        if price_per_chip_hour is None
+        else check_scalar(price_per_chip_hour, "price_per_chip_hour", maximum=MAX_PRICE_PER_CHIP_HOUR)
+    )
     if not np.isfinite(price) or price <= 0:
         raise OptionError(
             f"price_per_chip_hour must be a positive finite number (got {shown(price)})",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from roofline.core.checks import check_instance
 from roofline.deploy import kernels
 from roofline.specs import HardwareSpec
 
@@ -49,6 +50,7 @@ def chip_rates(
     Decode attention is looked up in the KV-cache dtype (default: the compute dtype), the rest in
     the compute dtype.
     """
+    check_instance(hw, "hw", HardwareSpec, "from roofline.load_hardware('h100-sxm')")
     peak = hw.flops_for(compute_dtype)
     spec = f"spec sheet ({hw.source or hw.name})"
     sources = {term: spec for term in TERM_SOURCES}

@@ -50,12 +50,12 @@ def entries(kind: Kind) -> dict[str, Path]:
     where = folder(kind)
     if not where.is_dir():
         return {}
-    return {p.stem: p for p in sorted(where.glob("*.yaml")) if NAME_PATTERN.match(p.stem)}
+    return {p.stem: p for p in sorted(where.glob("*.yaml")) if NAME_PATTERN.fullmatch(p.stem)}
 
 
 def check_name(name: object, builtin: list[str], option: str = "name") -> str:
     """A name to save under: the pattern above, and not a built-in name."""
-    if not isinstance(name, str) or not NAME_PATTERN.match(name) or name.endswith((".yaml", ".yml", ".json")):
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name) or name.endswith((".yaml", ".yml", ".json")):
         raise OptionError(
             f"{option}: {shown(name)} cannot be a catalog name; use lower-case letters, digits, "
             "'.', '_' and '-' (at most 64, no path)",

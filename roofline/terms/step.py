@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
+from roofline.core.checks import check_instance
 from roofline.deploy import Deployment, Precision
 from roofline.model import memory
 from roofline.model.memory import Number
@@ -258,6 +259,8 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     upper: local + comms.  A replica's step: pp·(stage + send) (book: part 7; pp as in GPipe-style
     round-robin microbatches).
     """
+    check_instance(dep, "dep", Deployment, "from roofline.deployment(model, hw, chips)")
+    check_instance(work, "work", Work, "from roofline.terms.decode_work(batch, context)")
     m, prec, rates, par = dep.model, dep.precision, dep.rates, dep.par
     replica = work.dealt(dep.replicas)
     dp = par.attention_dp

@@ -42,8 +42,10 @@ from roofline.analyses.plan.shapes import (
 )
 from roofline.analyses.plan.spares import Spares, check_spares_below, describe, node_size, replicas_lost
 from roofline.analyses.step import BOOK
+from roofline.core.checks import check_instance, check_scalar
 from roofline.core.errors import OptionError, shown
 from roofline.deploy import DEFAULT_MEMORY_UTILIZATION
+from roofline.deploy.deployment import check_hardware_list, check_model
 from roofline.formulas.cost import cost_per_hour
 from roofline.specs import HardwareSpec, ModelSpec
 
@@ -177,6 +179,8 @@ def binding_constraint(
 
 def check_plan_inputs(qps: float, targets: Targets, hardware: Sequence[HardwareSpec]) -> None:
     """A positive finite rate, positive SLOs, at least one chip (one line naming the parameter)."""
+    check_hardware_list(hardware)
+    qps = check_scalar(qps, "qps", maximum=1e9)
     if not 0 < qps < float("inf"):
         raise OptionError(f"qps must be positive and finite (got {shown(qps)})", parameters=("qps",))
     for name, slo in (("ttft_slo_s", targets.ttft_slo_s), ("tpot_slo_s", targets.tpot_slo_s)):
@@ -236,6 +240,8 @@ def plan_with(
     table: ShapeTable | None = None,
 ) -> PlanResult:
     """:func:`plan` with one config object; ``table`` reuses shapes already evaluated for ``lengths``."""
+    check_model(model)
+    check_instance(lengths, "lengths", LengthDistribution, "from roofline.fixed_lengths(2048, 256)")
     check_plan_inputs(qps, config.targets, hardware)
     check_spares_below(config.spares, config.max_replicas)
     if table is None:

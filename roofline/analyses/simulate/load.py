@@ -7,15 +7,15 @@ Lengths come from a :class:`roofline.analyses.lengths.LengthDistribution` (fixed
 
 from __future__ import annotations
 
-import csv
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from roofline.analyses.lengths import LengthDistribution
 from roofline.core.errors import RooflineError
+from roofline.core.tables import Column, read_table
 
 TRACE_FIELDS = ("arrival_time_s", "input_len", "output_len")
 
@@ -64,6 +64,8 @@ class Trace:
     input_len: np.ndarray
     output_len: np.ndarray
     source: str = "trace"
+    #: The file line of each request (for messages naming a row); empty when not read from a file.
+    lines: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def describe(self) -> str:
         return f"trace {self.source} ({self.arrival_s.size} requests)"
@@ -94,46 +96,22 @@ def sample_lengths(lengths: LengthDistribution, count: int, rng: np.random.Gener
     return i, o
 
 
+#: Most rows a trace may have (each becomes one simulated request; the simulator's own limit).
+MAX_TRACE_ROWS = 1_000_000
+#: The trace file's columns: arrival time (s, >= 0) and whole-token lengths; others are refused.
+TRACE_COLUMNS = (
+    Column("arrival_time_s", "seconds", minimum=0.0),
+    Column("input_len", "count"),
+    Column("output_len", "count"),
+)
+
+
 def read_trace(path: str | Path) -> Trace:
-    """A CSV with header arrival_time_s,input_len,output_len (seconds >= 0, lengths integers >= 1)."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RooflineError(f"--trace {p}: cannot read file ({exc.strerror})") from None
-    reader = csv.DictReader(text.splitlines())
-    missing = [f for f in TRACE_FIELDS if f not in (reader.fieldnames or [])]
-    if missing:
-        raise RooflineError(f"--trace {p}: header must name {','.join(TRACE_FIELDS)} (missing {','.join(missing)})")
-    rows: list[tuple[float, int, int]] = []
-    for line, row in enumerate(reader, start=2):
-        rows.append(_trace_row(p, line, row))
-    if not rows:
-        raise RooflineError(f"--trace {p}: no requests after the header")
-    arr = np.array(rows, dtype=float)
-    order = np.argsort(arr[:, 0], kind="stable")
-    return Trace(arr[order, 0], arr[order, 1].astype(np.int64), arr[order, 2].astype(np.int64), source=str(p))
-
-
-def _trace_row(path: Path, line: int, row: dict[str, str]) -> tuple[float, int, int]:
-    """One trace row, or a one-line error naming the file, line, field and what is allowed."""
-    try:
-        t = float(row["arrival_time_s"])
-    except (TypeError, ValueError):
-        raise RooflineError(
-            f"--trace {path}: line {line}: arrival_time_s must be a number of seconds "
-            f"(got {row.get('arrival_time_s')!r})"
-        ) from None
-    if not (math.isfinite(t) and t >= 0):
-        raise RooflineError(f"--trace {path}: line {line}: arrival_time_s must be >= 0 (got {t:g})")
-    lengths = []
-    for field in ("input_len", "output_len"):
-        value = row.get(field)
-        try:
-            n = int(str(value).strip())
-        except ValueError:
-            n = 0
-        if n < 1:
-            raise RooflineError(f"--trace {path}: line {line}: {field} must be an integer >= 1 (got {value!r})")
-        lengths.append(n)
-    return t, lengths[0], lengths[1]
+    """A CSV with header arrival_time_s,input_len,output_len (seconds >= 0, lengths whole numbers >= 1),
+    at most :data:`MAX_TRACE_ROWS` rows; rows are sorted by arrival time (stable)."""
+    table = read_table(path, TRACE_COLUMNS, max_rows=MAX_TRACE_ROWS, what="--trace", kind="trace", extra_columns=True)
+    arrival = np.asarray(table.columns["arrival_time_s"], dtype=float)
+    order = np.argsort(arrival, kind="stable")
+    inp = np.asarray(table.columns["input_len"], dtype=np.int64)
+    out = np.asarray(table.columns["output_len"], dtype=np.int64)
+    return Trace(arrival[order], inp[order], out[order], source=str(path), lines=np.asarray(table.lines)[order])

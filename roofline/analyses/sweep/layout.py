@@ -22,6 +22,7 @@ from roofline.analyses.sweep.result import BlockLabels, DroppedSlot
 from roofline.core.errors import OptionError
 from roofline.core.types import Number
 from roofline.deploy import Rates, chip_rates, deployment, engine_terms, topology
+from roofline.deploy.deployment import check_hardware_list, check_model
 from roofline.deploy.layout import attention_dp_for
 from roofline.specs import HardwareSpec, ModelSpec
 
@@ -354,8 +355,8 @@ def _setup(
 ) -> _Setup:
     """Validate a sweep's options and plan its blocks and parts (each (tp, pp) group with each expert layout:
     :func:`~roofline.analyses.sweep.options.expert_layouts`)."""
-    if not hardware:
-        raise OptionError("hardware: give at least one chip", parameters=("hardware",))
+    check_model(model)
+    hardware = check_hardware_list(hardware)
     names = [hw.name for hw in hardware] if labels is None else list(labels)
     if len(names) != len(hardware):
         raise OptionError(f"labels: {len(names)} given for {len(hardware)} chips", parameters=("labels",))

@@ -56,8 +56,10 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from roofline.analyses.lengths import LengthDistribution, parse_lengths
-from roofline.core.errors import RooflineError
+from roofline.core.checks import MAX_COUNT, check_count, check_number
+from roofline.core.errors import OptionError, RooflineError, shown
 from roofline.core.files import write_bytes_atomic
+from roofline.core.tables import MAX_CELL_CHARS, SafeDictWriter, unescape_cell
 from roofline.core.units import DTYPE_BYTES
 
 LOADS = ("static", "concurrency", "rate")
@@ -225,28 +227,32 @@ def _fmt(value: float | None) -> str:
 
 
 def _bad(origin: str, line: int, column: str, value: str, allowed: str) -> E2EError:
-    return E2EError(f"{origin}: row {line}: column {column!r} is {value!r}; allowed: {allowed}")
+    return E2EError(f"{origin}: row {line}: column {column!r} is {shown(value)}; allowed: {allowed}")
 
 
-def _positive_float(text: str, origin: str, line: int, column: str, allow_inf: bool = False) -> float:
-    allowed = "a number > 0" + (" or inf" if allow_inf else "")
+#: Largest value of each numeric column (beyond any real run, far from overflow).
+MAX_SECONDS = 1e7  # about four months
+MAX_RATE = 1e15  # tokens/s or requests/s of a whole deployment
+
+
+def _positive_float(
+    text: str, origin: str, line: int, column: str, allow_inf: bool = False, maximum: float | None = None
+) -> float:
+    if allow_inf and text.strip().lower() in ("inf", "infinity"):
+        return math.inf
+    high = maximum if maximum is not None else (MAX_SECONDS if column.endswith("_s") else MAX_RATE)
+    allowed = f"a number > 0 and at most {high:g}" + (" or inf" if allow_inf else "")
     try:
-        value = float(text)
-    except ValueError:
+        return check_number(text, "", minimum=0.0, maximum=high)
+    except OptionError:
         raise _bad(origin, line, column, text, allowed) from None
-    if math.isnan(value) or value <= 0 or (math.isinf(value) and not allow_inf):
-        raise _bad(origin, line, column, text, allowed)
-    return value
 
 
 def _positive_int(text: str, origin: str, line: int, column: str) -> int:
     try:
-        value = float(text)
-    except ValueError:
-        raise _bad(origin, line, column, text, "a whole number >= 1") from None
-    if not (math.isfinite(value) and value >= 1 and value == int(value)):
-        raise _bad(origin, line, column, text, "a whole number >= 1")
-    return int(value)
+        return check_count(text, "")
+    except OptionError:
+        raise _bad(origin, line, column, text, f"a whole number >= 1 and at most {MAX_COUNT}") from None
 
 
 def parse_row(cells: dict[str, str], origin: str, line: int) -> E2ERow:
@@ -254,7 +260,9 @@ def parse_row(cells: dict[str, str], origin: str, line: int) -> E2ERow:
     get = {k: (v or "").strip() for k, v in cells.items() if k is not None}
     values: dict[str, object] = {}
     for name in TEXT_COLUMNS:
-        values[name] = get.get(name, "")
+        values[name] = unescape_cell(get.get(name, ""))
+        if len(str(values[name])) > MAX_CELL_CHARS or any(ord(c) < 32 for c in str(values[name])):
+            raise _bad(origin, line, name, str(values[name]), f"one line of text, at most {MAX_CELL_CHARS} characters")
     for name in REQUIRED:
         if not values[name]:
             raise E2EError(f"{origin}: row {line}: column {name!r} is empty (required)")
@@ -268,11 +276,15 @@ def parse_row(cells: dict[str, str], origin: str, line: int) -> E2ERow:
     for name in COUNT_COLUMNS:
         values[name] = _positive_int(get[name], origin, line, name) if get.get(name) else None
     values["arrival_rate"] = (
-        _positive_float(get["arrival_rate"], origin, line, "arrival_rate", allow_inf=True)
+        _positive_float(get["arrival_rate"], origin, line, "arrival_rate", allow_inf=True, maximum=1e9)
         if get.get("arrival_rate")
         else None
     )
-    for name in ("input_len", "output_len", *MEASURED_COLUMNS):
+    for name in ("input_len", "output_len"):
+        values[name] = _positive_float(get[name], origin, line, name, maximum=MAX_COUNT) if get.get(name) else None
+        if values[name] is not None and values[name] < 1:  # type: ignore[operator]
+            raise _bad(origin, line, name, get[name], f"a number of tokens >= 1 and at most {MAX_COUNT}")
+    for name in MEASURED_COLUMNS:
         values[name] = _positive_float(get[name], origin, line, name) if get.get(name) else None
     _check_lengths(values, origin, line)
     need = LOAD_NEEDS[str(values["load"])]
@@ -374,7 +386,7 @@ def row_cells(row: E2ERow) -> dict[str, str]:
 def rows_csv(rows: Iterable[E2ERow]) -> str:
     """The CSV text of rows, header first, columns in schema order."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(COLUMNS), lineterminator="\n")
+    writer = SafeDictWriter(buffer, fieldnames=list(COLUMNS), lineterminator="\n")
     writer.writeheader()
     writer.writerows(row_cells(r) for r in rows)
     return buffer.getvalue()

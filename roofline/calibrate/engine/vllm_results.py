@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -10,8 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from roofline.calibrate.engine.schema import E2EError, E2ERow
-from roofline.core.errors import nearest
+from roofline.core.checks import MAX_COUNT, check_number
+from roofline.core.errors import OptionError, nearest, shown
+from roofline.core.files import read_input_text
+from roofline.core.jsontext import load_json
 from roofline.core.units import DTYPE_BYTES, MS
+
+#: Largest latency (ms), token count or throughput a result may state; beyond any real run.
+MAX_MS = 1e10
+MAX_TOKENS = 1e15
+MAX_RATE_PER_S = 1e9
 
 
 @dataclass(frozen=True)
@@ -49,48 +56,56 @@ VLLM_METRICS = {"ttft": "ttft", "tpot": "tpot"}
 VLLM_MAX_LENGTH_POINTS = 64
 
 
+#: Largest vLLM result file read (real ones: a few kB, or a few MB with per-request lists).
+MAX_RESULT_BYTES = 64 * 2**20
+
+
 def read_vllm_json(path: Path) -> list[dict[str, Any]]:
-    """The result objects of a ``--save-result`` file: one JSON object, or one per line."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise E2EError(f"{path}: cannot read file ({exc.strerror})") from None
-    try:
-        data = json.loads(text)
-        objects = data if isinstance(data, list) else [data]
-    except json.JSONDecodeError as first:
-        objects = []
-        for n, line in enumerate(text.splitlines(), start=1):
-            if line.strip():
-                try:
-                    objects.append(json.loads(line))
-                except json.JSONDecodeError:
-                    raise E2EError(
-                        f"{path}: malformed JSON at line {first.lineno if n == 1 else n}: {first.msg}"
-                    ) from None
+    """The result objects of a ``--save-result`` file: one JSON object, a list, or one per line."""
+    text = read_input_text(path, MAX_RESULT_BYTES, E2EError, "result")
+    data = load_json(text, str(path), E2EError, lines=True)
+    objects = data if isinstance(data, list) else [data]
     if not objects or not all(isinstance(o, dict) for o in objects):
         raise E2EError(f"{path}: expected a vLLM benchmark result object (or one per line)")
     return objects
 
 
-def _ms(obj: dict[str, Any], key: str) -> float | None:
+def _value(obj: dict[str, Any], key: str, origin: str, maximum: float) -> float | None:
+    """A number the file gives for ``key``: None when absent, null or 0 (vLLM writes 0 for 'not
+    measured'); else a finite number in (0, maximum], or one line naming the key."""
     value = obj.get(key)
-    if value is None:
+    if value is None or (type(value) in (int, float) and value == 0):
         return None
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
-        return None
-    return float(value) * MS
+    try:
+        return check_number(value if not isinstance(value, str) else "", "", minimum=0.0, maximum=maximum)
+    except OptionError:
+        raise E2EError(
+            f"{origin}: key {key!r} is {shown(value)}; allowed: a number > 0 and at most {maximum:g}"
+        ) from None
 
 
-def _vllm_lengths(obj: dict[str, Any]) -> str:
-    """``input:output:count,...`` from ``input_lens``/``output_lens`` when they vary (else '')."""
+def _ms(obj: dict[str, Any], key: str, origin: str = "") -> float | None:
+    value = _value(obj, key, origin, MAX_MS)
+    return None if value is None else value * MS
+
+
+def _vllm_lengths(obj: dict[str, Any], origin: str = "") -> str:
+    """``input:output:count,...`` from ``input_lens``/``output_lens`` when they vary (else '').
+
+    When given, both must be lists of equally many whole numbers in [1, 2**31-1]."""
     ins, outs = obj.get("input_lens"), obj.get("output_lens")
-    if not isinstance(ins, list) or not isinstance(outs, list) or len(ins) != len(outs) or not ins:
+    if ins is None and outs is None:
         return ""
+    for key, value in (("input_lens", ins), ("output_lens", outs)):
+        if not isinstance(value, list) or not all(type(v) is int and 1 <= v <= MAX_COUNT for v in value):
+            raise E2EError(
+                f"{origin}: key {key!r} is {shown(value)}; allowed: a list of whole numbers in [1, {MAX_COUNT}]"
+            )
+    if len(ins) != len(outs):  # type: ignore[arg-type]
+        raise E2EError(f"{origin}: keys 'input_lens' and 'output_lens' have {len(ins)} and {len(outs)} entries")  # type: ignore[arg-type]
     counts: dict[tuple[int, int], int] = defaultdict(int)
-    for i, o in zip(ins, outs, strict=True):
-        if isinstance(i, (int, float)) and isinstance(o, (int, float)) and i > 0 and o > 0:
-            counts[(int(i), int(o))] += 1
+    for i, o in zip(ins, outs, strict=True):  # type: ignore[arg-type]
+        counts[(i, o)] += 1
     if len(counts) <= 1 or len(counts) > VLLM_MAX_LENGTH_POINTS:
         return ""
     return ",".join(f"{i}:{o}:{n}" for (i, o), n in sorted(counts.items()))
@@ -118,7 +133,7 @@ def vllm_model_name(model_id: str, origin: str) -> str:
 
 def _vllm_row(obj: dict[str, Any], origin: str, rid: str, opt: ImportOptions) -> E2ERow:
     completed = obj.get("completed")
-    if not isinstance(completed, int) or completed < 1:
+    if type(completed) is not int or not 1 <= completed <= MAX_COUNT:
         raise E2EError(
             f"{origin}: key 'completed' is {completed!r}; allowed: a whole number >= 1 "
             "(is this a vllm bench serve --save-result file?)"
@@ -128,8 +143,8 @@ def _vllm_row(obj: dict[str, Any], origin: str, rid: str, opt: ImportOptions) ->
     model = opt.model or vllm_model_name(str(obj.get("model_id") or ""), origin)
     w, kv, c = opt.dtypes()
     notes = [f"vLLM bench serve result; hardware, tp and dtypes from options (weights {w}, KV {kv}, compute {c})"]
-    inputs = opt.input_len or _ratio(obj.get("total_input_tokens"), completed)
-    outputs = opt.output_len or _ratio(obj.get("total_output_tokens"), completed)
+    inputs = opt.input_len or _ratio(_value(obj, "total_input_tokens", origin, MAX_TOKENS), completed)
+    outputs = opt.output_len or _ratio(_value(obj, "total_output_tokens", origin, MAX_TOKENS), completed)
     if inputs is None or outputs is None:
         raise E2EError(
             f"{origin}: keys 'total_input_tokens'/'total_output_tokens' missing; pass --input-len and --output-len"
@@ -137,14 +152,20 @@ def _vllm_row(obj: dict[str, Any], origin: str, rid: str, opt: ImportOptions) ->
     if opt.input_len is None:
         notes.append("input_len, output_len = total tokens / completed")
     rate = obj.get("request_rate")
-    rate_value = math.inf if rate in (None, "inf", "Infinity") else _float_or_none(rate)
+    is_inf = rate is None or (isinstance(rate, str) and rate.strip().lower() in ("inf", "infinity"))
+    rate_value = math.inf if is_inf else _value(obj, "request_rate", origin, MAX_RATE_PER_S)
     concurrency = obj.get("max_concurrency")
-    load = "concurrency" if isinstance(concurrency, int) and concurrency >= 1 else "rate"
-    measured = {f"{m}_s": _ms(obj, f"mean_{m}_ms") for m in ("ttft", "tpot", "itl")}
+    if concurrency is not None and (type(concurrency) is not int or not 1 <= concurrency <= MAX_COUNT):
+        raise E2EError(
+            f"{origin}: key 'max_concurrency' is {shown(concurrency)}; allowed: null or a whole number in "
+            f"[1, {MAX_COUNT}]"
+        )
+    load = "concurrency" if concurrency is not None else "rate"
+    measured = {f"{m}_s": _ms(obj, f"mean_{m}_ms", origin) for m in ("ttft", "tpot", "itl")}
     for m in ("ttft", "tpot"):
-        measured[f"{m}_p50_s"] = _ms(obj, f"median_{m}_ms") or _ms(obj, f"p50_{m}_ms")
-        measured[f"{m}_p90_s"] = _ms(obj, f"p90_{m}_ms")
-        measured[f"{m}_p99_s"] = _ms(obj, f"p99_{m}_ms")
+        measured[f"{m}_p50_s"] = _ms(obj, f"median_{m}_ms", origin) or _ms(obj, f"p50_{m}_ms", origin)
+        measured[f"{m}_p90_s"] = _ms(obj, f"p90_{m}_ms", origin)
+        measured[f"{m}_p99_s"] = _ms(obj, f"p99_{m}_ms", origin)
     return E2ERow(
         id=rid,
         source=opt.source or "vllm-bench-serve",
@@ -163,28 +184,21 @@ def _vllm_row(obj: dict[str, Any], origin: str, rid: str, opt: ImportOptions) ->
         engine_version=opt.engine_version,
         input_len=inputs,
         output_len=outputs,
-        lengths=_vllm_lengths(obj),
+        lengths=_vllm_lengths(obj, origin),
         load=load,
         concurrency=concurrency if load == "concurrency" else None,
         arrival_rate=rate_value,
         num_requests=completed,
-        e2e_s=_ms(obj, "mean_e2el_ms"),
-        output_tokens_per_s=_float_or_none(obj.get("output_throughput")),
-        requests_per_s=_float_or_none(obj.get("request_throughput")),
+        e2e_s=_ms(obj, "mean_e2el_ms", origin),
+        output_tokens_per_s=_value(obj, "output_throughput", origin, MAX_TOKENS),
+        requests_per_s=_value(obj, "request_throughput", origin, MAX_TOKENS),
         notes="; ".join(notes),
         **measured,
     )
 
 
-def _float_or_none(value: object) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
-        return float(value)
-    return None
-
-
-def _ratio(total: object, n: int) -> float | None:
-    value = _float_or_none(total)
-    return None if value is None else value / n
+def _ratio(total: float | None, n: int) -> float | None:
+    return None if total is None else total / n
 
 
 def import_vllm(path: Path, opt: ImportOptions) -> list[E2ERow]:

@@ -213,7 +213,7 @@ def plan_command(
     dist = (
         None
         if own and lengths is None and lengths_csv is None
-        else lengths_from_options(input_len, output_len, lengths, lengths_csv)
+        else lengths_from_options(input_len, output_len, lengths, lengths_csv, m)
     )
     space = SearchSpace(
         max_chips=max_chips,

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import typer
 
-from roofline.analyses.lengths import LengthDistribution, lengths_from_options
+from roofline.analyses.lengths import LengthDistribution, check_within_context, lengths_from_options
 from roofline.core.errors import RooflineError
 from roofline.core.fmt import format_seconds
 from roofline.views.cli import values
@@ -164,8 +164,11 @@ def simulate_command(
         if any(v is not None for v in (input_len, output_len, lengths, lengths_csv)):
             raise RooflineError("--trace carries its own lengths: drop -i/-o/--lengths/--lengths-csv")
         load: Any = read_trace(trace)
+        check_within_context(
+            m.name, m.max_position_embeddings, load.input_len, load.output_len, f"--trace {trace}", load.lines
+        )
     else:
-        dist = lengths_from_options(input_len, output_len, lengths, lengths_csv)
+        dist = lengths_from_options(input_len, output_len, lengths, lengths_csv, m, every_source=True)
         load = (
             ClosedLoop(concurrency, think_time or 0.0)
             if concurrency is not None

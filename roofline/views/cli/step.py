@@ -255,7 +255,7 @@ def request_command(
         engine=engine,
         attention_dp=attention_dp,
     )
-    dist = lengths_from_options(input_len, output_len, lengths, lengths_csv)
+    dist = lengths_from_options(input_len, output_len, lengths, lengths_csv, m)
     data: dict[str, Any]
     if dist.input_len.size > 1:
         if explain:

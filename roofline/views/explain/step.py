@@ -6,6 +6,7 @@ import numpy as np
 
 from roofline.analyses.request import RequestResult
 from roofline.analyses.step import BOOK, StepResult
+from roofline.core.checks import check_instance
 from roofline.deploy import Deployment
 from roofline.model import memory
 from roofline.terms import decode_work, prefill_work, step_terms
@@ -26,6 +27,8 @@ from roofline.views.explain.records import (
 
 def explain_step(dep: Deployment, batch: float, context: float, res: StepResult) -> list[Explanation]:
     """Every number of one decode step (scalar inputs), read from the step model's terms."""
+    check_instance(dep, "dep", Deployment, "from roofline.deployment(model, hw, chips)")
+    check_instance(res, "res", StepResult, "from roofline.step_from(dep, batch, context)")
     model, precision = dep.model, dep.precision
     t = step_terms(dep, decode_work(batch, context))
     pp = dep.par.pp
@@ -227,6 +230,8 @@ def explain_step(dep: Deployment, batch: float, context: float, res: StepResult)
 
 def explain_request(dep: Deployment, batch: float, mfu: float, res: RequestResult) -> list[Explanation]:
     """TTFT, TPOT and latency of one request (scalar inputs), read from the prefill step's terms."""
+    check_instance(dep, "dep", Deployment, "from roofline.deployment(model, hw, chips)")
+    check_instance(res, "res", RequestResult, "from roofline.request_from(dep, input_len, output_len)")
     t = step_terms(dep, prefill_work(batch, _f(res.input_len)), mfu)
     steps = max(_f(res.output_len) - 1.0, 0.0)
     compute_t, memory_t = _f(t.compute_time_s), _f(t.weight_time_s)
