@@ -234,6 +234,17 @@ def _check_pattern(m: Any) -> None:
         raise ValueError("mamba layers need mamba_num_heads (Mamba-2) or mamba_dt_rank (Mamba-1), not both")
     if m.mamba_num_heads and (m.mamba_d_inner or 0) % m.mamba_num_heads:
         raise ValueError("mamba_d_inner must be a multiple of mamba_num_heads")
+    if m.mamba_num_heads and m.mamba_num_heads % m.mamba_n_groups:
+        raise ValueError(
+            f"mamba_num_heads ({m.mamba_num_heads}) must be a multiple of mamba_n_groups ({m.mamba_n_groups}): "
+            "each group of B/C projections serves whole heads"
+        )
+    keys, values = m.linear_num_key_heads, m.linear_num_value_heads
+    if keys and values and values % keys:
+        raise ValueError(
+            f"linear_num_value_heads ({values}) must be a multiple of linear_num_key_heads ({keys}): "
+            "each key head serves whole value heads"
+        )
     if m.mlp_types is not None:
         if m.num_dense_layers:
             raise ValueError("give num_dense_layers or mlp_types, not both")

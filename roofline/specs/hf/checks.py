@@ -144,3 +144,34 @@ def check_config_types(cfg: JSONObject, origin: str) -> None:
             raise bad_key(origin, key, value, "a list of layer indices")
         elif kind[0] == "mapping" and not isinstance(value, dict):
             raise bad_key(origin, key, value, "a mapping of the language model's keys")
+    check_rotary(cfg, origin)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_rotary(cfg: dict[str, Any], origin: str) -> None:
+    """The rotary part of a head fits in the head: rotary_dim <= head_dim, and partial_rotary_factor /
+    rotary_pct are fractions in (0, 1] (their weights are none, but a larger rotary part is impossible)."""
+    for key in ("partial_rotary_factor", "rotary_pct"):
+        value = cfg.get(key)
+        if value is not None and not (_number(value) and 0 < value <= 1):
+            raise bad_key(origin, key, value, "a fraction of the head in (0, 1]")
+    rotary = cfg.get("rotary_dim")
+    if rotary is None:
+        return
+    rotary = as_int(rotary, "rotary_dim", origin, 0)
+    heads = cfg.get("num_attention_heads", cfg.get("n_head"))
+    hidden = cfg.get("hidden_size", cfg.get("n_embd"))
+    head = cfg.get("head_dim")
+    if (
+        head is None
+        and isinstance(heads, int)
+        and isinstance(hidden, int)
+        and heads > 0
+        and not isinstance(heads, bool)
+    ):
+        head = hidden // heads
+    if isinstance(head, int) and not isinstance(head, bool) and rotary > head:
+        raise bad_key(origin, "rotary_dim", rotary, f"at most the head dimension ({head})")

@@ -8,6 +8,7 @@ import numpy as np
 import typer
 
 from roofline.analyses.lengths import LengthDistribution, check_within_context, lengths_from_options
+from roofline.analyses.simulate.bounds import check_engine_tp, check_work
 from roofline.core.errors import RooflineError
 from roofline.core.fmt import format_seconds
 from roofline.views.cli import values
@@ -159,13 +160,15 @@ def simulate_command(
     refuse_without("--arrival-rate", arrival_rate is not None, {"--cv": cv}, " (an open loop of random arrivals)")
     check_outputs([("--html", html_path)])
     m, hw = load_model_option(model), load_hardware_option(hardware, compute_dtype=compute_dtype)
+    check_engine_tp(m, tp)
     dist: LengthDistribution | None = None
     if trace is not None:
         if any(v is not None for v in (input_len, output_len, lengths, lengths_csv)):
             raise RooflineError("--trace carries its own lengths: drop -i/-o/--lengths/--lengths-csv")
         load: Any = read_trace(trace)
+        lines = getattr(load, "lines", None)
         check_within_context(
-            m.name, m.max_position_embeddings, load.input_len, load.output_len, f"--trace {trace}", load.lines
+            m.name, m.max_position_embeddings, load.input_len, load.output_len, f"--trace {trace}", lines
         )
     else:
         dist = lengths_from_options(input_len, output_len, lengths, lengths_csv, m, every_source=True)
@@ -175,6 +178,12 @@ def simulate_command(
             else OpenLoop(arrival_rate, 1.0 if cv is None else cv)
         )
         requests = 1000 if requests is None else requests
+    if dist is None:
+        n = load.input_len.size if requests is None else min(requests, load.input_len.size)
+        mean_in, mean_out = float(np.mean(load.input_len[:n])), float(np.mean(load.output_len[:n]))
+    else:
+        n, mean_in, mean_out = requests, dist.mean_input, dist.mean_output
+    check_work(n, replicas + prefill_replicas, mean_in, mean_out, max_num_batched_tokens)
     longest = max_trace_context(load) if dist is None else float(np.max(dist.input_len + dist.output_len))
     cost = cost_for(
         m,
@@ -201,6 +210,11 @@ def simulate_command(
         tpot_slo,
         warmup,
     )
+    if res.completed == 0:
+        raise RooflineError(
+            f"no request completed: all {res.dropped} need more KV cache than one replica holds "
+            f"(longest request {longest:.0f} tokens); give a larger --tp, --memory-utilization or shorter lengths"
+        )
     par = cost.dep.par
     data: dict[str, Any] = {
         "model": m.name,

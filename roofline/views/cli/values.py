@@ -200,12 +200,12 @@ def component_items(
             )
         if name in items:
             raise OptionError(f"{option}: component {name!r} given twice in {shown(raw)}; give each component once")
-        items[name] = _checked(value, given.strip(), f"{option} {name}")
+        items[name] = _checked(value, given.strip(), option, f" (component {name})")
     return default, items
 
 
-def _checked(value: Callable[[object], str], text: str, where: str) -> str:
+def _checked(value: Callable[[object], str], text: str, where: str, suffix: str = "") -> str:
     try:
         return value(text)
     except ValueError as exc:
-        raise OptionError(f"{where}: {exc}") from None
+        raise OptionError(f"{where}: {exc}{suffix}") from None

@@ -1,0 +1,68 @@
+"""Ceilings on simulated work, checked before the event loop starts (issue 28).
+
+The event loop's cost grows with the engine steps it runs (each step moves every running request
+by a token or a prompt chunk) times the replicas it scans per event.  Two figures bound it up front:
+
+- **requests x replicas** <= :data:`MAX_REQUEST_REPLICAS` (the scan over replicas per event);
+- **simulated tokens** = requests x (mean output tokens + mean prompt chunks of
+  ``max_num_batched_tokens``) <= :data:`MAX_SIMULATED_TOKENS`: every step moves at least one of
+  these, so it bounds the steps (at the ~30,000 steps/s of one core, a run at the ceiling with a
+  mean batch of 30 takes about two minutes).
+
+A run over either is refused at once with its figure and what to lower.  Tensor parallelism must
+also divide the attention heads (and the KV heads divide or be divided by it), as serving engines
+require (vLLM: "Total number of attention heads must be divisible by tensor parallel size").
+"""
+
+from __future__ import annotations
+
+import math
+
+from roofline.core.errors import OptionError
+from roofline.specs import ModelSpec
+
+#: Most requests x replicas (decode + prefill) one simulation may hold.
+MAX_REQUEST_REPLICAS = 50_000_000
+#: Most simulated tokens (requests x (mean output + mean prompt chunks)) one simulation may run.
+MAX_SIMULATED_TOKENS = 100_000_000
+#: Runs above this many simulated tokens show a progress bar on a terminal.
+PROGRESS_TOKENS = 2_000_000
+
+
+def simulated_tokens(requests: int, mean_input: float, mean_output: float, chunk_tokens: int) -> float:
+    """requests x (mean output + mean prompt chunks): at least one step moves each of these."""
+    return requests * (mean_output + math.ceil(mean_input / max(chunk_tokens, 1)))
+
+
+def check_work(requests: int, replicas: int, mean_input: float, mean_output: float, chunk_tokens: int) -> float:
+    """Refuse a simulation over a ceiling (one line with the figure); return its simulated tokens."""
+    held = requests * replicas
+    if held > MAX_REQUEST_REPLICAS:
+        raise OptionError(
+            f"--requests x replicas: {requests:,} requests x {replicas:,} replicas = {held:,} is over the "
+            f"simulator's ceiling of {MAX_REQUEST_REPLICAS:,}; give fewer --requests or --replicas "
+            "(replicas serve alike: simulate one and scale its rate)"
+        )
+    tokens = simulated_tokens(requests, mean_input, mean_output, chunk_tokens)
+    if tokens > MAX_SIMULATED_TOKENS:
+        chunks = math.ceil(mean_input / max(chunk_tokens, 1))
+        raise OptionError(
+            f"--requests: {requests:,} requests x ({mean_output:,.0f} output tokens + {chunks} prompt chunks) = "
+            f"{tokens:,.0f} simulated tokens is over the "
+            f"simulator's ceiling of {MAX_SIMULATED_TOKENS:,}; give fewer --requests (at most "
+            f"{int(MAX_SIMULATED_TOKENS // max(tokens / requests, 1)):,} here)"
+        )
+    return tokens
+
+
+def check_engine_tp(model: ModelSpec, tp: int) -> None:
+    """A serving engine splits attention heads evenly: tp must divide the heads, and the KV heads must
+    divide tp or be divided by it (KV heads are replicated when tp exceeds them)."""
+    heads, kv = model.num_heads, model.num_kv_heads
+    if heads % tp:
+        raise OptionError(
+            f"--tp {tp}: {model.name} has {heads} attention heads, which {tp} does not divide; a serving engine "
+            f"splits heads evenly (allowed: {', '.join(str(d) for d in range(1, heads + 1) if heads % d == 0)})"
+        )
+    if kv and kv % tp and tp % kv:
+        raise OptionError(f"--tp {tp}: {model.name}'s {kv} KV heads neither divide {tp} nor are divided by it")
