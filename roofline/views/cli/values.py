@@ -200,7 +200,7 @@ def component_items(
             )
         if name in items:
             raise OptionError(f"{option}: component {name!r} given twice in {shown(raw)}; give each component once")
-        items[name] = _checked(value, given.strip(), option, f" (component {name})")
+        items[name] = _checked(value, given.strip(), f"{option} {name}")
     return default, items
 
 
