@@ -127,7 +127,11 @@ def summary_section(
                     first = found
     start = cells[f"{key_of(default.tpot_slo_s)}|{key_of(default.ttft_slo_s)}|{dtypes[0][0]}"]
     payload = {"cells": cells, "heatmap": HEATMAP_ID, "config": PLOTLY_CONFIG}
-    data = json.dumps(json_safe(payload), separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    try:  # the payload is built without NaN or infinities; json_safe (slower) only if one slipped in
+        data = json.dumps(payload, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        data = json.dumps(json_safe(payload), separators=(",", ":"), allow_nan=False)
+    data = data.replace("</", "<\\/")
     controls = [
         _select("ctl-model", "model", [(m, m) for m in runs], next(iter(runs))),
         _select("ctl-tpot", "TPOT ≤", [(key_of(v), duration_text(v)) for v in tpots], key_of(default.tpot_slo_s)),

@@ -40,6 +40,20 @@ class ModelRun:
     prefill: Prefill
     full_rate: np.ndarray
 
+    def label(self, name: str) -> np.ndarray:
+        """A block label of every summary point (``hardware``, ``weights``, ...), expanded once and kept."""
+        cache = self.__dict__.setdefault("_labels", {})
+        if name not in cache:
+            cache[name] = self.points.column(name)
+        return cache[name]
+
+    def where(self, name: str, value: str) -> np.ndarray:
+        """Summary points whose label ``name`` is ``value`` (a bool mask, computed once and kept)."""
+        cache = self.__dict__.setdefault("_masks", {})
+        if (name, value) not in cache:
+            cache[(name, value)] = self.label(name) == value
+        return cache[(name, value)]
+
 
 def entry_chips(ref: HardwareRef, scenario: Scenario) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
     """(slice sizes, tp degrees) an entry is swept over: its own fixed ones, else the scenario's; with no

@@ -10,6 +10,7 @@ name an engine entry of its profile (``h100-sxm-cal@trtllm/1.0``) and fix part o
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -174,7 +175,7 @@ class Scenario:
         if not self.models:
             raise RooflineError("models: give at least one model")
 
-    @property
+    @functools.cached_property
     def lengths(self) -> LengthDistribution:
         """The workload every summary and tail number is for: fixed input and output lengths."""
         return fixed_lengths(self.input_len, self.output_len)

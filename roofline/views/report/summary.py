@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from roofline.analyses.sweep.result import BLOCK_FIELDS
 from roofline.analyses.targets import Served, Target, cheapest, fastest, served, what_binds
 from roofline.views.report.figures import themed
 from roofline.views.report.runs import ModelRun
@@ -63,7 +64,7 @@ def dtype_mask(run: ModelRun, key: str) -> np.ndarray:
     if key == ANY_DTYPE:
         return np.ones(len(run.points), dtype=bool)
     w, _, kv = key.partition("/")
-    return (run.points.column("weights") == w) & (run.points.column("kv_dtype") == kv)
+    return run.where("weights", w) & run.where("kv_dtype", kv)
 
 
 def deployment_text(points: Any, i: int) -> str:
@@ -90,7 +91,7 @@ class Pick:
     result: Served
 
     def field(self, name: str) -> Any:
-        return self.run.points.column(name)[self.index]
+        return self.run.label(name)[self.index] if name in BLOCK_FIELDS else self.run.points.columns[name][self.index]
 
     def row(self, goal: str) -> list[str]:
         r, i = self.result, self.index
@@ -156,12 +157,11 @@ def answers(
     if result is None:
         result = served(run.points, run.prefill, run.full_rate, scenario.lengths, target)
     mask = dtype_mask(run, dtype)
-    hw = run.points.column("hardware")
 
     def pick(i: int | None) -> Pick | None:
         return None if i is None else Pick(run, i, result)
 
-    per_chip = {r.label: pick(cheapest(result, mask & (hw == r.label))) for r in refs}
+    per_chip = {r.label: pick(cheapest(result, mask & run.where("hardware", r.label))) for r in refs}
     return ModelAnswers(run, pick(cheapest(result, mask)), pick(fastest(result, mask)), per_chip)
 
 
