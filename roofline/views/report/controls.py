@@ -29,6 +29,7 @@ from roofline.views.report.summary import (
     duration_text,
     heatmap_figure,
     table_rows,
+    tiers,
 )
 
 HEATMAP_ID = "summary-heatmap"
@@ -99,10 +100,11 @@ def cell(
     """The summary for one target and dtype choice: table rows, sentences, heatmap, title."""
     found = [answers(run, refs, scenario, target, dtype, results[name]) for name, run in runs.items()]
     title = f"Answers at TTFT ≤ {duration_text(target.ttft_slo_s)} and TPOT ≤ {duration_text(target.tpot_slo_s)}"
-    table = html_table(TABLE_HEADERS, table_rows(found), text_columns=2)
+    tier = tiers(refs)
+    table = html_table(TABLE_HEADERS, table_rows(found, tier), text_columns=2)
     body = table[table.index("<tbody>") + len("<tbody>") : table.index("</tbody>")]
     why = "".join(f"<li>{binds_sentence(a, scenario, target)}</li>" for a in found)
-    figure = heatmap_figure(found, [r.label for r in refs], "cheapest $ per million output tokens meeting the target")
+    figure = heatmap_figure(found, tier, "cheapest $ per million output tokens meeting the target")
     return {"rows": body, "why": why, "title": title, "figure": figure}, found
 
 
@@ -147,6 +149,9 @@ def summary_section(
         f'<div class="figure"><div id="{HEATMAP_ID}" class="plotly-graph-div" '
         f'style="height:{int(start["figure"]["layout"]["height"])}px; width:100%;"></div></div>',
         table,
+        '<p class="note">Fastest: the most tokens/s per chip. Each answer is one replica at the largest request '
+        "rate its batch and the target allow (the capacity plan's queueing model); $/Mtok is per million "
+        "generated tokens at that rate.</p>",
         f'<ul id="summary-why" class="why">{start["why"]}</ul>',
         f'<script type="application/json" id="roofline-data">{data}</script>',
         "</section>",

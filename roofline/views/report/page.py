@@ -28,7 +28,7 @@ details { margin: 0.5rem 0; }
 .controls select { margin-left: 0.3rem; font-size: 0.95rem; }
 tr.chosen td { background: #fff7d6; }
 ul.why { font-size: 0.92rem; line-height: 1.4; padding-left: 1.2rem; } ul.why li { margin: 0.2rem 0; }
-section#summary h2 { margin-top: 1rem; }
+section#summary h2 { margin-top: 1rem; } section#summary td { white-space: nowrap; }
 """
 
 

@@ -93,14 +93,15 @@ class Pick:
     def field(self, name: str) -> Any:
         return self.run.label(name)[self.index] if name in BLOCK_FIELDS else self.run.points.columns[name][self.index]
 
-    def row(self, goal: str) -> list[str]:
+    def row(self, goal: str, tiers: Mapping[str, str]) -> list[str]:
         r, i = self.result, self.index
+        chip = str(self.field("hardware"))
         return [
             self.run.name,
             goal,
             f"{r.cost_per_million_tokens[i]:,.3f}",
             f"{r.tokens_per_s_per_chip[i]:,.0f}",
-            str(self.field("hardware")),
+            f"{chip} ({tiers[chip]})" if chip in tiers else chip,
             deployment_text(self.run.points, i),
             str(int(self.field("batch"))),
             f"{self.field('weights')} · {self.field('kv_dtype')} · {self.field('compute_dtype')}",
@@ -211,18 +212,23 @@ def no_deployment_sentence(name: str, target: Target) -> str:
     )
 
 
-def table_rows(all_answers: Sequence[ModelAnswers]) -> list[list[str]]:
+def tiers(refs: Sequence[HardwareRef]) -> dict[str, str]:
+    """Each entry's data tier in two words: 'calibrated' (fitted kernels) or 'spec sheet'."""
+    return {r.label: "calibrated" if r.calibrated else "spec sheet" for r in refs}
+
+
+def table_rows(all_answers: Sequence[ModelAnswers], tier: Mapping[str, str]) -> list[list[str]]:
     """Two rows per model (cheapest, fastest per chip; one when they are the same deployment), or one
-    saying none meets the target."""
+    saying none meets the target; each chip with its data tier."""
     rows = []
     for a in all_answers:
         if a.cheapest is None or a.fastest is None:
             rows.append([a.run.name, "no deployment meets the target", *["-"] * (len(TABLE_HEADERS) - 2)])
         elif a.cheapest.index == a.fastest.index:
-            rows.append(a.cheapest.row("cheapest and most tokens/s per chip"))
+            rows.append(a.cheapest.row("cheapest and fastest", tier))
         else:
-            rows.append(a.cheapest.row("cheapest $/Mtok"))
-            rows.append(a.fastest.row("most tokens/s per chip"))
+            rows.append(a.cheapest.row("cheapest", tier))
+            rows.append(a.fastest.row("fastest", tier))
     return rows
 
 
@@ -231,8 +237,10 @@ def duration_text(seconds: float) -> str:
     return f"{seconds * 1e3:g} ms" if seconds < 1 else f"{seconds:g} s"
 
 
-def heatmap_figure(all_answers: Sequence[ModelAnswers], chips: Sequence[str], title: str) -> dict[str, Any]:
-    """Model × chip heatmap of the cheapest $/Mtok meeting the target: colour = × the model's cheapest."""
+def heatmap_figure(all_answers: Sequence[ModelAnswers], tier: Mapping[str, str], title: str) -> dict[str, Any]:
+    """Model × chip heatmap of the cheapest $/Mtok meeting the target: colour = × the model's cheapest;
+    each chip's data tier under its name."""
+    chips = list(tier)
     models = [a.run.name for a in all_answers]
     z, text, hover, gaps = [], [], [], {"x": [], "y": []}
     for a in all_answers:
@@ -279,10 +287,16 @@ def heatmap_figure(all_answers: Sequence[ModelAnswers], chips: Sequence[str], ti
     ]
     layout = themed(
         {
-            "title": {"text": title},
+            "title": {"text": title, "y": 0.98, "yanchor": "top"},
             "height": 150 + 48 * len(models),
-            "margin": {"l": 110, "r": 20, "t": 50, "b": 40},
-            "xaxis": {"type": "category", "side": "top", "showline": False},
+            "margin": {"l": 110, "r": 20, "t": 95, "b": 20},
+            "xaxis": {
+                "type": "category",
+                "side": "top",
+                "showline": False,
+                "tickvals": chips,
+                "ticktext": [f"{html.escape(c)}<br><i>{tier[c]}</i>" for c in chips],
+            },
             "yaxis": {"type": "category", "autorange": "reversed", "showline": False},
         }
     )
