@@ -221,6 +221,7 @@ KINDS_BY_FLAG: dict[tuple[str, str], str] = {
         )
     },
     ("report", "--models"): "name_list",
+    ("report", "--scenario"): "path_in",
     ("plan", "--hardware"): "name_list",
     ("plan", "--weights"): "dtype_list",
     ("plan", "--kv-dtype"): "dtype_list",

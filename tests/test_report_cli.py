@@ -111,3 +111,44 @@ def test_compare_needs_exactly_two_entries(tmp_path: Path) -> None:
         "error: --compare: give exactly two entries to compare, e.g. --compare h100-sxm b200 (got 3: h100-sxm, "
         "b200, h200)"
     )
+
+
+@pytest.mark.slow
+def test_scenario_file_sets_options_and_flags_win(tmp_path: Path) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "models: [llama-3-8b]\nhardware: [h100-sxm, b200]\nchips: [1, 2]\nbatch: 1..64\ntpot_slo: 30ms\n"
+        "ttft_slo_s: 0.5\ntails: false\nprices: {h100-sxm: 2.5}\n"
+    )
+    out = tmp_path / "r.html"
+    proc = run_cli("report", "--scenario", str(scenario), "--tpot-slo", "40ms", "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["target"] == {"ttft_slo_s": 0.5, "tpot_slo_s": 0.04}  # the flag wins over the file's 30 ms
+    assert data["traces"] == ["h100-sxm · prediction", "b200 · prediction"] and data["sources"]["price:h100-sxm"]
+    assert all(m["tails"] is None for m in data["models"].values())
+    scenario.write_text("compare: [h100-sxm, b200]\nmodels: llama-3-8b\nchips: 1\nbatch: 1,8\ntails: false\n")
+    proc = run_cli("report", "--scenario", str(scenario), "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["compare"]["llama-3-8b"]["entries"] == ["h100-sxm", "b200"]
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("models: [llama-3-8b]\nbogus: 1\n", "unknown key 'bogus'; allowed: models, hardware"),
+        ("tpot_slo: -3\n", "tpot_slo: must be seconds in (0,"),
+        ("models: [llama-3-8b, [x]]\n", "models: expected a list of names or numbers"),
+        ("tails: maybe\n", "tails: must be true or false"),
+        ("kv_dtype: bf16\nkv_dtypes: fp8\n", "kv_dtypes sets kv-dtype a second time"),
+        ("models: [\n", "malformed YAML"),
+    ],
+)
+def test_a_bad_scenario_file_is_one_line(tmp_path: Path, text: str, message: str) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(text)
+    out = tmp_path / "never.html"
+    proc = run_cli("report", "--scenario", str(scenario), "--out", str(out))
+    assert proc.returncode == 2 and not out.exists(), proc.stdout
+    assert proc.stderr.startswith(f"error: --scenario {scenario}: ") and message in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -13,6 +13,7 @@ from roofline.specs import load_model
 from roofline.views.cli import values
 from roofline.views.cli._common import JSON_OPTION, console, emit, err_console
 from roofline.views.cli.options import ENGINE, check_compute_dtype
+from roofline.views.cli.report_file import read_report_file
 from roofline.views.cli.sweep import MEMORY_UTILIZATION, parse_prices, split_names
 from roofline.views.report import Scenario, hardware_refs, write_report
 from roofline.views.report.scenario import SAME
@@ -81,6 +82,12 @@ COMPARE = typer.Option(
     "(h100-sxm-cal@trtllm/1.0: an engine entry) or deployment (h200:tp=8,weights=fp8).",
 )
 ENTRIES = typer.Argument(None, help="The two entries of --compare.", show_default=False)
+SCENARIO = typer.Option(
+    None,
+    "--scenario",
+    help="A YAML file of these options (keys: the flags' names, e.g. models: [llama-3.1-8b], tpot_slo: 30ms); "
+    "flags given on the command line win.",
+)
 CHIPS = typer.Option(joined(DEFAULTS.chips), "--chips", "-n", help="Chips per slice: '1,2,4,8' or '1..64'.")
 BATCH = typer.Option(
     None,
@@ -106,6 +113,7 @@ SCALE_OUT_TP = typer.Option(
 
 
 def report_command(
+    ctx: typer.Context,
     entries: list[str] = ENTRIES,
     out: Path = OUT,
     models: str = MODELS,
@@ -129,6 +137,7 @@ def report_command(
     tpot_slo: float = TPOT_SLO,
     tails: bool = TAILS,
     compare: bool = COMPARE,
+    scenario_file: Path = SCENARIO,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Write the report to reports/index.html: per model the cheapest and fastest deployments meeting an
@@ -136,6 +145,24 @@ def report_command(
 
     Example: roofline report -m llama-3.1-8b -H h100-sxm-cal@trtllm/1.0,mi300x --tpot-slo 30ms --out r/llama.html
     """
+    if scenario_file is not None:  # the file's options, where the command line gives none
+        given = {name for name in ctx.params if ctx.get_parameter_source(name).name == "COMMANDLINE"}
+        opts = {k: v for k, v in read_report_file(scenario_file).items() if k not in given}
+        if "entries" in opts and "compare" not in given:
+            opts["compare"] = True
+        fields = dict(locals())
+        fields.update(opts)
+        entries, models, hardware, weights, kv_dtype, context, chips, batch, tp, price, pp = (
+            fields[k]
+            for k in ("entries", "models", "hardware", "weights", "kv_dtype", "context", "chips", "batch", "tp")
+            + ("price", "pp")
+        )
+        memory_utilization, traces, scale_out_tp, compute_dtype, engine = (
+            fields[k] for k in ("memory_utilization", "traces", "scale_out_tp", "compute_dtype", "engine")
+        )
+        input_len, output_len, ttft_slo, tpot_slo, tails, compare = (
+            fields[k] for k in ("input_len", "output_len", "ttft_slo", "tpot_slo", "tails", "compare")
+        )
     entries = list(entries or [])
     if entries and not compare:
         raise RooflineError(
