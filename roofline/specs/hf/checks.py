@@ -147,11 +147,11 @@ def check_config_types(cfg: JSONObject, origin: str) -> None:
     check_rotary(cfg, origin)
 
 
-def _number(value: Any) -> bool:
+def _number(value: JSONValue) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def check_rotary(cfg: dict[str, Any], origin: str) -> None:
+def check_rotary(cfg: JSONObject, origin: str) -> None:
     """The rotary part of a head fits in the head: rotary_dim <= head_dim, and partial_rotary_factor /
     rotary_pct are fractions in (0, 1] (their weights are none, but a larger rotary part is impossible)."""
     for key in ("partial_rotary_factor", "rotary_pct"):
