@@ -72,7 +72,7 @@ class DiffResult:
     cost_delta_from_price_chips_batch: float
     memory: dict[str, dict[str, float]] = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 

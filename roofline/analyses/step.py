@@ -9,7 +9,6 @@ of :func:`roofline.terms.step_terms`; no formula is restated here.  Scalars or n
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -271,7 +270,7 @@ def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResu
     )
 
 
-def layout_fields(dep: Deployment) -> dict[str, Any]:
+def layout_fields(dep: Deployment) -> dict[str, object]:
     """The layout keys a result reports beside tp, pp and ep: attention_dp, moe_tp, kv_copies."""
     return {"attention_dp": dep.par.attention_dp, "moe_tp": dep.par.moe_tp, "kv_copies": dep.kv_copies}
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -79,7 +78,7 @@ class SimulationResult:
     samples: dict[str, np.ndarray] = field(default_factory=dict)  # per-request ttft, tpot, e2e (for CDFs)
     sources: dict[str, str] = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """JSON-ready keys (the per-request samples are left out)."""
         return {
             "ttft_s": self.ttft_s.as_dict(),

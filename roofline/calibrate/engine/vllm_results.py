@@ -6,7 +6,6 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from roofline.calibrate.engine.schema import E2EError, E2ERow
 from roofline.core.checks import MAX_COUNT, check_number
@@ -60,7 +59,7 @@ VLLM_MAX_LENGTH_POINTS = 64
 MAX_RESULT_BYTES = 64 * 2**20
 
 
-def read_vllm_json(path: Path) -> list[dict[str, Any]]:
+def read_vllm_json(path: Path) -> list[dict[str, object]]:
     """The result objects of a ``--save-result`` file: one JSON object, a list, or one per line."""
     text = read_input_text(path, MAX_RESULT_BYTES, E2EError, "result")
     data = load_json(text, str(path), E2EError, lines=True)
@@ -70,7 +69,7 @@ def read_vllm_json(path: Path) -> list[dict[str, Any]]:
     return objects
 
 
-def _value(obj: dict[str, Any], key: str, origin: str, maximum: float) -> float | None:
+def _value(obj: dict[str, object], key: str, origin: str, maximum: float) -> float | None:
     """A number the file gives for ``key``: None when absent, null or 0 (vLLM writes 0 for 'not
     measured'); else a finite number in (0, maximum], or one line naming the key."""
     value = obj.get(key)
@@ -84,12 +83,12 @@ def _value(obj: dict[str, Any], key: str, origin: str, maximum: float) -> float 
         ) from None
 
 
-def _ms(obj: dict[str, Any], key: str, origin: str = "") -> float | None:
+def _ms(obj: dict[str, object], key: str, origin: str = "") -> float | None:
     value = _value(obj, key, origin, MAX_MS)
     return None if value is None else value * MS
 
 
-def _vllm_lengths(obj: dict[str, Any], origin: str = "") -> str:
+def _vllm_lengths(obj: dict[str, object], origin: str = "") -> str:
     """``input:output:count,...`` from ``input_lens``/``output_lens`` when they vary (else '').
 
     When given, both must be lists of equally many whole numbers in [1, 2**31-1]."""
@@ -131,7 +130,7 @@ def vllm_model_name(model_id: str, origin: str) -> str:
     )
 
 
-def _vllm_row(obj: dict[str, Any], origin: str, rid: str, opt: ImportOptions) -> E2ERow:
+def _vllm_row(obj: dict[str, object], origin: str, rid: str, opt: ImportOptions) -> E2ERow:
     completed = obj.get("completed")
     if type(completed) is not int or not 1 <= completed <= MAX_COUNT:
         raise E2EError(

@@ -18,7 +18,7 @@ class _LazyConsole:
     ``monkeypatch.setattr(console, "width", 80)`` behave as on a Console.
     """
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, **options: object) -> None:
         object.__setattr__(self, "_options", options)
         object.__setattr__(self, "_console", None)
 
@@ -63,7 +63,7 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
-def emit(data: dict[str, Any] | list[Any], as_json: bool, render: Callable[[], None]) -> None:
+def emit(data: dict[str, object] | list[object], as_json: bool, render: Callable[[], None]) -> None:
     """Print ``data`` as JSON when ``as_json``; otherwise call ``render`` for people."""
     if as_json:
         print(json.dumps(to_jsonable(data), indent=2))
@@ -71,7 +71,7 @@ def emit(data: dict[str, Any] | list[Any], as_json: bool, render: Callable[[], N
         render()
 
 
-def print_explanations(explanations: list[Any], title: str) -> None:
+def print_explanations(explanations: list[object], title: str) -> None:
     """Render roofline.views.explain data: name, formula, values substituted with units, result, section."""
     from rich.table import Table
 
@@ -93,7 +93,7 @@ EXPLAIN_OPTION = typer.Option(
 )
 
 
-def explanations_into(data: dict[str, Any], explanations: list[Any]) -> list[Any]:
+def explanations_into(data: dict[str, object], explanations: list[object]) -> list[object]:
     """Add ``--explain`` rows to the JSON object (under ``explain``) and return them for rendering."""
     if explanations:
         data["explain"] = [e.as_dict() for e in explanations]
@@ -151,7 +151,7 @@ def assumptions(
     return "assumes: " + "; ".join(parts)
 
 
-def print_assumptions(**kwargs: Any) -> None:
+def print_assumptions(**kwargs: object) -> None:
     """Print :func:`assumptions` dimmed under a table."""
     from rich.markup import escape
 
@@ -175,7 +175,7 @@ def compact_table(title: str, columns: list[str], left: tuple[str, ...] = ()) ->
     return table
 
 
-def write_records_csv(path: Any, records: list[dict[str, Any]]) -> None:
+def write_records_csv(path: Any, records: list[dict[str, object]]) -> None:
     """``records`` (one dict per row, the same keys) as a CSV file, written atomically."""
     import csv
 

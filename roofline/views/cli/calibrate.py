@@ -94,7 +94,7 @@ def _base_hardware(hardware: str | None, table: Any) -> Any:
     raise CalibrationError(f"measurements are for hardware {', '.join(names)}; pass --hardware NAME_OR_YAML")
 
 
-def _fit_row(fit: Any) -> dict[str, Any]:
+def _fit_row(fit: Any) -> dict[str, object]:
     """The JSON of one fitted profile entry (an :class:`~roofline.calibrate.kernels.fit.OpFit`)."""
     entry = fit.profile_entry()
     return {
@@ -117,11 +117,11 @@ def _fit_row(fit: Any) -> dict[str, Any]:
     }
 
 
-def _fit_rows(fits: dict[str, Any]) -> dict[str, Any]:
+def _fit_rows(fits: dict[str, object]) -> dict[str, object]:
     """``ops[op class]``: its bf16 entry (else its largest) at the top, every dtype in by_dtype."""
     from roofline.kernels.keys import split_key
 
-    grouped: dict[str, dict[str, Any]] = {}
+    grouped: dict[str, dict[str, object]] = {}
     for key, fit in fits.items():
         op_class, dtype = split_key(key)
         grouped.setdefault(op_class, {})[dtype] = _fit_row(fit)
@@ -171,7 +171,7 @@ def fit_command(
         _wanted([], ops)  # unknown --op values are refused before the measurements are read
     e2e_files = [m for m in measurements if is_end_to_end(m)]
     kernel_files = [m for m in measurements if m not in e2e_files]
-    engines: dict[str, Any] = {}
+    engines: dict[str, object] = {}
     if kernel_files:
         given = load_hardware_option(hardware).model_copy(update={"calibration": None}) if hardware else None
         table = load_all(kernel_files)

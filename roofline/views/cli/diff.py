@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import typer
 
@@ -54,9 +52,9 @@ OVERRIDES = {
 }
 
 
-def parse_overrides(text: str) -> dict[str, Any]:
+def parse_overrides(text: str) -> dict[str, object]:
     """'hardware=tpu-v5e,chips=8' -> {'hardware': 'tpu-v5e', 'chips': 8}; unknown keys named."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for item in filter(None, (p.strip() for p in text.split(","))):
         key, sep, value = item.partition("=")
         key = key.strip().replace("-", "_")
@@ -147,7 +145,7 @@ def diff_command(
         results.append(step_from(dep, cfg["batch"], cfg["context"]))
     res = diff_steps(*results)
     fits_a, fits_b = (bool(np.all(r.fits)) for r in results)
-    data: dict[str, Any] = {
+    data: dict[str, object] = {
         "a": config_a,
         "b": config_b,
         **res.as_dict(),
@@ -192,7 +190,7 @@ def diff_command(
     emit(data, as_json, render)
 
 
-def null_costs(data: dict[str, Any], fits_a: bool, fits_b: bool) -> None:
+def null_costs(data: dict[str, object], fits_a: bool, fits_b: bool) -> None:
     """A side that does not fit gets no $/Mtok, and a Δ$/Mtok needs both sides (the keys stay, null), as in step."""
     if not fits_a:
         data["cost_a"] = None

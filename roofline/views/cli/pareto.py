@@ -45,7 +45,7 @@ from roofline.views.cli.sweep import (
 from roofline.views.cli.values import check_outputs, split_names
 
 
-def frontier_table(result: SweepResult, name: str, groups: dict[Any, Any], model: str, wide: bool) -> Table:
+def frontier_table(result: SweepResult, name: str, groups: dict[object, object], model: str, wide: bool) -> Table:
     """One frontier's points; the default columns fit 80 columns, ``wide`` adds tp, dtypes and bound."""
     cols = ["group", "chips", "batch", "step", "tok/s\n/chip", "tok/s\n/user", "$/Mtok"]
     if wide:
@@ -173,7 +173,7 @@ def pareto_command(
     emit(data, as_json, render)
 
 
-def write_frontier_csv(path: str | Path, result: SweepResult, frontiers: dict[str, dict[Any, Any]]) -> None:
+def write_frontier_csv(path: str | Path, result: SweepResult, frontiers: dict[str, dict[object, object]]) -> None:
     """Every frontier point as CSV: objective, group, then the sweep's columns."""
 
     def rows(handle: IO[Any]) -> None:

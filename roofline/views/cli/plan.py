@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
 
 import typer
 
@@ -293,7 +292,7 @@ def inverse_command(
     m, hw = load_model_option(model), load_hardware_option(hardware, compute_dtype="bf16", command="inverse")
     precision = precision_from_options(weights, kv_dtype, "bf16")
     ans = inverse_questions(m, hw, chips, batch, context, tpot_slo, precision, memory_utilization)
-    data: dict[str, Any] = {
+    data: dict[str, object] = {
         "model": m.name,
         "hardware": hw.name,
         "chips": chips,

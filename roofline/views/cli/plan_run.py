@@ -47,7 +47,7 @@ def steady_command(
     as_json: bool,
 ) -> None:
     """One steady rate: the closed-form plan, or sized at a percentile by simulation."""
-    sized: list[Any] = []
+    sized: list[object] = []
     space = config.space
     if percentile is not None:
         from roofline.analyses.plan.percentile import plan_at_percentile
@@ -80,7 +80,7 @@ def steady_command(
     else:
         res = plan_with(m, hws, qps, dist, config)
     explanations = explain_deployment(res.best, qps, dist.mean_output) if (explain and res.best) else []
-    data: dict[str, Any] = {
+    data: dict[str, object] = {
         "model": m.name,
         "hardware": [h.name for h in hws],
         "qps": qps,
@@ -140,7 +140,7 @@ def steady_command(
     emit(data, as_json, render)
 
 
-def render_steady(res: Any, model: str, qps: float, dist: Any, hws: list[Any], wide: bool) -> None:
+def render_steady(res: Any, model: str, qps: float, dist: Any, hws: list[object], wide: bool) -> None:
     """The candidates' table and the plan's sentence."""
     cols = [
         "chip",
@@ -223,7 +223,7 @@ def day_command(
         day = plan_day(m, hws, profile, dist, config, autoscaling)
     best = day.best
     body = day_data(day)
-    data: dict[str, Any] = {
+    data: dict[str, object] = {
         "model": m.name,
         "hardware": [h.name for h in hws],
         "qps": profile.peak_rate,
@@ -274,7 +274,7 @@ def mix_command(
 
     mix = plan_mix(m, hws, qps, dist, config)
     body = mix_data(mix, qps)
-    data: dict[str, Any] = {
+    data: dict[str, object] = {
         "model": m.name,
         "hardware": [h.name for h in hws],
         "qps": qps,

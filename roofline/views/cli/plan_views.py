@@ -11,7 +11,6 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
-from typing import Any
 
 from roofline.analyses.plan.capacity import PlanCandidate, Resilience
 from roofline.analyses.plan.day import DayCandidate, DayPlan
@@ -54,7 +53,7 @@ def shape_text(d: PlanCandidate) -> str:
 # --------------------------------------------------------------------------- failure headroom
 
 
-def resilience_data(r: Resilience | None) -> dict[str, Any] | None:
+def resilience_data(r: Resilience | None) -> dict[str, object] | None:
     if r is None:
         return None
     return {
@@ -97,7 +96,7 @@ def _spares_text(r: Resilience) -> str:
 # --------------------------------------------------------------------------- a day of load
 
 
-def day_candidate_data(c: DayCandidate | None) -> dict[str, Any] | None:
+def day_candidate_data(c: DayCandidate | None) -> dict[str, object] | None:
     if c is None:
         return None
     return {
@@ -111,7 +110,7 @@ def day_candidate_data(c: DayCandidate | None) -> dict[str, Any] | None:
     }
 
 
-def day_data(day: DayPlan) -> dict[str, Any]:
+def day_data(day: DayPlan) -> dict[str, object]:
     """The day's JSON: the chosen shape's schedule and cost, the fixed fleet, the runners-up."""
     best, fixed = day.best, day.fixed_fleet
     saving = (fixed.cost_per_day - best.cost_per_day) if (best and fixed) else None
@@ -189,7 +188,7 @@ def render_day(day: DayPlan, model: str, percentile: str | None) -> None:
 # --------------------------------------------------------------------------- a mix of chip types
 
 
-def mix_data(mix: MixPlan, qps: float) -> dict[str, Any]:
+def mix_data(mix: MixPlan, qps: float) -> dict[str, object]:
     """The mix's JSON; ``best`` (built by the caller from :func:`mix_best`) holds the whole mix's cost."""
     return {
         "parts": [
@@ -216,7 +215,7 @@ def mix_data(mix: MixPlan, qps: float) -> dict[str, Any]:
     }
 
 
-def mix_best(mix: MixPlan) -> dict[str, Any] | None:
+def mix_best(mix: MixPlan) -> dict[str, object] | None:
     """``best`` of a mix: the whole mix's cost and chips (``dollars_per_hour`` is the total)."""
     if not mix.parts:
         return None

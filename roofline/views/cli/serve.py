@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import typer
 
 from roofline.analyses.serve import serve
@@ -148,7 +146,7 @@ def serve_command(
         draft_len,
         acceptance,
     )
-    data: dict[str, Any] = {
+    data: dict[str, object] = {
         "model": m.name,
         "hardware": hw.name,
         "input_len": input_len,

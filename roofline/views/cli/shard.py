@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import typer
 
 from roofline.analyses.shard import shard_limits
@@ -65,7 +63,7 @@ def shard_command(
     m, hw = load_model_option(model), load_hardware_option(hardware, compute_dtype=compute_dtype)
     prec = precision_from_options(weights, kv_dtype, compute_dtype)
     res = shard_limits(m, hw, chips, batch, context, prec, tp, topology, expert_ways)
-    data: dict[str, Any] = {"model": m.name, "hardware": hw.name, "context": context, **res.as_dict()}
+    data: dict[str, object] = {"model": m.name, "hardware": hw.name, "context": context, **res.as_dict()}
     explanations = explanations_into(data, explain_shard(m, res) if explain else [])
 
     def render() -> None:

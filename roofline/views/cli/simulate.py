@@ -216,7 +216,7 @@ def simulate_command(
             f"(longest request {longest:.0f} tokens); give a larger --tp, --memory-utilization or shorter lengths"
         )
     par = cost.dep.par
-    data: dict[str, Any] = {
+    data: dict[str, object] = {
         "model": m.name,
         "hardware": hw.name,
         "tp": tp,

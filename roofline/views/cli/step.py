@@ -51,7 +51,7 @@ from roofline.views.cli.options import (  # noqa: E402  (re-exported: other comm
 __all__ = ["BATCH", "CHIPS", "COMPUTE", "HARDWARE", "KV_DTYPE", "MODEL", "PRICE", "WEIGHTS", "precision_from_options"]
 
 
-def why_line(r: dict[str, Any], bw_total: float) -> str:
+def why_line(r: dict[str, object], bw_total: float) -> str:
     """One sentence naming the binding term, e.g. 'memory-bound: 26 GB of weights + ...'."""
     if r["bound"] == "network":
         return (
@@ -119,7 +119,7 @@ def step_command(
     )
     prec = dep.precision
     res = step_from(dep, batch, context)
-    data: dict[str, Any] = {
+    data: dict[str, object] = {
         "model": m.name,
         "hardware": hw.name,
         "chips": chips,
@@ -256,7 +256,7 @@ def request_command(
         attention_dp=attention_dp,
     )
     dist = lengths_from_options(input_len, output_len, lengths, lengths_csv, m)
-    data: dict[str, Any]
+    data: dict[str, object]
     if dist.input_len.size > 1:
         if explain:
             raise RooflineError("--explain needs one fixed length (--input-len and --output-len)")

@@ -115,7 +115,7 @@ def run_sweep(
     sweep streamed to those frontiers (memory bounded by the frontier, not the grid)."""
     values.dtype(compute_dtype)
     hw = [load_hardware_option(h, compute_dtype=compute_dtype) for h in split_names(hardware, "--hardware")]
-    extra: dict[str, Any] = {}
+    extra: dict[str, object] = {}
     if frontiers is not None:
         run = decode_frontier
         extra = {"objectives": tuple(frontiers[0]), "group": frontiers[1]}
@@ -163,7 +163,7 @@ def write_csv(path: str | Path, result: SweepResult) -> None:
     write_atomic(path, rows)
 
 
-def summary(result: SweepResult) -> dict[str, Any]:
+def summary(result: SweepResult) -> dict[str, object]:
     """Counts and sources of a sweep for --json."""
     return {
         "evaluated": result.evaluated,

@@ -53,7 +53,7 @@ def _sample(rows: Measurements, max_points: int = MAX_POINTS) -> Measurements:
     return rows.take(np.sort(pick))
 
 
-def _markers(x: Any, y: Any, name: str, color: str) -> dict[str, Any]:
+def _markers(x: Any, y: Any, name: str, color: str) -> dict[str, object]:
     return {
         "type": "scatter",
         "mode": "markers",
@@ -66,7 +66,7 @@ def _markers(x: Any, y: Any, name: str, color: str) -> dict[str, Any]:
 
 def op_figures(
     key: str, rows: Measurements, hw: HardwareSpec, params: dict[str, float]
-) -> tuple[list[dict[str, Any]], str]:
+) -> tuple[list[dict[str, object]], str]:
     """Three figures for one op class, each with its own legend: predicted vs measured, relative
     error, efficiency vs size; and the sentence saying how many rows are drawn."""
     from roofline.views.report.figures import COLORS, axis, layout
@@ -140,7 +140,7 @@ def op_figures(
     return [vs, err_fig, eff_fig], drawn
 
 
-def _stats_table(fits: dict[str, Any]) -> str:
+def _stats_table(fits: dict[str, object]) -> str:
     head = (
         "entry",
         "rows",
@@ -172,7 +172,7 @@ def _stats_table(fits: dict[str, Any]) -> str:
     return "\n".join(lines + ["</table>"])
 
 
-def render_calibration_report(profile: HardwareSpec, fits: dict[str, Any], table: Measurements) -> str:
+def render_calibration_report(profile: HardwareSpec, fits: dict[str, object], table: Measurements) -> str:
     """The report page as an HTML string (plotly.js inlined once, works offline; the report's theme)."""
     from roofline.views.report.page import figure_html, page_html, tool_version
 
@@ -199,7 +199,7 @@ def render_calibration_report(profile: HardwareSpec, fits: dict[str, Any], table
 
 
 def write_calibration_report(
-    path: str | Path, profile: HardwareSpec, fits: dict[str, Any], table: Measurements
+    path: str | Path, profile: HardwareSpec, fits: dict[str, object], table: Measurements
 ) -> Path:
     """Write the HTML report to ``path`` atomically and return the path."""
     path = Path(path)

@@ -44,7 +44,7 @@ def ratios(run: ModelRun, refs: Sequence[HardwareRef], scenario: Scenario) -> di
     }
 
 
-def ratio_figure(by_model: Mapping[str, dict[str, FrontierRatio]], refs: Sequence[HardwareRef]) -> dict[str, Any]:
+def ratio_figure(by_model: Mapping[str, dict[str, FrontierRatio]], refs: Sequence[HardwareRef]) -> dict[str, object]:
     """Per model (one shown at a time): each ratio against interactivity, with the line of parity."""
     a, b = refs[0].label, refs[1].label
     data, xs, ys = [], [], []

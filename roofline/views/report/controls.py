@@ -11,7 +11,6 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from roofline.analyses.targets import Served, Target, served
 from roofline.views.report.page import PLOTLY_CONFIG, html_table, json_safe
@@ -96,7 +95,7 @@ def cell(
     target: Target,
     dtype: str,
     results: Mapping[str, Served],
-) -> tuple[dict[str, Any], list[ModelAnswers]]:
+) -> tuple[dict[str, object], list[ModelAnswers]]:
     """The summary for one target and dtype choice: table rows, sentences, heatmap, title."""
     found = [answers(run, refs, scenario, target, dtype, results[name]) for name, run in runs.items()]
     title = f"Answers at TTFT ≤ {duration_text(target.ttft_slo_s)} and TPOT ≤ {duration_text(target.tpot_slo_s)}"
@@ -115,7 +114,7 @@ def summary_section(
     tpots = choices(scenario.tpot_slo_s, TPOT_CHOICES_S)
     ttfts = choices(scenario.ttft_slo_s, TTFT_CHOICES_S)
     dtypes = dtype_choices(runs)
-    cells: dict[str, dict[str, Any]] = {}
+    cells: dict[str, dict[str, object]] = {}
     default = Target(scenario.ttft_slo_s, scenario.tpot_slo_s)
     first: list[ModelAnswers] = []
     for tpot in tpots:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -24,12 +23,12 @@ def _steps(start: np.ndarray, values: list[float], day_h: float) -> tuple[list[f
     return x, [*values, values[-1]]
 
 
-def load_figure(day: DayPlan) -> dict[str, Any]:
+def load_figure(day: DayPlan) -> dict[str, object]:
     """Request rate (left axis) and replicas, autoscaled and fixed (right axis), over the day."""
     p, best, fixed = day.profile, day.best, day.fixed_fleet
     day_h = float(p.hours.sum())
     x, rate = _steps(p.start_hour, p.rate.tolist(), day_h)
-    data: list[dict[str, Any]] = [
+    data: list[dict[str, object]] = [
         {"type": "scatter", "mode": "lines", "name": "load (req/s)", "x": x, "y": rate, "line": {"shape": "hv"}}
     ]
     if best is not None:
@@ -64,7 +63,7 @@ def load_figure(day: DayPlan) -> dict[str, Any]:
     return {"data": data, "layout": themed(layout)}
 
 
-def cost_figure(day: DayPlan) -> dict[str, Any]:
+def cost_figure(day: DayPlan) -> dict[str, object]:
     """Cumulative dollars over the day: the autoscaled fleet (warm-up spread over the day) against the fixed one."""
     p, best, fixed = day.profile, day.best, day.fixed_fleet
     hours = p.hours

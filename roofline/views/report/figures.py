@@ -15,7 +15,7 @@ import numpy as np
 from roofline.analyses.pareto import OBJECTIVES
 from roofline.analyses.sweep.run import SweepResult
 
-Figure = dict[str, Any]
+Figure = dict[str, object]
 
 #: Axis titles (with units) and scale factors of the sweep columns the figures plot.
 AXES: dict[str, tuple[str, float]] = {
@@ -50,7 +50,7 @@ HOVER = (
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 GRID = {"gridcolor": "#e4e7eb", "zerolinecolor": "#cbd2d9", "linecolor": "#9aa5b1", "showline": True}
 #: The one look of every page's figures (report, pareto, calibration, validate, simulate).
-THEME: dict[str, Any] = {
+THEME: dict[str, object] = {
     "paper_bgcolor": "white",
     "plot_bgcolor": "white",
     "colorway": list(COLORS),
@@ -78,7 +78,7 @@ def tick_label(value: float) -> str:
     return f"{value:g}"
 
 
-def log_ticks(values: Any) -> dict[str, Any]:
+def log_ticks(values: Any) -> dict[str, object]:
     """Readable log ticks: 1, 2, 5 per decade within ~2.5 decades, else one per decade, fully labelled."""
     v = np.asarray(values if values is not None else [], dtype=float)
     v = v[np.isfinite(v) & (v > 0)]
@@ -91,14 +91,14 @@ def log_ticks(values: Any) -> dict[str, Any]:
     return {"tickmode": "array", "tickvals": ticks, "ticktext": [tick_label(t) for t in ticks]}
 
 
-def axis(title: str, values: Any = None, log: bool | None = None) -> dict[str, Any]:
+def axis(title: str, values: Any = None, log: bool | None = None) -> dict[str, object]:
     """An axis with its title; log when ``log`` says so or the values span > 20×, with readable ticks."""
     use_log = needs_log_axis(values) if log is None else log
     ticks = log_ticks(values) if use_log else {}
     return {"title": {"text": title}, "type": "log" if use_log else "linear", **GRID, **ticks}
 
 
-def themed(fig_layout: dict[str, Any]) -> dict[str, Any]:
+def themed(fig_layout: dict[str, object]) -> dict[str, object]:
     """``fig_layout`` in the shared theme: colours, font, margins, and the grid on every axis."""
     out = {**THEME, **fig_layout}
     for key, value in fig_layout.items():
@@ -107,7 +107,7 @@ def themed(fig_layout: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def layout(title: str, x: dict[str, Any], y: dict[str, Any], legend: str = "") -> dict[str, Any]:
+def layout(title: str, x: dict[str, object], y: dict[str, object], legend: str = "") -> dict[str, object]:
     """Shared look: the theme, a title, a legend title."""
     return themed(
         {"title": {"text": title}, "xaxis": x, "yaxis": y, "height": 460, "legend": {"title": {"text": legend}}}
@@ -115,8 +115,8 @@ def layout(title: str, x: dict[str, Any], y: dict[str, Any], legend: str = "") -
 
 
 def line_trace(
-    x: Any, y: Any, name: str, color: str, dash: str = "solid", hover: str = "", mode: str = "lines", **extra: Any
-) -> dict[str, Any]:
+    x: Any, y: Any, name: str, color: str, dash: str = "solid", hover: str = "", mode: str = "lines", **extra: object
+) -> dict[str, object]:
     """A scatter trace (lists, so the spec is plain JSON)."""
     trace = {
         "type": "scatter",
@@ -132,7 +132,7 @@ def line_trace(
     return trace
 
 
-def hover_data(result: SweepResult, idx: np.ndarray) -> list[list[Any]]:
+def hover_data(result: SweepResult, idx: np.ndarray) -> list[list[object]]:
     """customdata rows for the hover template (step time in ms)."""
     points = result.select(idx)
     cols = [points.column(name) for name in HOVER_FIELDS]
@@ -233,7 +233,7 @@ def trace_frontier_figure(traces: Sequence[FrontierTrace], objective: str, title
 
 
 def throughput_vs_batch_figure(
-    curves: Sequence[dict[str, Any]], book: Sequence[dict[str, Any]], critical_batch: float, title: str
+    curves: Sequence[dict[str, object]], book: Sequence[dict[str, object]], critical_batch: float, title: str
 ) -> Figure:
     """tokens/s vs batch per curve (solid where it fits in HBM, dotted where not), the book's
     table values as markers, and the critical batch as a vertical line."""
@@ -290,7 +290,7 @@ def throughput_vs_batch_figure(
 
 
 def memory_vs_batch_figure(
-    curves: Sequence[dict[str, Any]], capacities: Sequence[dict[str, Any]], title: str
+    curves: Sequence[dict[str, object]], capacities: Sequence[dict[str, object]], title: str
 ) -> Figure:
     """Weights + KV bytes (GB) vs batch per curve, with one HBM capacity line per slice."""
     traces = [

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -87,9 +86,9 @@ def frontier_traces(
 
 def frontier_rows(
     result: SweepResult, objective: str = "latency-throughput", group: str = "hardware"
-) -> list[list[Any]]:
+) -> list[list[object]]:
     """Table rows of every group's (chip's) frontier points, in the frontier's order."""
-    rows: list[list[Any]] = []
+    rows: list[list[object]] = []
     for idx in result.frontiers(objective, group).values():
         points = result.select(idx)  # the frontier's points only: columns read once, not per point
         cols = {k: points.column(k).tolist() for k in figures.HOVER_FIELDS}
@@ -115,7 +114,7 @@ def frontier_rows(
     return rows
 
 
-def trace_table(traces: Sequence[figures.FrontierTrace]) -> list[list[Any]]:
+def trace_table(traces: Sequence[figures.FrontierTrace]) -> list[list[object]]:
     """Rows of each trace's latency/throughput frontier."""
     rows = []
     for tr in traces:
@@ -124,7 +123,7 @@ def trace_table(traces: Sequence[figures.FrontierTrace]) -> list[list[Any]]:
     return rows
 
 
-def evaluated_rows(name: str, result: SweepResult, excluded: dict[str, int]) -> list[list[Any]]:
+def evaluated_rows(name: str, result: SweepResult, excluded: dict[str, int]) -> list[list[object]]:
     """Per chip: configurations evaluated, kept, dropped, left out, and the best predicted figures."""
     hw = result.column("hardware")
     rows = []
@@ -139,7 +138,7 @@ def evaluated_rows(name: str, result: SweepResult, excluded: dict[str, int]) -> 
 
 
 def frontier_figures(
-    traces: Mapping[str, list[figures.FrontierTrace]], fig_html: Callable[[dict[str, Any]], str]
+    traces: Mapping[str, list[figures.FrontierTrace]], fig_html: Callable[[dict[str, object]], str]
 ) -> list[str]:
     """One figure per objective holding every model's traces (the model control shows one model's)."""
     every = [t for model_traces in traces.values() for t in model_traces]

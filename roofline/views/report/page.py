@@ -51,7 +51,7 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def figure_html(fig: dict[str, Any], div_id: str) -> str:
+def figure_html(fig: dict[str, object], div_id: str) -> str:
     """A figure spec as a plotly <div> and its Plotly.newPlot call (plotly.js is added once per page)."""
     spec = json.dumps(
         json_safe({"data": fig["data"], "layout": fig["layout"], "config": PLOTLY_CONFIG}),

@@ -11,7 +11,6 @@ import datetime as _dt
 import html
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from roofline.analyses.step import BOOK
 from roofline.analyses.sweep.result import SweepResult
@@ -63,7 +62,7 @@ class _Figures:
     def __init__(self) -> None:
         self.count = 0
 
-    def html(self, fig: dict[str, Any]) -> str:
+    def html(self, fig: dict[str, object]) -> str:
         self.count += 1
         return f'<div class="figure">{figure_html(fig, f"fig-{self.count - 1}")}</div>'
 
@@ -93,7 +92,7 @@ def _details(title: str, body: Sequence[str]) -> list[str]:
     return [f"<details><summary>{html.escape(title)}</summary>", *body, "</details>"]
 
 
-def build_report(scenario: Scenario) -> tuple[str, dict[str, Any]]:
+def build_report(scenario: Scenario) -> tuple[str, dict[str, object]]:
     """The report's HTML and a summary (answers, counts per model, figures, version) for --json."""
     refs = scenario.hardware_refs()
     runs, tail_curves = all_models(scenario, refs)
@@ -202,9 +201,9 @@ def _json_summary(
     runs: dict[str, ModelRun],
     found: Sequence[ModelAnswers],
     tail_curves: dict[str, LoadCurve],
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """--json: the answers at the scenario's target, counts per model, tails, traces."""
-    out: dict[str, Any] = {
+    out: dict[str, object] = {
         "version": version,
         "target": {"ttft_slo_s": scenario.ttft_slo_s, "tpot_slo_s": scenario.tpot_slo_s},
         "workload": {"input_len": scenario.input_len, "output_len": scenario.output_len},
@@ -238,7 +237,7 @@ def _json_summary(
     return out
 
 
-def write_report(path: str | Path, scenario: Scenario | None = None) -> dict[str, Any]:
+def write_report(path: str | Path, scenario: Scenario | None = None) -> dict[str, object]:
     """Build the report and write it atomically to ``path``; the summary gains 'path' and 'bytes'."""
     text, summary = build_report(scenario or Scenario())
     target = write_page(path, text)

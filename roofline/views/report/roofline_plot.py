@@ -8,7 +8,6 @@ On the spec sheet every op sits on the roof by construction; fitted kernel times
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -137,6 +136,6 @@ def op_note(b: OpBreakdown) -> str:
     )
 
 
-def data_points(phases: Sequence[tuple[str, str, OpBreakdown]]) -> dict[str, Any]:
+def data_points(phases: Sequence[tuple[str, str, OpBreakdown]]) -> dict[str, object]:
     """For --json: each phase's Σ op time and the step model's local time."""
     return {f"{phase}:{kind}": {"ops_s": b.time_s, "local_s": b.local_s} for phase, kind, b in phases}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -20,7 +19,7 @@ from roofline.views.report import figures, roofline_plot
 from roofline.views.report.page import html_table
 from roofline.views.report.scenario import HardwareRef, Scenario
 
-FigureHtml = Callable[[dict[str, Any]], str]
+FigureHtml = Callable[[dict[str, object]], str]
 #: The book's LLaMA-2-13B tables: 8x TPU v5e at context 8192.
 BOOK_SLICE_CHIPS = 8
 BOOK_CONTEXT = 8192
@@ -106,7 +105,7 @@ DROPPED_HEADERS = (
 )
 
 
-def dropped_rows(name: str, result: SweepResult) -> list[list[Any]]:
+def dropped_rows(name: str, result: SweepResult) -> list[list[object]]:
     """One row per (chip, dtypes, slice, tp, context) that lost batches: every batch ≥ the first dropped."""
     rows = []
     for slot in result.dropped_slots:
@@ -232,7 +231,7 @@ def op_breakdowns(
 
 def ops_section(
     name: str, scenario: Scenario, refs: Sequence[HardwareRef], fig_html: FigureHtml
-) -> tuple[list[str], dict[str, Any]]:
+) -> tuple[list[str], dict[str, object]]:
     """The classic roofline plot and the per-op tables of one configuration of model ``name``."""
     model = load_model(name)
     head = f"<h3>{html.escape(name)}: the classic roofline, op by op</h3>"

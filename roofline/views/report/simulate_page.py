@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -26,7 +25,7 @@ def cdf_points(samples: np.ndarray, max_points: int = CDF_POINTS) -> tuple[list[
     return values[ranks].tolist(), ((ranks + 1) / values.size).tolist()
 
 
-def cdf_figure(samples: np.ndarray, label: str) -> dict[str, Any]:
+def cdf_figure(samples: np.ndarray, label: str) -> dict[str, object]:
     """One latency's empirical CDF in milliseconds."""
     x, y = cdf_points(samples)
     trace = {
@@ -51,7 +50,7 @@ def cdf_figure(samples: np.ndarray, label: str) -> dict[str, Any]:
     }
 
 
-def series_figure(result: SimulationResult) -> dict[str, Any]:
+def series_figure(result: SimulationResult) -> dict[str, object]:
     """Sequences in the batch and queued requests (left axis), KV cache fraction used (right axis)."""
     s = result.series
     t = s.time_s.tolist()

@@ -110,7 +110,7 @@ class Pick:
             f"{r.rate_per_replica[i]:,.3g}",
         ]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """For --json: the deployment and its served numbers (SI units)."""
         r, i, cols = self.result, self.index, self.run.points.columns
         return {
@@ -237,7 +237,7 @@ def duration_text(seconds: float) -> str:
     return f"{seconds * 1e3:g} ms" if seconds < 1 else f"{seconds:g} s"
 
 
-def heatmap_figure(all_answers: Sequence[ModelAnswers], tier: Mapping[str, str], title: str) -> dict[str, Any]:
+def heatmap_figure(all_answers: Sequence[ModelAnswers], tier: Mapping[str, str], title: str) -> dict[str, object]:
     """Model × chip heatmap of the cheapest $/Mtok meeting the target: colour = × the model's cheapest;
     each chip's data tier under its name."""
     chips = list(tier)
@@ -253,7 +253,7 @@ def heatmap_figure(all_answers: Sequence[ModelAnswers], tier: Mapping[str, str],
             if p is None:
                 gaps["x"].append(chip)
                 gaps["y"].append(a.run.name)
-    data: list[dict[str, Any]] = [
+    data: list[dict[str, object]] = [
         {
             "type": "heatmap",
             "x": list(chips),

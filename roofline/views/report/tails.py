@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -39,7 +38,7 @@ def tail_setup(pick: Pick, refs: Sequence[HardwareRef], scenario: Scenario) -> T
     )
 
 
-def _traces(name: str, curve: LoadCurve, pick: Pick, scenario: Scenario, color: str) -> list[dict[str, Any]]:
+def _traces(name: str, curve: LoadCurve, pick: Pick, scenario: Scenario, color: str) -> list[dict[str, object]]:
     data = []
     rate = float(pick.result.rate_per_replica[pick.index])
     for key, label, xa, ya in PANELS:
@@ -96,7 +95,7 @@ def _line(x: list[float], y: list[float], label: str, xa: str, ya: str, model: s
 
 def tails_figure(found: Sequence[ModelAnswers], curves_by_model: dict[str, LoadCurve], scenario: Scenario) -> dict:
     """Two panels (TTFT, TPOT vs offered rate), one model's traces visible at a time (``meta.model``)."""
-    data: list[dict[str, Any]] = []
+    data: list[dict[str, object]] = []
     for i, a in enumerate(found):
         if a.run.name in curves_by_model and a.cheapest is not None:
             traces = _traces(a.run.name, curves_by_model[a.run.name], a.cheapest, scenario, COLORS[i % len(COLORS)])

@@ -9,7 +9,6 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from roofline.calibrate.engine.validate import QUANTITIES, Case, Validation
 
@@ -26,7 +25,7 @@ HOVER = (
 )
 
 
-def quantity_figure(cases: Sequence[Case], quantity: str) -> dict[str, Any]:
+def quantity_figure(cases: Sequence[Case], quantity: str) -> dict[str, object]:
     """Predicted vs measured for one quantity on log-log axes, with y = x and the ±20% band."""
     from roofline.views.report.figures import COLORS, axis, layout, line_trace
 
@@ -88,7 +87,9 @@ def _ratio(value: object) -> str:
     return "-" if value is None else f"{float(value):.3f}"  # type: ignore[arg-type]
 
 
-def summary_rows(summary: dict[str, dict[str, Any]], spec: dict[str, dict[str, Any]] | None = None) -> list[list[str]]:
+def summary_rows(
+    summary: dict[str, dict[str, object]], spec: dict[str, dict[str, object]] | None = None
+) -> list[list[str]]:
     """Rows (quantity, group, n, MAPE, median APE, gmean ratio[, spec-sheet MAPE]) for tables."""
     rows = []
     for quantity, entry in summary.items():
