@@ -85,7 +85,7 @@ def test_a_target_no_deployment_meets_says_so(tmp_path: Path) -> None:
         (("--compare", "h100-sxm", "h100-sxm"), "--compare: the two entries are the same"),
         (("--compare", "h100-sxm@trtllm/1.0", "b200"), "h100-sxm has no such engine entry"),
         (("--compare", "h100-sxm:chips=2,tp=4", "b200"), "entry h100-sxm:chips=2,tp=4: tp: no degree in [4] fits"),
-        (("--compare", "h100-sxm:batch=8", "b200"), "key one of tp, chips, pp, weights, kv, compute"),
+        (("--compare", "h100-sxm:batch=8", "b200"), "key one of tp, ep, chips, pp, weights, kv, compute"),
         (("--models", "llama-3-9b"), "unknown model 'llama-3-9b'"),
         (("--hardware", "h100-sxm,tpu-v9"), "unknown hardware 'tpu-v9'"),
         (("--tpot-slo", "0"), "--tpot-slo"),

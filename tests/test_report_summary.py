@@ -179,7 +179,7 @@ def test_hardware_entries_parse_engine_and_layout() -> None:
     for bad, match in (
         ("h200:tp=0", "tp must be a whole number"),
         ("h200:tp=9999999999", "tp must be a whole number"),
-        ("h200:batch=8", "key one of tp, chips, pp, weights, kv, compute"),
+        ("h200:batch=8", "key one of tp, ep, chips, pp, weights, kv, compute"),
         ("h200:weights=fp9", "unknown dtype 'fp9'"),
         ("@trtllm/1.0", "cannot read"),
         ("h200@", "cannot read"),

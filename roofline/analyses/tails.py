@@ -50,6 +50,8 @@ class TailSetup:
     engine: str | None = None
     memory_utilization: float = DEFAULT_MEMORY_UTILIZATION
     seed: int = 0
+    #: Expert-parallel degree (1: none); above tp, attention runs data-parallel over ep / tp ranks.
+    ep: int = 1
 
     @property
     def warmup(self) -> int:
@@ -100,6 +102,7 @@ def load_curve(setup: TailSetup, rates: Sequence[float]) -> LoadCurve:
         setup.precision,
         setup.memory_utilization,
         pp=setup.pp if setup.pp > 1 else None,
+        ep=setup.ep if setup.ep > 1 else None,
         max_context=float(setup.lengths.max_context) + 1.0,
         engine=setup.engine,
     )

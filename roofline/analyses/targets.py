@@ -66,10 +66,14 @@ class ChipSetup:
     engine: str | None = None
 
 
+#: Columns that name a point's replica (its layout); attention-dp follows from tp and ep.
+SLOT_COLUMNS = ("block", "chips", "tp", "pp", "ep")
+
+
 def slot_keys(sweep: SweepResult) -> np.ndarray:
-    """(block, chips, tp, pp) of every point: the replicas whose prefill is priced once."""
+    """(block, chips, tp, pp, ep) of every point: the replicas whose prefill is priced once."""
     cols = sweep.columns
-    return np.stack([np.asarray(cols[k], dtype=np.int64) for k in ("block", "chips", "tp", "pp")], axis=1)
+    return np.stack([np.asarray(cols[k], dtype=np.int64) for k in SLOT_COLUMNS], axis=1)
 
 
 def prefill_of(
@@ -78,7 +82,6 @@ def prefill_of(
     setups: Mapping[str, ChipSetup],
     lengths: LengthDistribution,
     memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
-    ep: int | None = None,
 ) -> Prefill:
     """Each point's prefill moments over ``lengths``: one prefill step's terms per distinct replica."""
     n = len(sweep)
@@ -88,7 +91,7 @@ def prefill_of(
         return Prefill(mean, sq, bound)
     uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
-    for k, (block, chips, tp, pp) in enumerate(uniq.tolist()):
+    for k, (block, chips, tp, pp, ep) in enumerate(uniq.tolist()):
         blk = sweep.blocks[block]
         setup = setups[blk["hardware"]]
         dep = deployment(
@@ -98,7 +101,7 @@ def prefill_of(
             Precision(blk["weights"], blk["kv_dtype"], blk["compute_dtype"]),
             tp=tp,
             pp=pp if pp > 1 else None,
-            ep=ep,
+            ep=ep if ep > 1 else None,
             memory_utilization=memory_utilization,
             price_per_chip_hour=float(blk["price_per_chip_hour"]),
             engine=setup.engine,
@@ -213,4 +216,4 @@ def _larger_batch_dropped(sweep: SweepResult, index: int) -> bool:
     batch = int(cols["batch"][index])
     return any(
         (s.block, s.chips, s.tp, s.pp, s.context) == slot and s.first_dropped > batch for s in sweep.dropped_slots
-    )
+    )  # a slot's block holds one expert layout, so (block, chips, tp, pp) names its ep too

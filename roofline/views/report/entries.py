@@ -2,9 +2,10 @@
 
 ``REF`` is a built-in chip or profile name, or a hardware YAML / calibrated profile file; ``@ENGINE``
 picks an engine entry of the profile (``h100-sxm-cal@trtllm/1.0``); ``:key=value`` pairs (separated by
-``,`` or ``:``) fix part of the deployment: ``tp``, ``chips``, ``pp`` (whole numbers), ``weights``,
-``kv`` and ``compute`` (dtypes).  ``h200:tp=8,weights=fp8`` is an H200 slice of 8 chips at tp 8 with
-fp8 weights, its batch still swept.  A path that exists is always read as a file, whatever it holds.
+``,`` or ``:``) fix part of the deployment: ``tp``, ``ep``, ``chips``, ``pp`` (whole numbers),
+``weights``, ``kv`` and ``compute`` (dtypes); an ``ep`` above ``tp`` runs attention data-parallel over
+ep / tp ranks.  ``h200:tp=8,weights=fp8`` is an H200 slice of 8 chips at tp 8 with fp8 weights, its
+batch still swept.  A path that exists is always read as a file, whatever it holds.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from roofline.core.errors import OptionError, shown
 from roofline.specs import HardwareSpec, load_hardware
 
 #: Keys an entry may fix, and whether each is a whole number (else a dtype).
-FIXED_KEYS = {"tp": True, "chips": True, "pp": True, "weights": False, "kv": False, "compute": False}
+FIXED_KEYS = {"tp": True, "ep": True, "chips": True, "pp": True, "weights": False, "kv": False, "compute": False}
 
 
 @dataclass(frozen=True)

@@ -61,12 +61,13 @@ def entry_chips(ref: HardwareRef, scenario: Scenario) -> tuple[tuple[int, ...], 
     swept (no prediction point would be kept)."""
     tp = ref.entry.value("tp")
     pp = ref.entry.value("pp")
+    ep = ref.entry.value("ep")
     chips = ref.entry.value("chips")
     tps = (int(tp),) if tp is not None else scenario.tp
     if chips is not None:
         sizes: tuple[int, ...] = (int(chips),)
-    elif tp is not None:
-        sizes = (int(tp) * int(pp or 1),)
+    elif tp is not None:  # one replica: tp x attention-dp (ep / tp where ep is larger) x pp chips
+        sizes = (max(int(tp), int(ep or 1)) * int(pp or 1),)
     else:
         sizes = scenario.chips
     if ref.domain and tps is None and "bound" not in scenario.traces and not scenario.scale_out_tp and chips is None:
@@ -80,6 +81,7 @@ def entry_sweep(name: str, ref: HardwareRef, scenario: Scenario, spec_sheet: boo
     hw = ref.spec_sheet if spec_sheet else ref.spec
     sizes, tps = entry_chips(ref, scenario)
     pp = ref.entry.value("pp")
+    ep = ref.entry.value("ep")
     weights = (str(ref.entry.value("weights")),) if ref.entry.value("weights") else scenario.weights
     results = []
     try:
@@ -103,6 +105,8 @@ def entry_sweep(name: str, ref: HardwareRef, scenario: Scenario, spec_sheet: boo
                     memory_utilization=scenario.memory_utilization,
                     labels=[ref.label],
                     engine=None if spec_sheet else ref.engine,
+                    ep=None if ep is None else int(ep),
+                    wide_ep=scenario.wide_ep and ep is None,
                 )
             )
     except OptionError as exc:

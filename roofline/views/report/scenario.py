@@ -155,6 +155,8 @@ class Scenario:
     output_len: int = DEFAULT_OUTPUT_LEN
     ttft_slo_s: float = DEFAULT_TTFT_SLO_S
     tpot_slo_s: float = DEFAULT_TPOT_SLO_S
+    #: MoE models also try expert parallelism over each whole slice (attention tensor- or data-parallel).
+    wide_ep: bool = True
     #: Simulate the best deployment of each model under load (the tails section).
     tails: bool = True
     compare: bool = False
@@ -215,6 +217,7 @@ class Scenario:
             ("interactivity target", f"TTFT ≤ {self.ttft_slo_s * 1e3:g} ms, TPOT ≤ {self.tpot_slo_s * 1e3:g} ms"),
             ("chips per slice", ", ".join(map(str, self.chips))),
             ("model-parallel degree (tp)", "the whole slice" if self.tp is None else ", ".join(map(str, self.tp))),
+            ("expert parallelism (MoE models)", "also over each whole slice" if self.wide_ep else "none"),
             ("pipeline depth (pp)", "1" if self.pp is None else ", ".join(map(str, self.pp))),
             ("memory utilization", f"{self.memory_utilization:g} of physical HBM"),
             ("batch", batch),

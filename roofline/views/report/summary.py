@@ -71,14 +71,16 @@ def deployment_text(points: Any, i: int) -> str:
     """'8 chips · tp 8' (and pp, data-parallel replicas, ep or attention-dp where the sweep has them)."""
     cols = points.columns
     chips, tp, pp = int(cols["chips"][i]), int(cols["tp"][i]), int(cols["pp"][i])
+    ep, dp = int(cols["ep"][i]), int(cols["attention_dp"][i])
     parts = [f"{chips} chip{'s' if chips > 1 else ''}", f"tp {tp}"]
     if pp > 1:
         parts.append(f"pp {pp}")
-    for key, name in (("ep", "ep"), ("attention_dp", "attention-dp")):
-        if key in cols and int(cols[key][i]) > 1:
-            parts.append(f"{name} {int(cols[key][i])}")
-    if chips > tp * pp:
-        parts.append(f"{chips // (tp * pp)} replicas")
+    if ep > 1:
+        parts.append(f"ep {ep}")
+    if dp > 1:
+        parts.append(f"attention-dp {dp}")
+    if chips > tp * dp * pp:
+        parts.append(f"{chips // (tp * dp * pp)} replicas")
     return " · ".join(parts)
 
 
@@ -118,6 +120,8 @@ class Pick:
             "chips": int(cols["chips"][i]),
             "tp": int(cols["tp"][i]),
             "pp": int(cols["pp"][i]),
+            "ep": int(cols["ep"][i]),
+            "attention_dp": int(cols["attention_dp"][i]),
             "batch": int(cols["batch"][i]),
             "weights": str(self.field("weights")),
             "kv_dtype": str(self.field("kv_dtype")),

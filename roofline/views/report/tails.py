@@ -35,6 +35,7 @@ def tail_setup(pick: Pick, refs: Sequence[HardwareRef], scenario: Scenario) -> T
         lengths=scenario.lengths,
         engine=ref.engine,
         memory_utilization=scenario.memory_utilization,
+        ep=int(pick.field("ep")),
     )
 
 
