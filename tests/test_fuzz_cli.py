@@ -242,6 +242,7 @@ KINDS_BY_FLAG: dict[tuple[str, str], str] = {
     ("plan", "--executor"): "choice",
     ("plan", "--workers"): "count",
     ("plan", "--ray-address"): "name",
+    ("plan", "--requests"): "count",
     ("textbook", "--only"): "only",
     ("diff", "--with"): "overrides",
     ("collective", "--op"): "choice",

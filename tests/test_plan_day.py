@@ -194,3 +194,23 @@ def test_day_page_renders(tmp_path):
     assert [f["traces"] for f in found["figures"]] == [3, 2]
     text = page.read_text()
     assert "fixed fleet sized for the peak" in text and "cost per day" in text
+
+
+@pytest.mark.slow
+def test_day_at_a_percentile_cli(tmp_path):
+    # Each slot of the cheapest shapes re-sized by simulation: never fewer replicas than the closed form,
+    # the schedule's latencies are the simulated p99s, and they meet the SLOs where the slot says so.
+    csv = write(tmp_path, "start_hour,rate\n0,10\n12,40\n")
+    args = ("plan", "--model", "llama-3-8b", "--hardware", "h100-sxm", "-i", "512", "-o", "64", "--load-profile", csv)
+    one = ("--max-chips", "1", "--weights", "bf16", "--kv-dtype", "bf16", "--ttft-slo", "500ms", "--tpot-slo", "30ms")
+    closed = run_json(*args, *one)
+    sized = run_json(*args, *one, "--percentile", "p99", "--requests", "200", "--workers", "1")
+    assert sized["percentile"] == "p99" and "p99 TTFT/TPOT" in sized["sources"]["sizing"]
+    same = sized["best"]["batch"] == closed["best"]["batch"]
+    for a, b in zip(closed["day"]["schedule"], sized["day"]["schedule"], strict=True):
+        assert b["meets_slo"] and b["ttft_s"] <= 0.5 and b["tpot_s"] <= 0.03
+        assert b["replicas"] >= a["replicas"] or not same
+    # The simulation only adds replicas to a shape, so the day costs at least the closed form's cheapest.
+    assert sized["cost_per_day"] >= closed["cost_per_day"]
+    proc = run_cli(*args, *one, "--requests", "200")
+    assert proc.returncode == 2 and "--requests needs --percentile" in proc.stderr

@@ -160,6 +160,12 @@ def plan_command(
         "--percentile",
         help="Size the cheapest candidates by simulation so the SLOs hold at p50, p90 or p99 (slower).",
     ),
+    requests: int = typer.Option(
+        None,
+        "--requests",
+        parser=values.count(10, 1_000_000),
+        help="Simulated requests per --percentile run (default 2000).",
+    ),
     load_profile: str = LOAD_PROFILE,
     diurnal: bool = DIURNAL,
     trough: float = TROUGH,
@@ -196,6 +202,7 @@ def plan_command(
     refuse_without("--load-profile or --diurnal", day_mode, day_flags)
     refuse_without("--spare-nodes", spare_nodes > 0, {"--node-chips": node_chips})
     refuse_without("--executor ray", executor == "ray", {"--ray-address": ray_address})
+    refuse_without("--percentile", percentile is not None, {"--requests": requests})
     m = load_model_option(model)
     hws = [load_hardware_option(h, compute_dtype="bf16", command="plan") for h in split_names(hardware, "--hardware")]
     check_outputs([("--csv", csv_path), ("--html", html_path)])
@@ -227,6 +234,7 @@ def plan_command(
         prices=parse_prices(price, [h.name for h in hws]),
     )
     run_on = ExecutorConfig(executor, workers, ray_address)
+    runs = 2000 if requests is None else requests
     spares = Spares(spare, spare_nodes, node_chips)
     config = PlanConfig(Targets(ttft_slo, tpot_slo), space, spares, max_replicas, top, run_on)
     if day_mode:
@@ -245,6 +253,7 @@ def plan_command(
             as_json,
             csv_path,
             html_path,
+            runs,
         )
         return
     if mix:
@@ -254,7 +263,7 @@ def plan_command(
         return
     from roofline.views.cli.plan_run import steady_command
 
-    steady_command(m, hws, qps, dist, config, percentile, run_on, explain, wide, csv_path, as_json)
+    steady_command(m, hws, qps, dist, config, percentile, run_on, explain, wide, csv_path, as_json, runs)
 
 
 def check_plan_flags(

@@ -45,6 +45,7 @@ def steady_command(
     wide: bool,
     csv_path: str | None,
     as_json: bool,
+    requests: int = 2000,
 ) -> None:
     """One steady rate: the closed-form plan, or sized at a percentile by simulation."""
     sized: list[object] = []
@@ -62,6 +63,7 @@ def steady_command(
                 config.targets.ttft_slo_s,
                 config.targets.tpot_slo_s,
                 candidates=max(config.top, 4),
+                requests=requests,
                 executor=run_on,
                 progress=progress,
                 prices=dict(space.prices),
@@ -207,6 +209,7 @@ def day_command(
     as_json: bool,
     csv_path: str | None,
     html_path: str | None = None,
+    requests: int = 2000,
 ) -> None:
     """A day of load: the schedule, chip-hours and cost per day (``cost_per_day``), simulated per slot
     with ``percentile``; ``html_path`` gets the day page."""
@@ -217,7 +220,7 @@ def day_command(
         from roofline.analyses.plan.percentile import SimulationSettings, plan_day_at_percentile
 
         with progress_bar("simulating slots", not as_json) as progress:
-            settings = SimulationSettings(percentile, executor=run_on)
+            settings = SimulationSettings(percentile, requests, executor=run_on)
             day, _ = plan_day_at_percentile(m, hws, profile, dist, config, autoscaling, settings, progress=progress)
     else:
         day = plan_day(m, hws, profile, dist, config, autoscaling)
