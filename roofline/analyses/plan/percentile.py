@@ -23,6 +23,7 @@ from roofline.analyses.plan.capacity import (
     candidate,
     cost_per_million_output_tokens,
     plan,
+    plan_with,
 )
 from roofline.analyses.plan.day import Autoscaling, DayPlan, day_from_table, day_table
 from roofline.analyses.plan.load_profile import LoadProfile
@@ -200,15 +201,47 @@ def plan_at_percentile(
     )  # type: ignore[arg-type]
     mu = float(plan_options.get("memory_utilization", 0.9))  # type: ignore[arg-type]
     engine = plan_options.get("engine")
+    return resize(model, hardware, screen, lengths, settings, (mu, engine), progress)  # type: ignore[arg-type]
+
+
+def plan_at_percentile_with(
+    model: ModelSpec,
+    hardware: list[HardwareSpec],
+    qps: float,
+    lengths: LengthDistribution,
+    config: PlanConfig,
+    settings: SimulationSettings,
+    candidates: int = 6,
+    progress: Progress | None = None,
+) -> tuple[PlanResult, list[SimulatedSizing]]:
+    """:func:`plan_at_percentile` with one config object (the plan's) and the simulation's settings."""
+    check_ttft_target(config.targets.ttft_slo_s)
+    screen = plan_with(model, hardware, qps, lengths, replace(config, top=candidates, executor=settings.executor))
+    model_of = (config.space.memory_utilization, config.space.engine)
+    return resize(model, hardware, screen, lengths, settings, model_of, progress)
+
+
+def resize(
+    model: ModelSpec,
+    hardware: list[HardwareSpec],
+    screen: PlanResult,
+    lengths: LengthDistribution,
+    settings: SimulationSettings,
+    model_of: tuple[float, str | None],
+    progress: Progress | None,
+) -> tuple[PlanResult, list[SimulatedSizing]]:
+    """The screen's candidates re-sized by simulation (``model_of``: memory utilization and engine),
+    ranked by $/hour among those meeting the SLOs at the percentile."""
+    qps, percentile = screen.qps, settings.percentile
     work = [(d, qps, lengths) for d in screen.candidates]
-    jobs = sizing_jobs(model, hardware, work, ttft_slo_s, tpot_slo_s, settings, mu, engine)  # type: ignore[arg-type]
+    jobs = sizing_jobs(model, hardware, work, screen.ttft_slo_s, screen.tpot_slo_s, settings, *model_of)
     sized = run_jobs(size_candidate, jobs, settings.executor, progress)
     ranked = sorted(
         (priced(s, qps, lengths.mean_output, percentile) for s in sized if s.meets), key=lambda d: d.dollars_per_hour
     )
     sources = {
         **screen.sources,
-        "sizing": f"{percentile} TTFT/TPOT from roofline.analyses.simulate ({requests} requests per "
+        "sizing": f"{percentile} TTFT/TPOT from roofline.analyses.simulate ({settings.requests} requests per "
         "candidate, Poisson arrivals, continuous batching) over the "
         f"{len(jobs)} cheapest closed-form candidates, run in {settings.executor.describe()}",
     }

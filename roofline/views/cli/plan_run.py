@@ -4,11 +4,10 @@ its JSON object or its tables (:mod:`roofline.views.cli.plan_views`).  Helpers o
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
 
 from roofline.analyses.executors import ExecutorConfig
 from roofline.analyses.lengths import LengthDistribution
-from roofline.analyses.plan.capacity import PlanConfig, plan_with
+from roofline.analyses.plan.capacity import PlanConfig, PlanResult, plan_with
 from roofline.analyses.plan.load_profile import LoadProfile
 from roofline.core.fmt import format_bytes, format_seconds
 from roofline.specs import HardwareSpec, ModelSpec
@@ -33,6 +32,22 @@ from roofline.views.cli.plan_views import (
 from roofline.views.explain import explain_deployment
 
 
+def header(
+    m: ModelSpec, hws: list[HardwareSpec], qps: float, dist: LengthDistribution, config: PlanConfig
+) -> dict[str, object]:
+    """The JSON keys every plan starts with: what was asked."""
+    return {
+        "model": m.name,
+        "hardware": [h.name for h in hws],
+        "qps": qps,
+        "lengths": dist.source,
+        "mean_input_len": dist.mean_input,
+        "mean_output_len": dist.mean_output,
+        "ttft_slo_s": config.targets.ttft_slo_s,
+        "tpot_slo_s": config.targets.tpot_slo_s,
+    }
+
+
 def steady_command(
     m: ModelSpec,
     hws: list[HardwareSpec],
@@ -51,47 +66,17 @@ def steady_command(
     sized: list[object] = []
     space = config.space
     if percentile is not None:
-        from roofline.analyses.plan.percentile import plan_at_percentile
+        from roofline.analyses.plan.percentile import SimulationSettings, plan_at_percentile_with
 
+        settings = SimulationSettings(percentile, requests, executor=run_on)
         with progress_bar("simulating candidates", not as_json) as progress:
-            res, sized = plan_at_percentile(
-                m,
-                hws,
-                qps,
-                dist,
-                percentile,
-                config.targets.ttft_slo_s,
-                config.targets.tpot_slo_s,
-                candidates=max(config.top, 4),
-                requests=requests,
-                executor=run_on,
-                progress=progress,
-                prices=dict(space.prices),
-                max_chips=space.max_chips,
-                weights=space.weights,
-                kv_dtypes=space.kv_dtypes,
-                mfu=space.mfu,
-                tp=space.tp,
-                pp=space.pp,
-                ep=space.ep,
-                memory_utilization=space.memory_utilization,
-                engine=space.engine,
-                spares=config.spares,
-                max_replicas=config.max_replicas,
-            )
+            res, sized = plan_at_percentile_with(m, hws, qps, dist, config, settings, max(config.top, 4), progress)
     else:
         res = plan_with(m, hws, qps, dist, config)
     explanations = explain_deployment(res.best, qps, dist.mean_output) if (explain and res.best) else []
     data: dict[str, object] = {
-        "model": m.name,
-        "hardware": [h.name for h in hws],
-        "qps": qps,
-        "lengths": dist.source,
-        "mean_input_len": dist.mean_input,
-        "mean_output_len": dist.mean_output,
+        **header(m, hws, qps, dist, config),
         "decode_context": dist.decode_context,
-        "ttft_slo_s": res.ttft_slo_s,
-        "tpot_slo_s": res.tpot_slo_s,
         "best": asdict(res.best) if res.best else None,
         "candidates": [asdict(d) for d in res.candidates],
         "best_per_hardware": {k: asdict(d) for k, d in res.best_per_hardware.items()},
@@ -142,7 +127,9 @@ def steady_command(
     emit(data, as_json, render)
 
 
-def render_steady(res: Any, model: str, qps: float, dist: Any, hws: list[object], wide: bool) -> None:
+def render_steady(
+    res: PlanResult, model: str, qps: float, dist: LengthDistribution, hws: list[HardwareSpec], wide: bool
+) -> None:
     """The candidates' table and the plan's sentence."""
     cols = [
         "chip",
@@ -278,14 +265,7 @@ def mix_command(
     mix = plan_mix(m, hws, qps, dist, config)
     body = mix_data(mix, qps)
     data: dict[str, object] = {
-        "model": m.name,
-        "hardware": [h.name for h in hws],
-        "qps": qps,
-        "lengths": dist.source,
-        "mean_input_len": dist.mean_input,
-        "mean_output_len": dist.mean_output,
-        "ttft_slo_s": config.targets.ttft_slo_s,
-        "tpot_slo_s": config.targets.tpot_slo_s,
+        **header(m, hws, qps, dist, config),
         "best": mix_best(mix),
         "mix": body,
         "evaluated": mix.evaluated,
