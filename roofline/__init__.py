@@ -23,7 +23,6 @@ load lazily, so ``import roofline`` stays cheap (no plotly, no CLI).
 from __future__ import annotations
 
 import importlib
-from typing import Any
 
 from roofline import _legacy
 
@@ -112,7 +111,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
 __all__ = ["__version__", *_EXPORTS]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """Import a public name on first use (PEP 562), keeping ``import roofline`` light."""
     if name == "__version__":
         globals()[name] = _version()

@@ -11,7 +11,6 @@ splits exactly as well.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -76,7 +75,7 @@ class DiffResult:
         return asdict(self)
 
 
-def _scalar(value: Any) -> float:
+def _scalar(value: object) -> float:
     return float(np.asarray(value, dtype=float).reshape(-1)[0])
 
 

@@ -13,7 +13,6 @@ import dataclasses
 import functools
 import types
 import typing
-from typing import Any
 
 import annotated_types
 from pydantic import (
@@ -69,7 +68,7 @@ _FIELD_MAX: dict[str, float] = {"price_per_chip_hour": 1e6}
 _NAME_FIELDS = ("name",)
 
 
-def _field_kind(annotation: Any) -> tuple[Any, bool]:
+def _field_kind(annotation: object) -> tuple[object, bool]:
     """(base type, optional) of an annotation such as ``int | None``."""
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
@@ -77,7 +76,7 @@ def _field_kind(annotation: Any) -> tuple[Any, bool]:
     return annotation, False
 
 
-def _lower_bound(metadata: list[Any]) -> tuple[float | None, bool]:
+def _lower_bound(metadata: list[object]) -> tuple[float | None, bool]:
     """(bound, open) from a field's ``gt=``/``ge=`` constraint."""
     for item in metadata:
         if isinstance(item, annotated_types.Gt):
@@ -87,7 +86,7 @@ def _lower_bound(metadata: list[Any]) -> tuple[float | None, bool]:
     return None, False
 
 
-def check_spec_field(cls: type[BaseModel], value: Any, info: ValidationInfo) -> Any:
+def check_spec_field(cls: type[BaseModel], value: object, info: ValidationInfo) -> object:
     """Every spec field once: type (no bool for int, no text for bool), finiteness, range, unit.
 
     Integers are whole numbers in [gt+1 or ge, MAX_COUNT]; floats are finite numbers of the
@@ -127,7 +126,7 @@ class _HardwareChecks(_Schema):
 
     @field_validator("flops_per_s", mode="before", check_fields=False)
     @classmethod
-    def _flops(cls, value: Any) -> Any:
+    def _flops(cls, value: object) -> object:
         if not isinstance(value, dict) or not value:
             raise ValueError("must map compute dtypes to FLOP/s, e.g. {bf16: 1.97e+14}")
         out = {}
@@ -139,7 +138,7 @@ class _HardwareChecks(_Schema):
 
     @field_validator("unsupported_dtypes", mode="before", check_fields=False)
     @classmethod
-    def _unsupported(cls, value: Any) -> Any:
+    def _unsupported(cls, value: object) -> object:
         if value is None:
             return None
         if not isinstance(value, list | tuple) or not all(v in DTYPE_BYTES for v in value):
@@ -155,7 +154,7 @@ class _CalibrationChecks(_Schema):
 
     @field_validator("params", mode="before", check_fields=False)
     @classmethod
-    def _params(cls, value: Any) -> Any:
+    def _params(cls, value: object) -> object:
         if isinstance(value, dict):
             for key in value:
                 check_param_key(key, value)
@@ -169,7 +168,7 @@ class _AchievableChecks(_Schema):
 
     @field_validator("flops_fraction", mode="before", check_fields=False)
     @classmethod
-    def _fractions(cls, value: Any) -> Any:
+    def _fractions(cls, value: object) -> object:
         if not isinstance(value, dict):
             raise ValueError("must map dtypes (or default) to fractions of peak FLOP/s, e.g. {bf16: 0.78}")
         out = {}
@@ -181,7 +180,7 @@ class _AchievableChecks(_Schema):
 
     @field_validator("floor_s", mode="before", check_fields=False)
     @classmethod
-    def _floors(cls, value: Any) -> Any:
+    def _floors(cls, value: object) -> object:
         if not isinstance(value, dict):
             raise ValueError("must map kernel families (gemm, attention, moe, default) to seconds, e.g. {gemm: 4e-6}")
         return {
@@ -189,7 +188,7 @@ class _AchievableChecks(_Schema):
         }
 
 
-def check_param_key(key: object, params: dict[str, Any]) -> None:
+def check_param_key(key: object, params: dict[str, object]) -> None:
     """A fitted parameter's name: ``name`` or ``name@N``, N the device count it was fitted at (a whole
     number ≥ 1); a collective's ``latency_s@N`` needs ``bandwidth_bytes_per_s@N`` beside it."""
     base, at, devices = str(key).partition("@")
@@ -203,7 +202,7 @@ def check_param_key(key: object, params: dict[str, Any]) -> None:
         raise ValueError(f"key {shown(key)} needs bandwidth_bytes_per_s@{devices} beside it")
 
 
-def _check_pattern(m: Any) -> None:
+def _check_pattern(m: object) -> None:
     """Layer pattern rules: lengths, sliding count, each kind's sizes, Mamba variant, MoE layers, NoPE count."""
     for key in ("layer_types", "mlp_types"):
         kinds = getattr(m, key)
@@ -255,7 +254,7 @@ def _check_pattern(m: Any) -> None:
         raise ValueError(f"num_nope_layers ({m.num_nope_layers}) exceeds the {attention} attention layers")
 
 
-def _check_model(m: Any) -> None:
+def _check_model(m: object) -> None:
     """Consistency of a model's counts: heads per KV head, experts, local and dense layers, MLA sizes."""
     _check_pattern(m)
     if m.num_heads % m.num_kv_heads:
@@ -278,7 +277,7 @@ class _ModelChecks(_Schema):
 
     @field_validator("layer_types", "mlp_types", mode="before", check_fields=False)
     @classmethod
-    def _kinds(cls, value: Any, info: ValidationInfo) -> Any:
+    def _kinds(cls, value: object, info: ValidationInfo) -> object:
         allowed = LAYER_TYPES if info.field_name == "layer_types" else MLP_TYPES
         if value is None:
             return None
@@ -291,7 +290,7 @@ class _ModelChecks(_Schema):
 
     @field_validator("precision", mode="before", check_fields=False)
     @classmethod
-    def _precision(cls, value: Any) -> Any:
+    def _precision(cls, value: object) -> object:
         if value is None:
             return None
         if not isinstance(value, dict) or not value:
@@ -305,22 +304,22 @@ class _ModelChecks(_Schema):
 
     @model_validator(mode="before")
     @classmethod
-    def _derive_counts(cls, data: Any) -> Any:
+    def _derive_counts(cls, data: object) -> object:
         """num_local_layers from layer_types (its sliding_attention entries) when not given."""
         if isinstance(data, dict) and isinstance(data.get("layer_types"), list) and "num_local_layers" not in data:
             data = {**data, "num_local_layers": sum(t == "sliding_attention" for t in data["layer_types"])}
         return data
 
     @model_validator(mode="after")
-    def _consistent(self) -> Any:
+    def _consistent(self) -> object:
         _check_model(self)
         return self
 
 
-def _schema_from(spec: type, base: type[BaseModel], nested: dict[str, Any]) -> type[BaseModel]:
+def _schema_from(spec: type, base: type[BaseModel], nested: dict[str, object]) -> type[BaseModel]:
     """A pydantic model with ``spec``'s fields, defaults and ranges (``nested``: field -> schema annotation)."""
     hints = typing.get_type_hints(spec, vars(spec_types))
-    fields: dict[str, Any] = {}
+    fields: dict[str, object] = {}
     for f in dataclasses.fields(spec):
         limits = {k: f.metadata[k] for k in CONSTRAINTS if k in f.metadata}
         if f.default is not dataclasses.MISSING:
@@ -368,7 +367,7 @@ def schema_for(spec: type) -> type[BaseModel]:
 _MAX_PROBLEMS = 3
 
 
-def field_path(loc: tuple[Any, ...]) -> str:
+def field_path(loc: tuple[object, ...]) -> str:
     """A field's dotted path, quoted, in full (each key of it shortened only if long): the value is what a
     message shortens, never the field it names."""
     return repr(".".join(str(p) if len(str(p)) <= SHOWN_CHARS else shown(str(p)) for p in loc) or "(top level)")
@@ -394,7 +393,7 @@ def _validation_message(path: str, exc: ValidationError, schema: type[BaseModel]
     return f"{path}: " + "; ".join(parts) + (f"; and {more} more problems" if more > 0 else "")
 
 
-def validated(spec: type, data: dict[str, Any], origin: str) -> dict[str, Any]:
+def validated(spec: type, data: dict[str, object], origin: str) -> dict[str, object]:
     """``data`` checked against ``spec``'s schema, as plain data with defaults filled; one SpecError line."""
     from roofline.specs.files import check_tree
 
@@ -408,11 +407,11 @@ def validated(spec: type, data: dict[str, Any], origin: str) -> dict[str, Any]:
         raise SpecError(_validation_message(origin, exc, schema)) from None
 
 
-def validate_hardware(data: dict[str, Any], origin: str) -> HardwareSpec:
+def validate_hardware(data: dict[str, object], origin: str) -> HardwareSpec:
     """Validate a hardware mapping into a HardwareSpec."""
     return hardware_from_data(validated(HardwareSpec, data, origin))
 
 
-def validate_model(data: dict[str, Any], origin: str) -> ModelSpec:
+def validate_model(data: dict[str, object], origin: str) -> ModelSpec:
     """Validate a model mapping into a ModelSpec."""
     return model_from_data(validated(ModelSpec, data, origin))

@@ -22,7 +22,7 @@ CONSTRAINTS = ("gt", "ge", "le")
 
 def spec_field(
     default: Any = dataclasses.MISSING, *, gt: float | None = None, ge: float | None = None, le: float | None = None
-) -> Any:
+) -> Any:  # a dataclass field() stands in for the default, as dataclasses.field does
     """A spec field with its allowed range (``gt``/``ge`` lower, ``le`` upper), checked by the schema."""
     limits = {k: v for k, v in (("gt", gt), ("ge", ge), ("le", le)) if v is not None}
     return field(default=default, metadata=limits)

@@ -14,7 +14,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from itertools import cycle, product
-from typing import Any
+from types import ModuleType
 
 import numpy as np
 
@@ -124,7 +124,7 @@ def gpu_hardware_name(device_name: str) -> str:
     return "-".join(device_name.lower().split())
 
 
-def _torch() -> Any | None:
+def _torch() -> ModuleType | None:
     try:
         import torch  # type: ignore[import-not-found]
     except ImportError:
@@ -150,7 +150,7 @@ MAX_COPIES = 256
 DEFAULT_L2_BYTES = 64 * 2**20
 
 
-def _cold(torch: Any, make: Callable[[], Sequence[Any]], call: Callable[..., object]) -> Callable[[], object]:
+def _cold(torch: ModuleType, make: Callable[[], Sequence[object]], call: Callable[..., object]) -> Callable[[], object]:
     """``call(*operands)`` cycling through copies of ``make()``'s operands that together are ≥ 2× the
     L2 cache, so each call reads them from HBM, as a step reads its weights and KV cache."""
     first = tuple(make())
@@ -164,7 +164,7 @@ def _cold(torch: Any, make: Callable[[], Sequence[Any]], call: Callable[..., obj
     return lambda: call(*next(operands))
 
 
-def _cuda_time(torch: Any, fn: Callable[[], object], repeats: int = 20) -> float:
+def _cuda_time(torch: ModuleType, fn: Callable[[], object], repeats: int = 20) -> float:
     fn()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -176,7 +176,7 @@ def _cuda_time(torch: Any, fn: Callable[[], object], repeats: int = 20) -> float
     return start.elapsed_time(end) / repeats * 1e-3
 
 
-def _gpu_gemm(torch: Any, name: str, quick: bool) -> Measurements:
+def _gpu_gemm(torch: ModuleType, name: str, quick: bool) -> Measurements:
     ms = (1, 16, 128, 1024, 4096) if quick else (1, 8, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
     nks = (1024, 4096, 8192) if quick else (512, 1024, 2048, 4096, 8192, 16384)
     records = []
@@ -205,7 +205,7 @@ def _gpu_gemm(torch: Any, name: str, quick: bool) -> Measurements:
     return from_records(records)
 
 
-def _gpu_attention(torch: Any, name: str, quick: bool) -> Measurements:
+def _gpu_attention(torch: ModuleType, name: str, quick: bool) -> Measurements:
     sdpa = torch.nn.functional.scaled_dot_product_attention
     heads, kv_heads, dim = 32, 8, 128
     gqa = _has_gqa(torch, sdpa)
@@ -217,13 +217,13 @@ def _gpu_attention(torch: Any, name: str, quick: bool) -> Measurements:
     for batch, length in product(batches, lengths):
         for q_len in (1, length):
 
-            def make(b: int = batch, s: int = length, t: int = q_len) -> tuple[Any, Any]:
+            def make(b: int = batch, s: int = length, t: int = q_len) -> tuple[object, object]:
                 return (
                     torch.randn(b, heads, t, dim, device="cuda", dtype=torch.bfloat16),
                     torch.randn(b, read_heads, s, dim, device="cuda", dtype=torch.bfloat16),
                 )
 
-            def call(q: Any, kv: Any, causal: bool = q_len > 1) -> Any:
+            def call(q: object, kv: object, causal: bool = q_len > 1) -> object:
                 return sdpa(q, kv, kv, is_causal=causal, **extra)
 
             op = "attention_decode" if q_len == 1 else "attention_prefill"
@@ -246,7 +246,7 @@ def _gpu_attention(torch: Any, name: str, quick: bool) -> Measurements:
     return from_records(records)
 
 
-def _has_gqa(torch: Any, sdpa: Any) -> bool:
+def _has_gqa(torch: ModuleType, sdpa: object) -> bool:
     """Whether this torch's SDPA takes ``enable_gqa`` (native grouped-query attention), tried on a
     tiny call."""
     q = torch.randn(1, 2, 1, 8, device="cuda", dtype=torch.bfloat16)
@@ -258,7 +258,7 @@ def _has_gqa(torch: Any, sdpa: Any) -> bool:
     return True
 
 
-def _gpu_allreduce(torch: Any, name: str, quick: bool) -> Measurements:
+def _gpu_allreduce(torch: ModuleType, name: str, quick: bool) -> Measurements:
     dist = torch.distributed
     if not (dist.is_available() and "WORLD_SIZE" in os.environ):
         return from_records([])

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
 import typer
+
+from roofline.core.types import JSONValue
+
+if TYPE_CHECKING:  # rich loads on first print (CLI start-up)
+    from rich.console import Console
+    from rich.table import Table
+
+    from roofline.views.explain import Explanation
 
 
 class _LazyConsole:
@@ -22,7 +31,7 @@ class _LazyConsole:
         object.__setattr__(self, "_options", options)
         object.__setattr__(self, "_console", None)
 
-    def real(self) -> Any:
+    def real(self) -> Console:
         """The rich Console itself (made now if not yet)."""
         if self._console is None:
             from rich.console import Console
@@ -30,23 +39,24 @@ class _LazyConsole:
             object.__setattr__(self, "_console", Console(**self._options))
         return self._console
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self.real(), name)
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         setattr(self.real(), name, value)
 
     #: A property, as on Console, so that monkeypatch.setattr(console, "width", 80) is undone by setting it back.
     width = property(lambda self: self.real().width, lambda self, value: setattr(self.real(), "width", value))
 
 
-console: Any = _LazyConsole()
-err_console: Any = _LazyConsole(stderr=True)
+#: The consoles every command prints to: rich Consoles, made on first use.
+console: Console = _LazyConsole()  # type: ignore[assignment]
+err_console: Console = _LazyConsole(stderr=True)  # type: ignore[assignment]
 
 JSON_OPTION = typer.Option(False, "--json", help="Print a JSON object for scripts instead of a table.")
 
 
-def to_jsonable(value: Any) -> Any:
+def to_jsonable(value: object) -> JSONValue:
     """numpy scalars/arrays and dataclass-like objects to plain JSON types (inf -> null)."""
     if isinstance(value, dict):
         return {str(k): to_jsonable(v) for k, v in value.items()}
@@ -71,7 +81,7 @@ def emit(data: dict[str, object] | list[object], as_json: bool, render: Callable
         render()
 
 
-def print_explanations(explanations: list[object], title: str) -> None:
+def print_explanations(explanations: Sequence[Explanation], title: str) -> None:
     """Render roofline.views.explain data: name, formula, values substituted with units, result, section."""
     from rich.table import Table
 
@@ -93,14 +103,14 @@ EXPLAIN_OPTION = typer.Option(
 )
 
 
-def explanations_into(data: dict[str, object], explanations: list[object]) -> list[object]:
+def explanations_into(data: dict[str, object], explanations: Sequence[Explanation]) -> Sequence[Explanation]:
     """Add ``--explain`` rows to the JSON object (under ``explain``) and return them for rendering."""
     if explanations:
         data["explain"] = [e.as_dict() for e in explanations]
     return explanations
 
 
-def quantity_table(title: str) -> Any:
+def quantity_table(title: str) -> Table:
     """A two-column rich table (quantity, right-aligned value) used by the single-result commands."""
     from rich.table import Table
 
@@ -161,7 +171,7 @@ def print_assumptions(**kwargs: object) -> None:
 WIDE_OPTION = typer.Option(False, "--wide", help="Show every column (the default fits 80 columns).")
 
 
-def compact_table(title: str, columns: list[str], left: tuple[str, ...] = ()) -> Any:
+def compact_table(title: str, columns: list[str], left: tuple[str, ...] = ()) -> Table:
     """A table for many columns that fits a terminal: light rules, one space between columns, and
     cells that wrap at spaces (never an ellipsis: no value is cut).  ``left``: left-aligned columns."""
     from rich import box
@@ -175,7 +185,7 @@ def compact_table(title: str, columns: list[str], left: tuple[str, ...] = ()) ->
     return table
 
 
-def write_records_csv(path: Any, records: list[dict[str, object]]) -> None:
+def write_records_csv(path: str | Path, records: list[dict[str, object]]) -> None:
     """``records`` (one dict per row, the same keys) as a CSV file, written atomically."""
     import csv
 
@@ -183,7 +193,7 @@ def write_records_csv(path: Any, records: list[dict[str, object]]) -> None:
 
     keys = list(records[0]) if records else []
 
-    def rows(handle: Any) -> None:
+    def rows(handle: IO[str]) -> None:
         writer = csv.writer(handle)
         writer.writerow(keys)
         writer.writerows([to_jsonable(r.get(k)) for k in keys] for r in records)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import typer
 
@@ -77,7 +76,7 @@ def _arrow(split: dict[str, float]) -> str:
     return f"{100 * before:.0f}→{_pct(after)}"
 
 
-def _base_hardware(hardware: str | None, table: Any) -> Any:
+def _base_hardware(hardware: str | None, table: object) -> object:
     """The spec to calibrate: --hardware, else the rows' hardware (local-cpu built in code)."""
     from roofline.calibrate.kernels.measure import CPU_NAME, build_cpu_spec
     from roofline.kernels.schema import CalibrationError
@@ -94,7 +93,7 @@ def _base_hardware(hardware: str | None, table: Any) -> Any:
     raise CalibrationError(f"measurements are for hardware {', '.join(names)}; pass --hardware NAME_OR_YAML")
 
 
-def _fit_row(fit: Any) -> dict[str, object]:
+def _fit_row(fit: object) -> dict[str, object]:
     """The JSON of one fitted profile entry (an :class:`~roofline.calibrate.kernels.fit.OpFit`)."""
     entry = fit.profile_entry()
     return {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import typer
 from rich.table import Table
@@ -176,7 +176,7 @@ def pareto_command(
 def write_frontier_csv(path: str | Path, result: SweepResult, frontiers: dict[str, dict[object, object]]) -> None:
     """Every frontier point as CSV: objective, group, then the sweep's columns."""
 
-    def rows(handle: IO[Any]) -> None:
+    def rows(handle: IO[str]) -> None:
         writer = csv.writer(handle)
         writer.writerow(("objective", "group", *COLUMNS))
         for name, groups in frontiers.items():

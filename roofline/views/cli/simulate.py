@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import typer
 
@@ -165,7 +163,7 @@ def simulate_command(
     if trace is not None:
         if any(v is not None for v in (input_len, output_len, lengths, lengths_csv)):
             raise RooflineError("--trace carries its own lengths: drop -i/-o/--lengths/--lengths-csv")
-        load: Any = read_trace(trace)
+        load: object = read_trace(trace)
         lines = getattr(load, "lines", None)
         check_within_context(
             m.name, m.max_position_embeddings, load.input_len, load.output_len, f"--trace {trace}", lines
@@ -260,6 +258,6 @@ def register(app: typer.Typer) -> None:
     app.command("simulate")(simulate_command)
 
 
-def max_trace_context(load: Any) -> float:
+def max_trace_context(load: object) -> float:
     """The longest prompt + output of a trace (the step model is tabulated up to it)."""
     return float(np.max(np.add(load.input_len, load.output_len)))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import typer
 
 from roofline.analyses.request import request_from
@@ -323,7 +321,7 @@ def request_command(
     emit(data, as_json, render)
 
 
-def _scalar(value: Any) -> Any:
+def _scalar(value: object) -> object:
     """0-d numpy values to Python scalars for display and JSON."""
     if hasattr(value, "ndim") and value.ndim == 0:
         return value.item()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import typer
 from rich.table import Table
@@ -155,7 +155,7 @@ def _topology(text: str) -> str:
 def write_csv(path: str | Path, result: SweepResult) -> None:
     """All points as CSV (header = sweep.COLUMNS), written to a temp file and renamed."""
 
-    def rows(handle: IO[Any]) -> None:
+    def rows(handle: IO[str]) -> None:
         writer = csv.writer(handle)
         writer.writerow(COLUMNS)
         writer.writerows(zip(*[result.column(k).tolist() for k in COLUMNS], strict=True))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -53,7 +52,7 @@ def _sample(rows: Measurements, max_points: int = MAX_POINTS) -> Measurements:
     return rows.take(np.sort(pick))
 
 
-def _markers(x: Any, y: Any, name: str, color: str) -> dict[str, object]:
+def _markers(x: object, y: object, name: str, color: str) -> dict[str, object]:
     return {
         "type": "scatter",
         "mode": "markers",

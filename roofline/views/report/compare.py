@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -26,7 +25,7 @@ RATIOS = (
 )
 
 
-def _points(run: ModelRun, ref: HardwareRef, scenario: Scenario) -> Any:
+def _points(run: ModelRun, ref: HardwareRef, scenario: Scenario) -> object:
     pred = run.predicted
     keep = pred.column("hardware") == ref.label
     if ref.domain and not scenario.scale_out_tp:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -63,7 +62,7 @@ LOG_SPAN = 20.0
 DECADE_TICKS = 2.5
 
 
-def needs_log_axis(values: Any) -> bool:
+def needs_log_axis(values: object) -> bool:
     """Log scale when positive values span more than a factor of 20."""
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v) & (v > 0)]
@@ -78,7 +77,7 @@ def tick_label(value: float) -> str:
     return f"{value:g}"
 
 
-def log_ticks(values: Any) -> dict[str, object]:
+def log_ticks(values: object) -> dict[str, object]:
     """Readable log ticks: 1, 2, 5 per decade within ~2.5 decades, else one per decade, fully labelled."""
     v = np.asarray(values if values is not None else [], dtype=float)
     v = v[np.isfinite(v) & (v > 0)]
@@ -91,7 +90,7 @@ def log_ticks(values: Any) -> dict[str, object]:
     return {"tickmode": "array", "tickvals": ticks, "ticktext": [tick_label(t) for t in ticks]}
 
 
-def axis(title: str, values: Any = None, log: bool | None = None) -> dict[str, object]:
+def axis(title: str, values: object = None, log: bool | None = None) -> dict[str, object]:
     """An axis with its title; log when ``log`` says so or the values span > 20×, with readable ticks."""
     use_log = needs_log_axis(values) if log is None else log
     ticks = log_ticks(values) if use_log else {}
@@ -115,7 +114,14 @@ def layout(title: str, x: dict[str, object], y: dict[str, object], legend: str =
 
 
 def line_trace(
-    x: Any, y: Any, name: str, color: str, dash: str = "solid", hover: str = "", mode: str = "lines", **extra: object
+    x: object,
+    y: object,
+    name: str,
+    color: str,
+    dash: str = "solid",
+    hover: str = "",
+    mode: str = "lines",
+    **extra: object,
 ) -> dict[str, object]:
     """A scatter trace (lists, so the spec is plain JSON)."""
     trace = {

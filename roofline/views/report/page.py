@@ -8,7 +8,6 @@ import math
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 from roofline.core.files import write_text_atomic
 
@@ -40,7 +39,7 @@ def tool_version() -> str:
         return "unknown"
 
 
-def json_safe(value: Any) -> Any:
+def json_safe(value: object) -> object:
     """Lists/dicts with NaN and infinities replaced by null (JSON has neither)."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
@@ -66,10 +65,10 @@ def figure_html(fig: dict[str, object], div_id: str) -> str:
     )
 
 
-def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], text_columns: int = 0) -> str:
+def html_table(headers: Sequence[str], rows: Sequence[Sequence[object]], text_columns: int = 0) -> str:
     """An escaped HTML table; the first ``text_columns`` columns are left-aligned."""
 
-    def cell(tag: str, i: int, value: Any) -> str:
+    def cell(tag: str, i: int, value: object) -> str:
         cls = ' class="text"' if i < text_columns else ""
         return f"<{tag}{cls}>{html.escape(str(value))}</{tag}>"
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -67,7 +66,7 @@ def dtype_mask(run: ModelRun, key: str) -> np.ndarray:
     return run.where("weights", w) & run.where("kv_dtype", kv)
 
 
-def deployment_text(points: Any, i: int) -> str:
+def deployment_text(points: object, i: int) -> str:
     """'8 chips · tp 8' (and pp, data-parallel replicas, ep or attention-dp where the sweep has them)."""
     cols = points.columns
     chips, tp, pp = int(cols["chips"][i]), int(cols["tp"][i]), int(cols["pp"][i])
@@ -92,7 +91,7 @@ class Pick:
     index: int
     result: Served
 
-    def field(self, name: str) -> Any:
+    def field(self, name: str) -> object:
         return self.run.label(name)[self.index] if name in BLOCK_FIELDS else self.run.points.columns[name][self.index]
 
     def row(self, goal: str, tiers: Mapping[str, str]) -> list[str]:
