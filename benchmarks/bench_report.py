@@ -80,9 +80,10 @@ def stages() -> None:
             continue
         setup = tail_setup(best, refs, scenario)
         t = time.process_time()
-        load_curve(setup, ladder(float(run.full_rate[best.index])))
+        full = float(run.full_rate[best.index])
+        load_curve(setup, ladder(full), full)
         spent = time.process_time() - t
-        print(f"  {name}: tails, batch {setup.batch}, {setup.requests} requests x 6 rates: {spent:.2f} s")
+        print(f"  {name}: tails, batch {setup.batch}, up to {setup.requests()} requests a rate: {spent:.2f} s")
     report_work.MAX_WORKERS = 1
     t = time.process_time()
     build_report(scenario)

@@ -220,8 +220,11 @@ def test_load_curve_rises_to_saturation() -> None:
 
     lengths = fixed_lengths(512, 64)
     setup = TailSetup(load_model("llama-3-8b"), load_hardware("h100-sxm"), 1, 1, Precision(), 16, lengths)
-    # Warm-up: about one batch of arrivals fills the replica (Little's law), at least 20 of 200 requests.
-    assert (setup.warmup, setup.requests) == (20, 200)
+    # At full load about one batch of arrivals fills the replica (Little's law): 16 warm-up requests, raised to
+    # 20, then at least 200 measured; at a third of it, 16 / 3 -> 6 -> 20 again.
+    assert (setup.warmup(), setup.requests()) == (20, 220) and setup.requests(1 / 3) == 220
+    big = TailSetup(load_model("llama-3-8b"), load_hardware("h100-sxm"), 1, 1, Precision(), 400, lengths)
+    assert (big.warmup(0.5), big.requests(0.5), big.requests(1.3)) == (200, 400, 800)
     rates = ladder(10.0)
     assert rates.tolist() == pytest.approx([10.0 * f for f in RATE_FRACTIONS])
     curve = load_curve(setup, [2.0, 60.0])

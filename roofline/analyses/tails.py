@@ -25,13 +25,13 @@ from roofline.specs import HardwareSpec, ModelSpec
 #: Rungs as fractions of the rate that fills the batch (the capacity plan's estimate of saturation).
 RATE_FRACTIONS = (0.3, 0.6, 0.8, 0.95, 1.1, 1.3)
 #: A rung whose completed rate falls below this fraction of the arrived rate is saturated (finishes in a window
-#: of ~1.5 batches of requests vary by ~6%: the margin keeps noise from reading as saturation).
+#: of a batch of requests vary by ~6%: the margin keeps noise from reading as saturation).
 SATURATED = 0.9
-#: Requests per rung: a warm-up of WARMUP_BATCHES x the batch (Little's law: a replica at its batch holds B
-#: requests, so about B arrivals fill it), then MEASURED_BATCHES x the batch measured, and at least REQUESTS.
-WARMUP_BATCHES = 1.0
-MEASURED_BATCHES = 1.5
-REQUESTS = 200
+#: Requests per rung at load fraction f of the rate that fills the batch (f capped at 1): a warm-up of f x B
+#: (Little's law: a replica carrying f of its full rate holds about f x B requests, so about that many arrivals
+#: fill it), then f x B measured; at least WARMUP_MIN and MEASURED_MIN of each.
+WARMUP_MIN = 20
+MEASURED_MIN = 200
 #: vLLM's default token budget per step (max_num_batched_tokens, V1 OpenAI server on >= 70 GiB GPUs).
 TOKEN_BUDGET = 8192
 
@@ -53,15 +53,13 @@ class TailSetup:
     #: Expert-parallel degree (1: none); above tp, attention runs data-parallel over ep / tp ranks.
     ep: int = 1
 
-    @property
-    def warmup(self) -> int:
-        """Requests left out of the latencies: about the batch, the arrivals that fill the replica."""
-        return max(int(np.ceil(WARMUP_BATCHES * self.batch)), REQUESTS // 10)
+    def warmup(self, load: float = 1.0) -> int:
+        """Requests left out of the latencies at load fraction ``load``: the arrivals that fill the replica."""
+        return max(int(np.ceil(min(load, 1.0) * self.batch)), WARMUP_MIN)
 
-    @property
-    def requests(self) -> int:
-        """Requests per rung: the warm-up, then about 1.5 batches measured (at least :data:`REQUESTS`)."""
-        return max(self.warmup + int(np.ceil(MEASURED_BATCHES * self.batch)), REQUESTS)
+    def requests(self, load: float = 1.0) -> int:
+        """Requests of a rung at load fraction ``load``: its warm-up, then as many measured (at least 200)."""
+        return self.warmup(load) + max(int(np.ceil(min(load, 1.0) * self.batch)), MEASURED_MIN)
 
 
 @dataclass(frozen=True)
@@ -93,8 +91,10 @@ def ladder(full_rate: float, fractions: Sequence[float] = RATE_FRACTIONS) -> np.
     return np.asarray(fractions, dtype=float) * full_rate
 
 
-def load_curve(setup: TailSetup, rates: Sequence[float]) -> LoadCurve:
-    """Simulate ``setup`` at each rate (same seed: common random numbers across rungs)."""
+def load_curve(setup: TailSetup, rates: Sequence[float], fill_rate: float | None = None) -> LoadCurve:
+    """Simulate ``setup`` at each rate (same seed: common random numbers across rungs); with ``fill_rate`` (the
+    rate that fills the batch) each rung simulates as many requests as its load fraction needs, else a full
+    batch's worth."""
     cost = cost_for(
         setup.model,
         setup.hw,
@@ -107,16 +107,18 @@ def load_curve(setup: TailSetup, rates: Sequence[float]) -> LoadCurve:
         engine=setup.engine,
     )
     scheduler = SchedulerConfig(max_num_seqs=setup.batch, max_num_batched_tokens=max(TOKEN_BUDGET, setup.batch))
-    rows = []
+    rows, sizes = [], []
     for rate in rates:
+        load = 1.0 if fill_rate is None else float(rate) / fill_rate
+        sizes.append(setup.requests(load))
         res = simulate(
             cost,
             OpenLoop(float(rate)),
             setup.lengths,
-            requests=setup.requests,
+            requests=sizes[-1],
             seed=setup.seed,
             scheduler=scheduler,
-            warmup=setup.warmup,
+            warmup=setup.warmup(load),
         )
         t0, t1 = res.window_s
         arrived = (res.arrived - res.warmup_requests - 1) / (t1 - t0) if t1 > t0 else float(rate)
@@ -125,7 +127,7 @@ def load_curve(setup: TailSetup, rates: Sequence[float]) -> LoadCurve:
     return LoadCurve(
         np.asarray(rates, dtype=float),
         *(cols[:, k] for k in range(6)),
-        source=f"{cost.source}; open-loop Poisson arrivals, {setup.requests} requests per rate (the first "
-        f"{setup.warmup} as warm-up), "
+        source=f"{cost.source}; open-loop Poisson arrivals, {min(sizes)}-{max(sizes)} requests per rate (about "
+        "half of them warm-up), "
         f"max_num_seqs {setup.batch}, max_num_batched_tokens {max(TOKEN_BUDGET, setup.batch)}, seed {setup.seed}",
     )

@@ -23,6 +23,11 @@ from roofline.specs import load_model
 from roofline.views.report.scenario import HardwareRef, Scenario
 
 
+#: Routed experts from which a model also tries expert parallelism over each whole slice: fine-grained MoE
+#: (DeepSeek's 256, Kimi-K2's 384) is served that way; a few large experts (Mixtral's 8) usually with tp alone.
+WIDE_EP_MIN_EXPERTS = 16
+
+
 @dataclass(frozen=True)
 class ModelRun:
     """One model's sweeps and what the summary needs of them.
@@ -106,7 +111,7 @@ def entry_sweep(name: str, ref: HardwareRef, scenario: Scenario, spec_sheet: boo
                     labels=[ref.label],
                     engine=None if spec_sheet else ref.engine,
                     ep=None if ep is None else int(ep),
-                    wide_ep=scenario.wide_ep and ep is None,
+                    wide_ep=scenario.wide_ep and ep is None and model.num_experts >= WIDE_EP_MIN_EXPERTS,
                 )
             )
     except OptionError as exc:

@@ -23,7 +23,7 @@ from roofline.specs import HardwareSpec, load_model
 from roofline.views.report.entries import Entry, parse_entry
 
 #: Today's defaults: a current dense model in two sizes, a MoE model and an MLA+MoE model.
-DEFAULT_MODELS = ("llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "deepseek-v3")
+DEFAULT_MODELS = ("llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "deepseek-r1")
 #: H100, H200, B200, MI300X and a TPU; the built-in calibrated profile and its engine entry where one ships.
 DEFAULT_HARDWARE = (
     "h100-sxm-cal@trtllm/1.0",
@@ -155,7 +155,8 @@ class Scenario:
     output_len: int = DEFAULT_OUTPUT_LEN
     ttft_slo_s: float = DEFAULT_TTFT_SLO_S
     tpot_slo_s: float = DEFAULT_TPOT_SLO_S
-    #: MoE models also try expert parallelism over each whole slice (attention tensor- or data-parallel).
+    #: MoE models with many experts also try expert parallelism over each whole slice (attention tensor- or
+    #: data-parallel; :data:`roofline.views.report.runs.WIDE_EP_MIN_EXPERTS`).
     wide_ep: bool = True
     #: Simulate the best deployment of each model under load (the tails section).
     tails: bool = True
@@ -217,7 +218,10 @@ class Scenario:
             ("interactivity target", f"TTFT ≤ {self.ttft_slo_s * 1e3:g} ms, TPOT ≤ {self.tpot_slo_s * 1e3:g} ms"),
             ("chips per slice", ", ".join(map(str, self.chips))),
             ("model-parallel degree (tp)", "the whole slice" if self.tp is None else ", ".join(map(str, self.tp))),
-            ("expert parallelism (MoE models)", "also over each whole slice" if self.wide_ep else "none"),
+            (
+                "expert parallelism (MoE models of 16+ experts)",
+                "also over each whole slice" if self.wide_ep else "none",
+            ),
             ("pipeline depth (pp)", "1" if self.pp is None else ", ".join(map(str, self.pp))),
             ("memory utilization", f"{self.memory_utilization:g} of physical HBM"),
             ("batch", batch),

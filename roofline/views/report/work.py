@@ -31,7 +31,8 @@ def model_work(name: str, refs: Sequence[HardwareRef], scenario: Scenario) -> tu
     best = answers(run, refs, scenario, Target(scenario.ttft_slo_s, scenario.tpot_slo_s), ANY_DTYPE).cheapest
     if best is None:
         return run, None
-    return run, load_curve(tail_setup(best, refs, scenario), ladder(float(run.full_rate[best.index])))
+    full = float(run.full_rate[best.index])
+    return run, load_curve(tail_setup(best, refs, scenario), ladder(full), full)
 
 
 def workers(tasks: int) -> int:
