@@ -22,7 +22,6 @@ from roofline.core.errors import OptionError, RooflineError
 from roofline.specs import load_model
 from roofline.views.report.scenario import HardwareRef, Scenario
 
-
 #: Routed experts from which a model also tries expert parallelism over each whole slice: fine-grained MoE
 #: (DeepSeek's 256, Kimi-K2's 384) is served that way; a few large experts (Mixtral's 8) usually with tp alone.
 WIDE_EP_MIN_EXPERTS = 16
