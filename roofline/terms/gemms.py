@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 from numpy.typing import ArrayLike
 
-from roofline.deploy import kernels
+from roofline.deploy import Deployment, Precision, kernels
 from roofline.model import memory
 from roofline.model.memory import Number
 from roofline.specs import HardwareSpec, ModelSpec
@@ -146,3 +146,65 @@ def component_dtypes(dtype: str | Mapping[str, str]) -> Callable[[str], str]:
     if isinstance(dtype, str):
         return lambda _component: dtype
     return lambda component: dtype.get(component, dtype["other"])
+
+
+def matmul_params(dep: Deployment, tokens: Number, group_tokens: Number, active: float) -> Number:
+    """Σ tokens x active parameters of one step's weight matmuls, the stage's: a rank's ``tokens`` through its
+    dense weights dp times, the stage's ``group_tokens`` through the k routed experts once.  One rank
+    (dp = 1): tokens x active."""
+    dp, m = dep.par.attention_dp, dep.model
+    if dp == 1:
+        return np.multiply(tokens, active)
+    routed = memory.routed_expert_params(m) * m.experts_per_token / max(m.num_experts, 1)
+    return np.add(np.multiply(tokens, dp * (active - routed)), np.multiply(group_tokens, routed))
+
+
+def gemm_dtypes(prec: Precision) -> str | dict[str, str]:
+    """The GEMM kernel dtype: one for all, or each weight component's compute dtype (and "other")."""
+    if not prec.mixed_compute:
+        return prec.compute
+    return {**{c: prec.compute_dtype(c) for c in memory.WEIGHT_COMPONENTS}, "other": prec.compute}
+
+
+def active_params_by_component(dep: Deployment) -> dict[str, float]:
+    """Parameters each token multiplies, per weight component: every weight, the routed experts k of E
+    (Σ = ``param_counts(m).active``); "expert_other" (expert biases) joins the experts."""
+    m = dep.model
+    params = memory.weight_params_by_component(m)
+    routed = params.pop("experts") + params.pop("expert_other")
+    params["experts"] = routed * m.experts_per_token / max(m.num_experts, 1) if m.num_experts > 1 else routed
+    return params
+
+
+def matmul_time_s(dep: Deployment, tokens: Number, group_tokens: Number, chips: Number) -> Number:
+    """Σ over components c of 2·tokens_c·active_c / (chips·peak(c's compute dtype)): one rank's ``tokens``
+    through the dense components dp times, the stage's ``group_tokens`` through the routed experts once
+    (all layers; the caller takes a stage's share)."""
+    prec, hw, dp = dep.precision, dep.hw, dep.par.attention_dp
+    total: Number = 0.0
+    for component, active in active_params_by_component(dep).items():
+        if not active:
+            continue
+        dtype = prec.compute if component == "other" else prec.compute_dtype(component)
+        rows = group_tokens if component == "experts" else np.multiply(dp, tokens)
+        total = total + 2.0 * np.multiply(rows, active) / (chips * hw.flops_for(dtype))
+    return total
+
+
+def gemm_source(dep: Deployment) -> str:
+    """Where the GEMM times come from; with fitted GEMMs and weights narrower than the compute dtype
+    (weight-only quantization), the compute dtype's kernel model reading them at their own bytes."""
+    label = dep.rates.sources.get("gemm", "")
+    narrow = dep.precision.gemm_weight_bytes
+    if not (narrow and dep.rates.uses("gemm")):
+        return label
+    prec = dep.precision
+    which = (
+        prec.weights
+        if not prec.mixed
+        else ", ".join(f"{c} {prec.weight_dtype(c)}" for c in sorted(narrow) if c != "other") or prec.weights
+    )
+    return (
+        f"{label}; weights read at their own bytes ({which}; weight-only quantization priced by "
+        f"the {prec.compute} kernel model)"
+    )

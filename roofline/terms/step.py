@@ -11,17 +11,26 @@ terms it gives the prediction and two bounds: collectives overlapped (lower) and
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from roofline.core.checks import check_instance
-from roofline.deploy import Deployment, Precision
+from roofline.deploy import Deployment
 from roofline.model import memory
 from roofline.model.memory import Number
 from roofline.terms import attention, comms, gemms
+from roofline.terms.bounds import BOUND_NAMES, HOST_BOUND, bound_code, bound_names
 from roofline.terms.engine import host_terms_s, step_shape
 from roofline.terms.exact import all_zero, fits_into, nonnegative_finite, plus, times, zeros_shaped
+from roofline.terms.gemms import active_params_by_component, gemm_dtypes, gemm_source, matmul_params, matmul_time_s
+from roofline.terms.overheads import (
+    engine_overhead_s,
+    gqa_kv_reread_s,
+    large_collective_s,
+    prompt_step_floor,
+    with_engine_collective_latency,
+)
 from roofline.terms.work import Work
 
 BOOK = "How to Scale Your Model, part 7: All About Transformer Inference"
@@ -85,33 +94,6 @@ class StepTerms:
         return {**asdict(self), "bound": self.bound}
 
 
-#: What limits a step, by :func:`bound_code`: 0 memory, 1 compute, 2 network; 3 host, where the
-#: engine's prefill floor (an eager step's host launches) outlasts the device work (:func:`prompt_step_floor`).
-BOUND_NAMES = np.array(["memory", "compute", "network", "host"])
-HOST_BOUND = np.int8(3)
-
-
-def bound_code(compute_s: Number, bytes_s: Number, exposed_s: Number | None, local_s: Number) -> np.ndarray:
-    """0 memory; 1 compute where FLOP time > byte time; 2 network where exposed collectives > local work.
-
-    ``exposed_s`` None: no collectives exposed anywhere (the code keeps the shape it would have).
-    """
-    code = np.asarray(np.greater(compute_s, bytes_s)).view(np.int8)  # False/True are the bytes 0/1
-    if exposed_s is None:
-        shape = np.broadcast_shapes(code.shape, np.shape(local_s))
-    else:
-        network = np.greater(exposed_s, local_s)
-        shape = np.broadcast_shapes(code.shape, network.shape)
-        if network.any():
-            code = np.where(network, np.int8(2), code)
-    return code if code.shape == shape else np.broadcast_to(code, shape).copy()
-
-
-def bound_names(code: np.ndarray) -> np.ndarray:
-    """The words of :data:`BOUND_NAMES` for an array of bound codes (same shape)."""
-    return BOUND_NAMES[code.reshape(-1)].reshape(code.shape)
-
-
 def _zeros(like: Number) -> np.ndarray:
     return np.zeros_like(np.asarray(like, dtype=float))
 
@@ -121,96 +103,6 @@ def microbatches(dep: Deployment, decode_seqs: Number) -> Number:
     if dep.par.pp == 1:
         return np.ones_like(np.asarray(decode_seqs, dtype=float))
     return np.where(np.asarray(decode_seqs) > 0, np.clip(decode_seqs, 1.0, dep.par.pp), 1.0)
-
-
-def gqa_kv_reread_s(dep: Deployment, decode_kv_bytes: Number, share: float, bw: Number) -> Number:
-    """f·(N/K − 1)·share·decode KV bytes / W_hbm: a decode-attention kernel without grouped-query reuse
-    (one thread block per query head, as before TensorRT-LLM's XQA) reads each KV head once per query
-    head of its group; f is the share not served from cache (0 without an engine, or for MHA)."""
-    f, m = dep.engine.gqa_kv_reread, dep.model
-    extra = m.num_heads / max(m.num_kv_heads, 1) - 1.0
-    if not f or extra <= 0:
-        return 0.0
-    return f * extra * share * np.asarray(decode_kv_bytes) / bw
-
-
-def with_engine_collective_latency(dep: Deployment, tokens: Number, c: comms.CommsTerms) -> comms.CommsTerms:
-    """The stage's collectives plus the engine's latency per ring step (``collective_hop_s``) × their ring
-    steps and its large all-reduces' extra time (:func:`large_collective_s`), on the network side of the
-    step (they bind, and overlap, as collectives); unchanged where both are 0."""
-    hop = dep.engine.collective_hop_s
-    extra = large_collective_s(dep, c)
-    if (not hop or all_zero(c.ring_steps)) and extra is None:
-        return c
-    latency = np.where(np.asarray(tokens) > 0, c.ring_steps * hop, 0.0)
-    if extra is not None:
-        latency = latency + extra
-    return replace(c, time_s=np.add(c.time_s, latency), lower_s=np.add(c.lower_s, latency))
-
-
-def large_collective_s(dep: Deployment, c: comms.CommsTerms) -> Number | None:
-    """k·(bytes each chip moves in the stage's all-reduces) where their message [T, D] is at least the
-    engine's ``large_collective_bytes`` (k: ``large_collective_s_per_byte``, fitted: an engine whose large
-    all-reduces leave its fast path); None where the engine has no such term."""
-    k = dep.engine.large_collective_s_per_byte
-    if not k:
-        return None
-    large = np.greater_equal(c.allreduce_message_bytes, dep.engine.large_collective_bytes)
-    return np.where(large, k * np.asarray(c.allreduce_wire_bytes), 0.0)
-
-
-def engine_overhead_s(
-    dep: Deployment, stage: Work, layers: float, share: float, bw: Number, gemm_s: Number, decode_kv_bytes: Number = 0.0
-) -> Number:
-    """One stage's engine work outside the kernels (profile's ``engine:`` terms; 0 without an engine).
-
-    share·(step overhead + sampled sequences·sampling + prefill sequences·prefill overhead)
-    + layers·(layer overhead + tokens·(non-GEMM bytes per token / W_hbm + replicated bytes per token /
-    one chip's W_hbm)) + GEMM·slowdown + the KV re-reads of a kernel without grouped-query reuse
-    (:func:`gqa_kv_reread_s`).
-    """
-    e = dep.engine
-    sampled = np.add(stage.decode_seqs, stage.prompts)
-    if not e.legacy_active:  # every term 0: a read-only zero of the step's shape, no full-grid passes
-        return zeros_shaped(sampled, stage.tokens, gemm_s)
-    per_step = (
-        e.step_overhead_s
-        + np.multiply(sampled, e.sample_s_per_seq)
-        + np.multiply(stage.prompts, e.prefill_seq_overhead_s)
-    )
-    # Replicated bytes: work each chip of a Megatron tp group repeats on the whole [T, D] (norms,
-    # residual adds), over one chip's bandwidth; the others are split over the stage's chips.
-    per_token = e.layer_bytes_per_token / bw + e.replicated_bytes_per_token / dep.rates.hbm_bandwidth_bytes_per_s
-    per_layer = e.layer_overhead_s + np.multiply(stage.tokens, per_token)
-    active = np.asarray(sampled) > 0
-    return (
-        np.where(active, share * per_step + layers * per_layer, 0.0)
-        + e.gemm_slowdown * np.asarray(gemm_s)
-        + gqa_kv_reread_s(dep, decode_kv_bytes, share, bw)
-    )
-
-
-def prompt_step_floor(
-    dep: Deployment, stage: Work, share: float, pred: Number, upper: Number, code: np.ndarray
-) -> tuple[Number, Number, np.ndarray]:
-    """(prediction, upper, bound code) of a stage with the engine's floor under prompt-only steps:
-    max(share·floor, t) where the step has prompts and no decodes (an eager step: device work shorter
-    than the host's launches hides under them), bound 'host' where the floor is the larger; unchanged
-    elsewhere and without a floor."""
-    floor = dep.engine.prefill_floor_s
-    if not floor:
-        return pred, upper, code
-    prompt_only = np.logical_and(np.asarray(stage.decode_seqs) == 0, np.asarray(stage.prefill_tokens) > 0)
-    least = share * floor
-    host = np.logical_and(prompt_only, np.less(pred, least))
-    if host.any():
-        shape = np.broadcast_shapes(np.shape(code), host.shape)
-        code = np.where(host, HOST_BOUND, np.broadcast_to(code, shape)).astype(np.int8)
-    return (
-        np.where(prompt_only, np.maximum(pred, least), pred),
-        np.where(prompt_only, np.maximum(upper, least), upper),
-        code,
-    )
 
 
 def _finite_within(stage_local: Number, c: comms.CommsTerms) -> bool:
@@ -472,63 +364,25 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     )
 
 
-def matmul_params(dep: Deployment, tokens: Number, group_tokens: Number, active: float) -> Number:
-    """Σ tokens x active parameters of one step's weight matmuls, the stage's: a rank's ``tokens`` through its
-    dense weights dp times, the stage's ``group_tokens`` through the k routed experts once.  One rank
-    (dp = 1): tokens x active."""
-    dp, m = dep.par.attention_dp, dep.model
-    if dp == 1:
-        return np.multiply(tokens, active)
-    routed = memory.routed_expert_params(m) * m.experts_per_token / max(m.num_experts, 1)
-    return np.add(np.multiply(tokens, dp * (active - routed)), np.multiply(group_tokens, routed))
-
-
-def gemm_dtypes(prec: Precision) -> str | dict[str, str]:
-    """The GEMM kernel dtype: one for all, or each weight component's compute dtype (and "other")."""
-    if not prec.mixed_compute:
-        return prec.compute
-    return {**{c: prec.compute_dtype(c) for c in memory.WEIGHT_COMPONENTS}, "other": prec.compute}
-
-
-def active_params_by_component(dep: Deployment) -> dict[str, float]:
-    """Parameters each token multiplies, per weight component: every weight, the routed experts k of E
-    (Σ = ``param_counts(m).active``); "expert_other" (expert biases) joins the experts."""
-    m = dep.model
-    params = memory.weight_params_by_component(m)
-    routed = params.pop("experts") + params.pop("expert_other")
-    params["experts"] = routed * m.experts_per_token / max(m.num_experts, 1) if m.num_experts > 1 else routed
-    return params
-
-
-def matmul_time_s(dep: Deployment, tokens: Number, group_tokens: Number, chips: Number) -> Number:
-    """Σ over components c of 2·tokens_c·active_c / (chips·peak(c's compute dtype)): one rank's ``tokens``
-    through the dense components dp times, the stage's ``group_tokens`` through the routed experts once
-    (all layers; the caller takes a stage's share)."""
-    prec, hw, dp = dep.precision, dep.hw, dep.par.attention_dp
-    total: Number = 0.0
-    for component, active in active_params_by_component(dep).items():
-        if not active:
-            continue
-        dtype = prec.compute if component == "other" else prec.compute_dtype(component)
-        rows = group_tokens if component == "experts" else np.multiply(dp, tokens)
-        total = total + 2.0 * np.multiply(rows, active) / (chips * hw.flops_for(dtype))
-    return total
-
-
-def gemm_source(dep: Deployment) -> str:
-    """Where the GEMM times come from; with fitted GEMMs and weights narrower than the compute dtype
-    (weight-only quantization), the compute dtype's kernel model reading them at their own bytes."""
-    label = dep.rates.sources.get("gemm", "")
-    narrow = dep.precision.gemm_weight_bytes
-    if not (narrow and dep.rates.uses("gemm")):
-        return label
-    prec = dep.precision
-    which = (
-        prec.weights
-        if not prec.mixed
-        else ", ".join(f"{c} {prec.weight_dtype(c)}" for c in sorted(narrow) if c != "other") or prec.weights
-    )
-    return (
-        f"{label}; weights read at their own bytes ({which}; weight-only quantization priced by "
-        f"the {prec.compute} kernel model)"
-    )
+#: Names of the step model's parts, importable from here as before they moved to their modules.
+__all__ = [
+    "BOOK",
+    "BOUND_NAMES",
+    "HOST_BOUND",
+    "StepTerms",
+    "active_params_by_component",
+    "bound_code",
+    "bound_names",
+    "engine_overhead_s",
+    "gemm_dtypes",
+    "gemm_source",
+    "gqa_kv_reread_s",
+    "large_collective_s",
+    "matmul_params",
+    "matmul_time_s",
+    "microbatches",
+    "pipeline_bubble_s",
+    "prompt_step_floor",
+    "step_terms",
+    "with_engine_collective_latency",
+]
