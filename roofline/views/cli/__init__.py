@@ -25,8 +25,8 @@ from roofline.views.cli._common import err_console
 #: Top-level command -> the command modules that register it (``roofline.views.cli.<module>``), in
 #: the order ``roofline --help`` lists them.  One line per command: add yours here.
 COMMANDS: dict[str, tuple[str, ...]] = {
-    "calibrate": ("calibrate",),
-    "measure": ("calibrate",),
+    "calibrate": ("calibrate", "measure"),
+    "measure": ("measure",),
     "hardware": ("catalog",),
     "model": ("catalog", "model_import"),
     "step": ("step",),
