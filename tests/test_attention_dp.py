@@ -74,8 +74,8 @@ def test_mla_latent_is_replicated_on_every_tp_chip():
     # (9.21 GB / 4.8 TB/s = 1.919 ms); attention DP 8: each chip its 8 sequences' share (0.240 ms).
     work = decode_work(64.0, 2048.0)
     latent = 64 * 2048 * KV_PER_TOKEN
-    tp8 = step_terms(deployment(DS, H200, 8, FP8, tp=8), work)
-    dp8 = step_terms(deployment(DS, H200, 8, FP8, tp=1, ep=8), work)
+    tp8 = step_terms(deployment(DS, H200, 8, FP8, tp=8, achievable=False), work)
+    dp8 = step_terms(deployment(DS, H200, 8, FP8, tp=1, ep=8, achievable=False), work)
     assert float(tp8.kv_time_s) == pytest.approx(latent / 4.8e12, rel=1e-12)
     assert float(dp8.kv_time_s) == pytest.approx(latent / 8 / 4.8e12, rel=1e-12)
     # Memory: tp 8 holds 8 copies of every sequence's latent; attention DP one.
@@ -109,8 +109,10 @@ def test_expert_compute_dtype_halves_the_expert_matmul_time():
     active = ROUTED * 8 / 256
     assert active_params_by_component(deployment(DS, H200, 1))["experts"] == active
     work = decode_work(64.0, 2048.0)
-    bf16 = step_terms(deployment(DS, H200, 1, Precision()), work)
-    mixed = step_terms(deployment(DS, H200, 1, Precision(compute_components=(("experts", "fp8"),))), work)
+    bf16 = step_terms(deployment(DS, H200, 1, Precision(), achievable=False), work)
+    mixed = step_terms(
+        deployment(DS, H200, 1, Precision(compute_components=(("experts", "fp8"),)), achievable=False), work
+    )
     drop = 2 * 64 * active * (1 / 9.89e14 - 1 / 1.979e15)
     assert float(bf16.compute_time_s) - float(mixed.compute_time_s) == pytest.approx(drop, rel=1e-9)
 

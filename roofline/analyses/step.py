@@ -106,6 +106,13 @@ class StepResult:
     attention_dp: int = 1
     moe_tp: int = 1
     kv_copies: float = 1.0
+    #: Named operator terms of the step (seconds): the fused-MoE operator (routed experts), the GEMMs outside it,
+    #: MLA attention and its absorb BMMs, and the MoE layers' token exchange (inside the collectives).
+    moe_time_s: Number = 0.0
+    dense_gemm_time_s: Number = 0.0
+    mla_time_s: Number = 0.0
+    mla_bmm_time_s: Number = 0.0
+    moe_comms_time_s: Number = 0.0
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -267,6 +274,11 @@ def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResu
         engine_host_s=t.engine_host_s,
         engine=dep.engine.as_dict() if dep.engine.registry_entry else None,
         **layout_fields(dep),
+        moe_time_s=t.moe_time_s,
+        dense_gemm_time_s=t.dense_gemm_s,
+        mla_time_s=t.mla_time_s,
+        mla_bmm_time_s=t.mla_bmm_s,
+        moe_comms_time_s=t.moe_comms_s,
     )
 
 

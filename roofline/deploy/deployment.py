@@ -19,7 +19,8 @@ from roofline.core.errors import OptionError, RooflineError, shown
 from roofline.core.units import DTYPE_BYTES, dtype_bytes
 from roofline.deploy.engine import NO_ENGINE, EngineTerms, engine_terms
 from roofline.deploy.layout import Parallelism, parallelism, replicas
-from roofline.deploy.rates import Rates, chip_rates
+from roofline.deploy.rates import Rates, at_achievable, chip_rates
+from roofline.kernels.moe import DEFAULT_ROUTING
 from roofline.model import memory
 from roofline.model.memory import Number
 from roofline.specs import HardwareSpec, ModelSpec
@@ -179,6 +180,19 @@ class Deployment:
     price_source: str = "hardware spec"
     comms_overlap: float = 0.0
     engine: EngineTerms = NO_ENGINE
+    #: How tokens spread over an MoE layer's experts (the fused-MoE family's routing: balanced, uniform or
+    #: power_law_<alpha>; the busiest GPU sets the time).
+    moe_routing: str = DEFAULT_ROUTING
+
+    def peak_flops(self, dtype: str) -> float:
+        """FLOP/s of ``dtype`` matmuls on one chip: the spec sheet's peak, x the chip's achievable fraction
+        where the rates are at the achievable defaults."""
+        peak = self.hw.flops_for(dtype)
+        if not self.rates.achievable:
+            return peak
+        from roofline.deploy.families import achievable
+
+        return peak * achievable(self.hw).flops(dtype)
 
     @property
     def replicas(self) -> np.ndarray:
@@ -265,8 +279,14 @@ def deployment(
     comms_overlap: float | None = None,
     engine: str | EngineTerms | None = None,
     attention_dp: int | None = None,
+    moe_routing: str | None = None,
+    achievable: bool | None = None,
 ) -> Deployment:
     """Validate and build a Deployment; collectives overlap by default on TPUs only (XLA), not GPUs.
+
+    ``achievable`` prices the spec-sheet parts at the chip's achievable defaults (its YAML ``achievable:``
+    fractions of peak); None: for models priced by their operator terms (MoE, MLA), whose fused-MoE and MLA
+    kernels run at those defaults too.  ``moe_routing`` is the experts' skew (default: power law, alpha 1.01).
 
     ``engine`` names an entry of the profile's ``engine:`` section (fitted engine terms), or gives
     the terms themselves; the engine's fitted collective overlap then applies.
@@ -303,10 +323,13 @@ def deployment(
     overlap = default_comms_overlap(hw) if comms_overlap is None else float(comms_overlap)
     if not 0.0 <= overlap <= 1.0:
         raise OptionError(f"comms_overlap must be in [0, 1] (got {overlap})", parameters=("comms_overlap",))
+    rates = rates or chip_rates(hw, precision.compute, kv_dtype=precision.kv)
+    if achievable if achievable is not None else operator_priced(model):
+        rates = at_achievable(rates)
     return Deployment(
         model=model,
         hw=hw,
-        rates=rates or chip_rates(hw, precision.compute, kv_dtype=precision.kv),
+        rates=rates,
         precision=precision,
         par=par,
         chips=chips_arr if chips_arr.ndim else float(chips_arr),
@@ -315,4 +338,23 @@ def deployment(
         price_source="command line" if price_per_chip_hour is not None else "hardware spec",
         comms_overlap=overlap,
         engine=eng,
+        moe_routing=check_routing(moe_routing),
     )
+
+
+def operator_priced(model: ModelSpec) -> bool:
+    """Whether the model has layers priced by operator terms at the achievable defaults: MoE or MLA."""
+    return (model.num_experts > 1 and memory.moe_layer_count(model) > 0) or model.kv_lora_rank is not None
+
+
+def check_routing(routing: str | None) -> str:
+    """The MoE routing kind (default :data:`DEFAULT_ROUTING`), refused with the allowed kinds when unknown."""
+    if routing is None:
+        return DEFAULT_ROUTING
+    from roofline.kernels.moe import parse_routing
+
+    try:
+        parse_routing(routing)
+    except (ValueError, RooflineError) as exc:
+        raise OptionError(f"moe_routing: {exc}", parameters=("moe_routing",)) from None
+    return routing

@@ -28,6 +28,9 @@ class Rates:
     hbm_bandwidth_bytes_per_s: float
     calibrated: frozenset[str] = frozenset()
     sources: dict[str, str] = field(default_factory=dict)
+    #: Where the rates are the chip's achievable speed (its YAML ``achievable:`` fractions), what they are;
+    #: "" at the spec sheet's peaks.
+    achievable: str = ""
 
     @property
     def source(self) -> str:
@@ -68,6 +71,30 @@ def chip_rates(
             covered.add("overhead")
             sources["overhead"] = "calibrated profile (per-kernel overheads inside each fitted kernel)"
     return Rates(hw, compute_dtype, peak, hw.hbm_bandwidth_bytes_per_s, frozenset(covered), sources)
+
+
+def at_achievable(rates: Rates) -> Rates:
+    """The rates at what real kernels reach: peak FLOP/s x the compute dtype's fraction, HBM bytes/s x the HBM
+    fraction of the chip's ``achievable:`` defaults (unchanged where it has none, or already applied)."""
+    from dataclasses import replace
+
+    from roofline.deploy.families import achievable
+
+    a = achievable(rates.hw)
+    if rates.achievable or rates.hw.achievable is None:
+        return rates
+    flops, hbm = a.flops(rates.compute_dtype), a.hbm_fraction
+    note = (
+        f"spec sheet at {rates.hw.name}'s achievable defaults: HBM x {hbm:.2f}, {rates.compute_dtype} FLOP/s x "
+        f"{flops:.2f} ({a.source})"
+    )
+    return replace(
+        rates,
+        flops_per_s=rates.flops_per_s * flops,
+        hbm_bandwidth_bytes_per_s=rates.hbm_bandwidth_bytes_per_s * hbm,
+        sources={**rates.sources, "achievable": note},
+        achievable=note,
+    )
 
 
 #: The name ``roofline.chip`` exported (kept for the Python API).

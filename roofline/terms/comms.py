@@ -41,6 +41,8 @@ class CommsTerms:
     # all-reduces (ring: 2(n−1)/n of each message): what an engine's large-collective term prices.
     allreduce_message_bytes: Number = 0.0
     allreduce_wire_bytes: Number = 0.0
+    #: The MoE layers' token exchange within ``time_s`` (dispatch + combine, or all-gather + reduce-scatter).
+    moe_time_s: Number = 0.0
 
 
 def allreduces_per_layer(dep: Deployment) -> float:
@@ -144,7 +146,8 @@ def stage_comms(
     from roofline.formulas.collectives import bus_bytes  # ring all-reduce: 2(n−1)/n of the message a chip
 
     wire = allreduces * bus_bytes("allreduce", np.asarray(ar_bytes, dtype=float), np.asarray(float(par.tp)))
-    return CommsTerms(lower, time, moved, source, steps, ar_bytes, wire)
+    moe_time = moe_layers * (2.0 * np.asarray(d_t)) if par.ep > 1 and moe_layers else 0.0
+    return CommsTerms(lower, time, moved, source, steps, ar_bytes, wire, moe_time)
 
 
 def data_parallel_comms(
@@ -191,11 +194,11 @@ def data_parallel_comms(
     moved = allreduces * ar_bytes + moe_layers * len(ops) * moe_bytes
     tp_steps = 2.0 * (par.tp - 1) * allreduces
     steps = tp_steps + moe_layers * len(ops) * (devices - 1)
-    from roofline.kernels.forms import bus_bytes
+    from roofline.formulas.collectives import bus_bytes
 
     wire = allreduces * bus_bytes("allreduce", np.asarray(ar_bytes, dtype=float), np.asarray(float(par.tp)))
     source = f"{fabric.PART3}; {ar_src}; MoE {' + '.join(sources)}"
-    return CommsTerms(lower, time, moved, source, steps, ar_bytes, wire)
+    return CommsTerms(lower, time, moved, source, steps, ar_bytes, wire, moe_layers * moe_t)
 
 
 def pipeline_send_time_s(dep: Deployment, tokens: ArrayLike) -> Number:

@@ -93,11 +93,13 @@ def gemm_time_s(
     weight_bytes: Mapping[str, float | None] | None = None,
     moe_tokens: ArrayLike | None = None,
     moe_shards: float | None = None,
+    routed: bool = True,
 ) -> Number:
     """Σ fitted GEMM times of ``layers`` layers (dense and MoE in the model's ratio) + the LM head.
 
     Dense parts take ``tokens`` over ``shards`` chips (one attention data-parallel rank); the MoE layers
-    take ``moe_tokens`` over ``moe_shards`` chips (the stage's; default the same).
+    take ``moe_tokens`` over ``moe_shards`` chips (the stage's; default the same); ``routed`` False leaves the
+    routed experts out (the fused-MoE operator prices them) and keeps the shared experts.
 
     The LM head runs on ``lm_tokens`` rows only: the positions that are sampled (one per sequence).
     ``weight_bytes`` (per weight component, ``Precision.gemm_weight_bytes``) reads narrower weights than the
@@ -122,7 +124,12 @@ def gemm_time_s(
         total = total + dense_layers * mlp_gemm_pair(
             hw, of("mlp"), tokens, m.d_model, dense_ff, m.gated_mlp, shards, wb.get("mlp")
         )
-    if moe_layers:
+    if moe_layers and not routed and m.num_shared_experts:
+        shared_ff = m.num_shared_experts * (m.shared_expert_d_ff or m.d_ff)
+        total = total + moe_layers * mlp_gemm_pair(
+            hw, of("mlp"), tokens, m.d_model, shared_ff, m.gated_mlp, shards, wb.get("mlp")
+        )
+    elif moe_layers and routed:
         total = total + moe_layers * moe_gemms(
             hw,
             of("experts"),
@@ -176,18 +183,18 @@ def active_params_by_component(dep: Deployment) -> dict[str, float]:
     return params
 
 
-def matmul_time_s(dep: Deployment, tokens: Number, group_tokens: Number, chips: Number) -> Number:
+def matmul_time_s(dep: Deployment, tokens: Number, group_tokens: Number, chips: Number, routed: bool = True) -> Number:
     """Σ over components c of 2·tokens_c·active_c / (chips·peak(c's compute dtype)): one rank's ``tokens``
     through the dense components dp times, the stage's ``group_tokens`` through the routed experts once
-    (all layers; the caller takes a stage's share)."""
-    prec, hw, dp = dep.precision, dep.hw, dep.par.attention_dp
+    (all layers; the caller takes a stage's share; ``routed`` False leaves the experts out)."""
+    prec, dp = dep.precision, dep.par.attention_dp
     total: Number = 0.0
     for component, active in active_params_by_component(dep).items():
-        if not active:
+        if not active or (component == "experts" and not routed):
             continue
         dtype = prec.compute if component == "other" else prec.compute_dtype(component)
         rows = group_tokens if component == "experts" else np.multiply(dp, tokens)
-        total = total + 2.0 * np.multiply(rows, active) / (chips * hw.flops_for(dtype))
+        total = total + 2.0 * np.multiply(rows, active) / (chips * dep.peak_flops(dtype))
     return total
 
 

@@ -21,8 +21,8 @@ from roofline.core.errors import RooflineError
 from roofline.deploy import Deployment, kernels
 from roofline.formulas import compute, sharding
 from roofline.model import memory
-from roofline.terms import gemms
-from roofline.terms.step import gemm_source, step_terms
+from roofline.terms import gemms, operators
+from roofline.terms.step import StepTerms, gemm_source, step_terms
 from roofline.terms.work import Work
 
 OUTSIDE_GEMMS = "outside the GEMMs (embedding table, norms, router; the step model's 2·P·T FLOPs)"
@@ -113,7 +113,7 @@ def _gemm_shapes(dep: Deployment, tokens: float, lm_tokens: float) -> list[_Gemm
             ),
             _Gemm("MLP down", dense_layers, tokens, dense_ff, d, "k", component="mlp"),
         ]
-    if moe_layers:
+    if moe_layers and not operators.has_moe_operator(dep):
         touched = float(np.maximum(memory.expected_experts_touched(m.num_experts, m.experts_per_token, tokens), 1e-9))
         per_expert = tokens * m.experts_per_token / touched
         ep = float(dep.par.ep)
@@ -121,6 +121,7 @@ def _gemm_shapes(dep: Deployment, tokens: float, lm_tokens: float) -> list[_Gemm
             _Gemm("routed experts gate+up", moe_layers * touched, per_expert, d, up * m.d_ff, "n", ep, "experts"),
             _Gemm("routed experts down", moe_layers * touched, per_expert, float(m.d_ff), d, "k", ep, "experts"),
         ]
+    if moe_layers:
         if m.num_shared_experts:
             shared_ff = float(m.num_shared_experts * (m.shared_expert_d_ff or m.d_ff))
             shapes += [
@@ -172,6 +173,28 @@ def _gemm_op(dep: Deployment, g: _Gemm, shards: float, flops_rate: float, bandwi
     return Op(g.name, g.count, flops, weights, acts, 0.0, time, _bound(flops, weights, flops_rate, bandwidth), source)
 
 
+def _moe_op(dep: Deployment, t: StepTerms, tokens: float, flops_rate: float, bandwidth: float) -> Op:
+    """The routed experts of every MoE layer as the fused-MoE operator: its time from the step's term, its FLOPs
+    (2·T·k·mats·D·F a layer) and the touched experts' bytes."""
+    m = dep.model
+    layers = float(memory.moe_layer_count(m))
+    mats = 3 if m.gated_mlp else 2
+    flops = layers * 2.0 * tokens * m.experts_per_token * mats * m.d_model * m.d_ff
+    touched = float(memory.expected_experts_touched(m.num_experts, m.experts_per_token, tokens))
+    weights = layers * touched * mats * m.d_model * m.d_ff * dep.precision.bytes_by_component["experts"]
+    return Op(
+        "routed experts (fused MoE operator)",
+        layers,
+        flops,
+        weights,
+        0.0,
+        0.0,
+        _scalar(t.moe_time_s),
+        _bound(flops, weights, flops_rate, bandwidth),
+        t.sources.get("moe", ""),
+    )
+
+
 def _scalar(value: object) -> float:
     arr = np.asarray(value, dtype=float)
     if arr.size != 1:
@@ -195,6 +218,8 @@ def step_ops(dep: Deployment, work: Work) -> OpBreakdown:
         _gemm_op(dep, g, chips, flops_rate, bandwidth, fitted_gemm)
         for g in _gemm_shapes(dep, tokens, decode_seqs + prefill_seqs)
     ]
+    if operators.has_moe_operator(dep):
+        ops.append(_moe_op(dep, t, tokens, flops_rate, bandwidth))
     gemm_flops = sum(op.flops for op in ops)
     gemm_weights = sum(op.weight_bytes for op in ops)
     if decode_seqs > 0:
@@ -205,7 +230,7 @@ def step_ops(dep: Deployment, work: Work) -> OpBreakdown:
             * m.num_layers
             * float(sharding.attention_query_bytes(decode_seqs, m.num_heads, m.head_dim, prec.activation_bytes))
         )
-        fitted = rates.uses("attention_decode")
+        fitted = rates.uses("attention_decode") or operators.has_mla(dep)  # a kernel model (MLA's own) times it
         time = _scalar(t.attention_decode_s) if fitted else _roofline_s(flops, kv, flops_rate, bandwidth)
         ops.append(
             Op(
@@ -217,7 +242,7 @@ def step_ops(dep: Deployment, work: Work) -> OpBreakdown:
                 kv,
                 time,
                 _bound(flops, kv, flops_rate, bandwidth),
-                rates.sources.get("attention_decode", "") if fitted else "spec sheet roofline",
+                t.sources.get("mla", rates.sources.get("attention_decode", "")) if fitted else "spec sheet roofline",
             )
         )
     if prefill_seqs > 0:
@@ -232,7 +257,7 @@ def step_ops(dep: Deployment, work: Work) -> OpBreakdown:
                 )
             )
         )
-        fitted = rates.uses("attention_prefill")
+        fitted = rates.uses("attention_prefill") or operators.has_mla(dep)
         time = _scalar(t.attention_prefill_s) if fitted else _roofline_s(flops, kv, flops_rate, bandwidth)
         ops.append(
             Op(
@@ -244,7 +269,7 @@ def step_ops(dep: Deployment, work: Work) -> OpBreakdown:
                 kv,
                 time,
                 _bound(flops, kv, flops_rate, bandwidth),
-                rates.sources.get("attention_prefill", "") if fitted else "spec sheet roofline",
+                t.sources.get("mla", rates.sources.get("attention_prefill", "")) if fitted else "spec sheet roofline",
             )
         )
     rest_flops = max(_scalar(t.matmul_flops) - gemm_flops, 0.0)

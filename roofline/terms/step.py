@@ -19,7 +19,7 @@ from roofline.core.checks import check_instance
 from roofline.deploy import Deployment
 from roofline.model import memory
 from roofline.model.memory import Number
-from roofline.terms import attention, comms, gemms
+from roofline.terms import attention, comms, gemms, operators
 from roofline.terms.bounds import BOUND_NAMES, HOST_BOUND, bound_code, bound_names
 from roofline.terms.engine import host_terms_s, step_shape
 from roofline.terms.exact import all_zero, fits_into, nonnegative_finite, plus, times, zeros_shaped
@@ -77,6 +77,15 @@ class StepTerms:
     state_bytes: Number = 0.0
     #: Host time the engine entry's registry terms add to the step (step terms, or an eager floor's excess).
     engine_host_s: Number = 0.0
+    #: Operator terms of the step (seconds, inside ``gemm_time_s`` / the attention times): the routed experts
+    #: as the fused-MoE operator, MLA attention (with its absorb BMMs), and the MoE layers' token exchange
+    #: (inside ``comms_time_s``); 0 for a model without such layers.
+    moe_time_s: Number = 0.0
+    mla_time_s: Number = 0.0
+    mla_bmm_s: Number = 0.0
+    moe_comms_s: Number = 0.0
+    #: The GEMMs outside the fused-MoE operator (gemm_time_s less moe_time_s).
+    dense_gemm_s: Number = 0.0
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
@@ -206,8 +215,14 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     prefill_mm = 2.0 * share * matmul_params(dep, stage.prefill_tokens, group.prefill_tokens, counts.active)
     kv_time = plus(kv_read, state) / bw
     weight_time = (weights_read + kv_written) / bw
+    moe_op, mla_op = operators.has_moe_operator(dep), operators.has_mla(dep)
+    ops = (
+        operators.operator_terms(dep, stage, group_tokens, layers, rank_shards, shards)
+        if moe_op or mla_op
+        else operators.OperatorTerms()
+    )
     cal_prefill = rates.uses("attention_prefill")
-    spec_attn_p = _zeros(tokens) if cal_prefill else attn_p_flops
+    spec_attn_p = _zeros(tokens) if (cal_prefill or mla_op) else attn_p_flops
     if prec.mixed_compute:  # each component's matmuls at its own dtype's peak
         decode_c = matmul_time_s(dep, stage.decode_seqs, group.decode_seqs, chips)
         prefill_c = matmul_time_s(dep, stage.prefill_tokens, group.prefill_tokens, chips)
@@ -228,6 +243,7 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
             prec.gemm_weight_bytes,
             moe_tokens=group_tokens,
             moe_shards=shards,
+            routed=not moe_op,
         )
         attn_prefill = (
             attention.prefill_attention_fitted_s(
@@ -237,7 +253,11 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
             else attn_p_flops / (flops_rate * mfu)
         )
     else:
-        gemm = np.maximum(compute_time, weight_time)
+        gemm = (
+            operators.dense_gemm_s(dep, stage, share, chips, kv_written, spec_attn_p, mfu)
+            if moe_op
+            else np.maximum(compute_time, weight_time)
+        )
         attn_prefill = (
             attention.prefill_attention_fitted_s(
                 dep, stage.prefill_seqs, stage.prefill_len, stage.prefill_cached, layers, rank_shards
@@ -245,12 +265,17 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
             if cal_prefill
             else _zeros(tokens)
         )
+    dense_gemm = gemm
+    if moe_op:
+        gemm = gemm + ops.moe_s
     attn_decode = (
         attention.decode_attention_fitted_s(dep, stage.decode_seqs, stage.decode_context, layers, rank_shards)
         + state / bw
         if rates.uses("attention_decode")
         else kv_time
     )
+    if mla_op:
+        attn_decode, attn_prefill = ops.mla_decode_s, ops.mla_prefill_s
     c = with_engine_collective_latency(
         dep, tokens, comms.stage_comms(dep, tokens, stage.decode_seqs, layers, group_tokens)
     )
@@ -335,8 +360,14 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
         bound_code=code,
         state_bytes=state,
         engine_host_s=engine_host,
+        moe_time_s=times(pp, ops.moe_s),
+        mla_time_s=times(pp, ops.mla_s),
+        mla_bmm_s=times(pp, ops.mla_bmm_s),
+        moe_comms_s=times(pp, c.moe_time_s),
+        dense_gemm_s=times(pp, dense_gemm),
         sources={
             **rates.sources,
+            **ops.sources,
             "gemm": gemm_source(dep),
             "comms": c.source,
             "engine": dep.engine.source,

@@ -131,6 +131,7 @@ def step_command(
         **{k: _scalar(v) for k, v in res.as_dict().items()},
     }
     data["max_batch"], data["min_chips"] = int(data["max_batch"]), int(data["min_chips"])
+    data["terms"] = named_terms(data)
     if not data["fits"]:  # a configuration that does not fit gets no throughput (the keys stay, null)
         for key in ("tokens_per_s", "tokens_per_s_per_chip", "cost_per_million_tokens"):
             data[key] = None
@@ -319,6 +320,28 @@ def request_command(
             print_explanations(explanations, "where each number comes from")
 
     emit(data, as_json, render)
+
+
+#: The named terms of a step in ``step --json``'s ``terms`` object: its key -> the result's field (seconds).
+NAMED_TERMS = {
+    "attention_s": "attention_time_s",
+    "mla_s": "mla_time_s",
+    "mla_bmm_s": "mla_bmm_time_s",
+    "gemm_s": "gemm_time_s",
+    "dense_gemm_s": "dense_gemm_time_s",
+    "moe_s": "moe_time_s",
+    "comms_s": "comms_time_upper_s",
+    "moe_comms_s": "moe_comms_time_s",
+    "comms_exposed_s": "comms_exposed_s",
+    "engine_overhead_s": "overhead_time_s",
+    "engine_host_s": "engine_host_s",
+    "pipeline_bubble_s": "pipeline_bubble_s",
+}
+
+
+def named_terms(data: dict[str, object]) -> dict[str, object]:
+    """The step's named terms (seconds per step) from its result's fields: what makes up the step time."""
+    return {key: data[field] for key, field in NAMED_TERMS.items() if field in data}
 
 
 def _scalar(value: object) -> object:
