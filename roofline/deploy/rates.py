@@ -88,11 +88,15 @@ def at_achievable(rates: Rates) -> Rates:
         f"spec sheet at {rates.hw.name}'s achievable defaults: HBM x {hbm:.2f}, {rates.compute_dtype} FLOP/s x "
         f"{flops:.2f} ({a.source})"
     )
+    sources = {
+        term: f"{label} at its achievable defaults" if label.startswith("spec sheet") else label
+        for term, label in rates.sources.items()
+    }
     return replace(
         rates,
         flops_per_s=rates.flops_per_s * flops,
         hbm_bandwidth_bytes_per_s=rates.hbm_bandwidth_bytes_per_s * hbm,
-        sources={**rates.sources, "achievable": note},
+        sources={**sources, "achievable": note},
         achievable=note,
     )
 

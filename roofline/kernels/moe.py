@@ -22,6 +22,8 @@ and ``active`` (its local experts with at least one token):
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from roofline.kernels.forms import Arrays, Hw, Params, soft_max
@@ -62,8 +64,10 @@ def _pareto_quantile(u: np.ndarray, alpha: float, low: np.ndarray, high: np.ndar
     return ((high**a - low**a) * u + low**a) ** (1.0 / a)
 
 
+@functools.lru_cache(maxsize=256)
 def power_law_grid(top_k: int, num_experts: int, ep: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """(slots, active) of the busiest GPU at each :data:`GRID_TOKENS`, mean of :data:`DRAWS` seeded draws.
+    """(slots, active) of the busiest GPU at each :data:`GRID_TOKENS`, mean of :data:`DRAWS` seeded draws
+    (a pure function of its arguments, the draws seeded by them: cached, the arrays read-only).
 
     T·k > E: expert loads ~ bounded power law on [1, 0.8·T] scaled to T·k slots; T·k <= E: T·k slots
     on distinct experts drawn uniformly.  The busiest of the ep GPUs (E/ep experts each) is kept;
@@ -80,13 +84,26 @@ def power_law_grid(top_k: int, num_experts: int, ep: int, alpha: float) -> tuple
     loads = np.where(tokens * top_k <= num_experts, few, loads)
     ranks = loads[..., : local * ep].reshape(len(GRID_TOKENS), DRAWS, ep, local)
     busiest = np.take_along_axis(ranks, ranks.sum(-1).argmax(-1)[..., None, None], axis=2)[:, :, 0, :]
-    return busiest.sum(-1).mean(-1), np.maximum((busiest >= 0.5).sum(-1).mean(-1), 1.0)
+    slots, active = busiest.sum(-1).mean(-1), np.maximum((busiest >= 0.5).sum(-1).mean(-1), 1.0)
+    slots.flags.writeable = active.flags.writeable = False
+    return slots, active
 
 
 def routing_features(
     code: np.ndarray, alpha: np.ndarray, tokens: np.ndarray, top_k: np.ndarray, experts: np.ndarray, ep: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(slots, active) on the busiest GPU for broadcast routing codes and shapes (see the module doc)."""
+    params = [np.asarray(x, float) for x in (code, alpha, top_k, experts, ep)]
+    one = all(p.size == 1 or (p.size and p.min() == p.max()) for p in params)
+    if one and params[0].reshape(-1)[0] == POWER_LAW:  # one layer shape (a step, a sweep's part): no masks
+        a, k, e, g = (p.reshape(-1)[0] for p in params[1:])
+        shape = np.broadcast_shapes(np.shape(tokens), *(p.shape for p in params))
+        where = np.log(np.maximum(np.broadcast_to(np.asarray(tokens, float), shape), 1.0))
+        grid_slots, grid_active = power_law_grid(int(k), int(e), int(g), float(a))
+        log_grid = np.log(GRID_TOKENS)
+        slots = np.exp(np.interp(where, log_grid, np.log(np.maximum(grid_slots, 1e-9))))
+        active = np.minimum(np.exp(np.interp(where, log_grid, np.log(grid_active))), e / g)
+        return slots, np.maximum(active, np.minimum(1.0, slots))
     code, alpha, tokens, top_k, experts, ep = np.broadcast_arrays(
         *(np.asarray(x, float) for x in (code, alpha, tokens, top_k, experts, ep))
     )
@@ -95,7 +112,7 @@ def routing_features(
     active = np.where(code == UNIFORM, expected_experts_touched(experts, top_k, tokens) / ep, np.minimum(local, slots))
     skewed = code == POWER_LAW
     if skewed.any():
-        slots, active = slots.copy(), active.copy()
+        slots, active = np.array(slots, dtype=float), np.array(active, dtype=float)
         combos = np.unique(np.stack([top_k[skewed], experts[skewed], ep[skewed], alpha[skewed]], -1), axis=0)
         log_grid = np.log(GRID_TOKENS)
         for k, e, g, a in combos:

@@ -19,6 +19,7 @@ from numpy.typing import ArrayLike
 from roofline.deploy import Deployment
 from roofline.model import memory
 from roofline.model.memory import Number
+from roofline.terms.exact import all_zero
 from roofline.terms.mla import MlaShape, mla_decode, mla_prefill
 from roofline.terms.moe import MoeShape, moe_layer
 from roofline.terms.work import Work
@@ -112,14 +113,16 @@ def operator_terms(
     if has_mla(dep):
         attn_layers = memory.layer_mix(m).attention * share
         shape = mla_shape(dep, rank_chips)
-        dec = mla_decode(dep.rates, shape, stage.decode_seqs, stage.decode_context)
-        pre = mla_prefill(dep.rates, shape, stage.prefill_seqs, stage.prefill_len, stage.prefill_cached)
-        out.update(
-            mla_decode_s=attn_layers * dec.time_s,
-            mla_bmm_s=attn_layers * dec.bmm_s,
-            mla_prefill_s=attn_layers * pre.time_s,
-        )
-        out["sources"]["mla"] = f"{dec.source}; {pre.source}"  # type: ignore[index]
+        sources = []
+        if not all_zero(stage.decode_seqs):  # (a prefill-only step has no decode kernel: its term is 0)
+            dec = mla_decode(dep.rates, shape, stage.decode_seqs, stage.decode_context)
+            out.update(mla_decode_s=attn_layers * dec.time_s, mla_bmm_s=attn_layers * dec.bmm_s)
+            sources.append(dec.source)
+        if not all_zero(stage.prefill_seqs):
+            pre = mla_prefill(dep.rates, shape, stage.prefill_seqs, stage.prefill_len, stage.prefill_cached)
+            out["mla_prefill_s"] = attn_layers * pre.time_s
+            sources.append(pre.source)
+        out["sources"]["mla"] = "; ".join(sources) or "MLA: no attention in the step"  # type: ignore[index]
     return OperatorTerms(**out)  # type: ignore[arg-type]
 
 

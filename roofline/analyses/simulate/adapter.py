@@ -122,6 +122,8 @@ def cost_for(
     reserve_tokens: float = 8192,
     engine: str | None = None,
     attention_dp: int | None = None,
+    moe_routing: str | None = None,
+    achievable: bool | None = None,
 ) -> DeploymentStepCost:
     """The step cost of one replica (tp·attention_dp·pp chips), its KV capacity in tokens within the usable
     HBM (the weights it holds; each token's cache ``kv_copies`` times: MLA's latent on every tp chip)."""
@@ -139,6 +141,8 @@ def cost_for(
         memory_utilization=memory_utilization,
         engine=engine,
         attention_dp=attention_dp,
+        moe_routing=moe_routing,
+        achievable=achievable,
     )
     kv_token = float(memory.kv_cache_bytes_per_token(model, precision.kv_bytes)) * dep.kv_copies
     usable = float(dep.usable_hbm_bytes(reserve_tokens)) - dep.held_weight_bytes

@@ -69,6 +69,19 @@ ATTENTION_DP = typer.Option(
     parser=values.count(),
     help="Attention data-parallel ranks sharing one MoE group (default ep/tp where --ep exceeds --tp, else 1).",
 )
+MOE_ROUTING = typer.Option(
+    None,
+    "--moe-routing",
+    parser=values.name,
+    help="How tokens spread over an MoE layer's experts: balanced, uniform or power_law_<alpha> (default "
+    "power_law_1.01: skewed, the busiest GPU sets the time).",
+)
+ACHIEVABLE = typer.Option(
+    None,
+    "--achievable/--peak",
+    help="Price the spec sheet at the chip's achievable fractions of peak (its YAML achievable: block) or at "
+    "its peaks (default: achievable for MoE and MLA models, peaks for the others).",
+)
 TOPOLOGY = typer.Option(
     None, "--topology", parser=values.topology_text, help="TPU slice axes, e.g. 4x4 (the tp group spans it)."
 )
@@ -259,6 +272,8 @@ def deployment_from_options(
     price: float | None = None,
     engine: str | None = None,
     attention_dp: int | None = None,
+    moe_routing: str | None = None,
+    achievable: bool | None = None,
 ) -> Deployment:
     """Parse the shared options once into a Deployment (one-line errors name the flag)."""
     check_count("--chips", chips)
@@ -280,4 +295,6 @@ def deployment_from_options(
         price_per_chip_hour=price,
         engine=engine,
         attention_dp=attention_dp,
+        moe_routing=moe_routing,
+        achievable=achievable,
     )

@@ -12,6 +12,7 @@ from roofline.core.fmt import format_seconds
 from roofline.views.cli import values
 from roofline.views.cli._common import JSON_OPTION, compact_table, console, emit, print_assumptions
 from roofline.views.cli.options import (
+    ACHIEVABLE,
     ATTENTION_DP,
     COMPUTE,
     ENGINE,
@@ -23,6 +24,7 @@ from roofline.views.cli.options import (
     LENGTHS_CSV,
     MEMORY_UTILIZATION,
     MODEL,
+    MOE_ROUTING,
     OUTPUT_LEN,
     PP,
     TPOT_SLO,
@@ -46,6 +48,8 @@ def simulate_command(
     pp: int = PP,
     ep: int = EP,
     attention_dp: int = ATTENTION_DP,
+    moe_routing: str = MOE_ROUTING,
+    achievable: bool = ACHIEVABLE,
     concurrency: int = typer.Option(
         None,
         "--concurrency",
@@ -192,6 +196,8 @@ def simulate_command(
         pp=pp,
         ep=ep,
         attention_dp=attention_dp,
+        moe_routing=moe_routing,
+        achievable=achievable,
         max_context=longest + 1.0,
         reserve_tokens=max_num_batched_tokens,
         engine=engine,

@@ -19,6 +19,7 @@ from roofline.views.cli._common import (
     quantity_table,
 )
 from roofline.views.cli.options import (  # noqa: E402  (re-exported: other command modules import them from here)
+    ACHIEVABLE,
     ATTENTION_DP,
     BATCH,
     CHIPS,
@@ -34,6 +35,7 @@ from roofline.views.cli.options import (  # noqa: E402  (re-exported: other comm
     MEMORY_UTILIZATION,
     MFU,
     MODEL,
+    MOE_ROUTING,
     OUTPUT_LEN,
     PP,
     PRICE,
@@ -88,6 +90,8 @@ def step_command(
     pp: int = PP,
     ep: int = EP,
     attention_dp: int = ATTENTION_DP,
+    moe_routing: str = MOE_ROUTING,
+    achievable: bool = ACHIEVABLE,
     topology: str = TOPOLOGY,
     memory_utilization: float = MEMORY_UTILIZATION,
     engine: str = ENGINE,
@@ -114,6 +118,8 @@ def step_command(
         price,
         engine,
         attention_dp,
+        moe_routing,
+        achievable,
     )
     prec = dep.precision
     res = step_from(dep, batch, context)
@@ -224,6 +230,8 @@ def request_command(
     pp: int = PP,
     ep: int = EP,
     attention_dp: int = ATTENTION_DP,
+    moe_routing: str = MOE_ROUTING,
+    achievable: bool = ACHIEVABLE,
     memory_utilization: float = MEMORY_UTILIZATION,
     engine: str = ENGINE,
     explain: bool = EXPLAIN_OPTION,
@@ -253,6 +261,8 @@ def request_command(
         memory_utilization,
         engine=engine,
         attention_dp=attention_dp,
+        moe_routing=moe_routing,
+        achievable=achievable,
     )
     dist = lengths_from_options(input_len, output_len, lengths, lengths_csv, m)
     data: dict[str, object]

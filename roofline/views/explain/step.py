@@ -225,6 +225,10 @@ def explain_step(dep: Deployment, batch: float, context: float, res: StepResult)
             note=src.get("price", ""),
         ),
     ]
+    from roofline.views.explain.operators import operator_explanations
+
+    at = next(i for i, e in enumerate(out) if e.name == "step time without collectives")
+    out[at:at] = operator_explanations(dep, res, t)
     return out
 
 
