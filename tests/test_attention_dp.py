@@ -179,3 +179,45 @@ def test_plan_tries_wide_expert_parallelism_for_moe_models():
     layouts = {(c.tp, c.ep, c.attention_dp) for c in res.candidates}
     assert (1, 8, 8) in layouts  # attention data-parallel over the 8 chips, experts over all of them
     assert all(c.chips_per_replica == c.tp * c.attention_dp for c in res.candidates)
+
+
+def test_dense_models_keep_the_books_roofline():
+    # No MoE or MLA layer: no operator term, the rates at the spec sheet's peaks (every dense figure unchanged).
+    llama = load_model("llama-3-8b")
+    dep = deployment(llama, H200, 1)
+    assert dep.rates.achievable == "" and dep.rates.flops_per_s == 9.89e14
+    t = step_terms(dep, decode_work(8.0, 1024.0))
+    assert float(t.moe_time_s) == float(t.mla_time_s) == 0.0 and "moe" not in t.sources
+
+
+def test_moe_and_mla_terms_make_up_the_step():
+    # DeepSeek on the spec sheet: the GEMM time is the dense GEMMs plus the fused-MoE operator, attention is the
+    # MLA term, both named in the sources with the achievable defaults they ran at (H200 YAML: HBM x 0.80).
+    dep = deployment(DS, H200, 8, FP8, tp=1, ep=8)
+    assert dep.rates.hbm_bandwidth_bytes_per_s == pytest.approx(0.80 * 4.8e12, rel=1e-12)
+    t = step_terms(dep, decode_work(64.0, 2048.0))
+    assert float(t.gemm_time_s) == float(t.dense_gemm_s) + float(t.moe_time_s)
+    assert float(t.attention_decode_s) == float(t.mla_time_s) > float(t.mla_bmm_s) > 0
+    assert float(t.moe_comms_s) > 0
+    assert "achievable" in t.sources["moe"] and "achievable" in t.sources["mla"]
+    # Balanced routing of 64 x 8 slots over 256 experts touches every expert: each of the 8 chips streams its
+    # 32 experts (3 x 7168 x 2048 bytes each, fp8) per layer at no more than 0.80 x 4.8 TB/s.
+    balanced = step_terms(deployment(DS, H200, 8, FP8, tp=1, ep=8, moe_routing="balanced"), decode_work(64.0, 2048.0))
+    floor = 58 * 32 * 3 * 7168 * 2048 / (0.80 * 4.8e12)
+    assert float(balanced.moe_time_s) >= floor
+
+
+def test_step_json_names_the_operator_terms():
+    import json
+
+    run = run_roofline(
+        "step", "--model", "deepseek-r1", "--hardware", "h200", "--chips", "8", "--tp", "1", "--ep", "8", "--json"
+    )
+    data = json.loads(run.stdout)
+    terms = data["terms"]
+    assert terms["gemm_s"] == pytest.approx(terms["dense_gemm_s"] + terms["moe_s"], rel=1e-12)
+    assert terms["attention_s"] == terms["mla_s"] and terms["moe_comms_s"] > 0
+    assert {"moe", "mla", "achievable"} <= set(data["sources"])
+    assert_refused(
+        run_roofline("step", "--model", "deepseek-r1", "--hardware", "h200", "--moe-routing", "zipf"), "zipf"
+    )

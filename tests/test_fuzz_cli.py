@@ -309,8 +309,10 @@ NOT_FUZZED: dict[tuple[str, str], str] = {
             "--scale-out-tp",
             "--diurnal",
             "--mix",
+            "--achievable",
         )
     },
+    ("*", "--moe-routing"): "a routing kind; an unknown one is refused with the kinds (tests/test_attention_dp.py)",
     ("*", "--engine"): "a profile's engine key; an unknown one is refused with the keys the profile has "
     "(tests/test_engine_fit.py)",
     ("report", "--traces"): "bound,prediction; checked by the report (tests/test_report.py)",
