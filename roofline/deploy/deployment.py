@@ -20,7 +20,6 @@ from roofline.core.units import DTYPE_BYTES, dtype_bytes
 from roofline.deploy.engine import NO_ENGINE, EngineTerms, engine_terms
 from roofline.deploy.layout import Parallelism, parallelism, replicas
 from roofline.deploy.rates import Rates, at_achievable, chip_rates
-from roofline.kernels.moe import DEFAULT_ROUTING
 from roofline.model import memory
 from roofline.model.memory import Number
 from roofline.specs import HardwareSpec, ModelSpec
@@ -181,8 +180,17 @@ class Deployment:
     comms_overlap: float = 0.0
     engine: EngineTerms = NO_ENGINE
     #: How tokens spread over an MoE layer's experts (the fused-MoE family's routing: balanced, uniform or
-    #: power_law_<alpha>; the busiest GPU sets the time).
-    moe_routing: str = DEFAULT_ROUTING
+    #: power_law_<alpha>; the busiest GPU sets the time); None: the family's default (:attr:`routing`).
+    moe_routing: str | None = None
+
+    @property
+    def routing(self) -> str:
+        """The MoE routing kind in force: ``moe_routing``, else the fused-MoE family's default (power law 1.01)."""
+        if self.moe_routing is not None:
+            return self.moe_routing
+        from roofline.kernels.moe import DEFAULT_ROUTING
+
+        return DEFAULT_ROUTING
 
     def peak_flops(self, dtype: str) -> float:
         """FLOP/s of ``dtype`` matmuls on one chip: the spec sheet's peak, x the chip's achievable fraction
@@ -347,10 +355,10 @@ def operator_priced(model: ModelSpec) -> bool:
     return (model.num_experts > 1 and memory.moe_layer_count(model) > 0) or model.kv_lora_rank is not None
 
 
-def check_routing(routing: str | None) -> str:
-    """The MoE routing kind (default :data:`DEFAULT_ROUTING`), refused with the allowed kinds when unknown."""
+def check_routing(routing: str | None) -> str | None:
+    """The MoE routing kind (None: the family's default), refused with the allowed kinds when unknown."""
     if routing is None:
-        return DEFAULT_ROUTING
+        return None
     from roofline.kernels.moe import parse_routing
 
     try:

@@ -12,6 +12,7 @@ MLA entries, the nearest fitted format, or the spec sheet at the chip's achievab
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -20,9 +21,11 @@ from roofline.deploy import Deployment
 from roofline.model import memory
 from roofline.model.memory import Number
 from roofline.terms.exact import all_zero
-from roofline.terms.mla import MlaShape, mla_decode, mla_prefill
-from roofline.terms.moe import MoeShape, moe_layer
 from roofline.terms.work import Work
+
+if TYPE_CHECKING:  # the kernel families load only when a step has MoE or MLA layers: CLI start-up
+    from roofline.terms.mla import MlaShape
+    from roofline.terms.moe import MoeShape
 
 #: BMM formats of MLA's absorb GEMMs by the attention's compute dtype (fp8 kinds run the fp8 BMM).
 _BMM_DTYPE = {"fp8": "fp8", "fp8_block": "fp8"}
@@ -41,6 +44,8 @@ def has_mla(dep: Deployment) -> bool:
 def moe_shape(dep: Deployment, stage_chips: float) -> MoeShape:
     """One MoE layer on the deployment: experts over ep chips, each split stage chips / ep ways; the experts'
     weight format and compute dtype; the deployment's routing skew."""
+    from roofline.terms.moe import MoeShape
+
     m, prec = dep.model, dep.precision
     return MoeShape(
         hidden=m.d_model,
@@ -52,12 +57,14 @@ def moe_shape(dep: Deployment, stage_chips: float) -> MoeShape:
         gated=m.gated_mlp,
         dtype=prec.weight_dtype("experts"),
         act_dtype=prec.compute_dtype("experts"),
-        routing=dep.moe_routing,
+        routing=dep.routing,
     )
 
 
 def mla_shape(dep: Deployment, rank_chips: float) -> MlaShape:
     """MLA on one chip of an attention rank of ``rank_chips`` chips: its query heads, the latent's dims and formats."""
+    from roofline.terms.mla import MlaShape
+
     m, prec = dep.model, dep.precision
     compute = prec.compute_dtype("attention")
     return MlaShape(
@@ -98,6 +105,9 @@ def operator_terms(
 ) -> OperatorTerms:
     """The stage's MoE and MLA operator terms for a rank's ``stage`` work and the stage's ``group_tokens``
     (``layers`` of the model's layers on the stage)."""
+    from roofline.terms.mla import mla_decode, mla_prefill
+    from roofline.terms.moe import moe_layer
+
     m = dep.model
     share = layers / m.num_layers
     out: dict[str, object] = {"sources": {}}

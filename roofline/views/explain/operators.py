@@ -34,7 +34,7 @@ def operator_explanations(dep: Deployment, res: StepResult, t: StepTerms) -> lis
                     Term("moe_tp", _f(dep.stage_chips) / par.ep, ""),
                 ),
                 S_MOE,
-                note=f"{src.get('moe', '')} (routing {dep.moe_routing})",
+                note=f"{src.get('moe', '')} (routing {dep.routing})",
             ),
             Explanation(
                 "dense GEMMs (outside the MoE operator)",
