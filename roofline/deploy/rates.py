@@ -36,7 +36,8 @@ class Rates:
     def source(self) -> str:
         """One line for the whole chip: spec sheet, or the calibrated profile and its ops."""
         if not self.calibrated:
-            return f"spec sheet ({self.hw.source or self.hw.name})"
+            at = " at its achievable defaults" if self.achievable else ""
+            return f"spec sheet{at} ({self.hw.source or self.hw.name})"
         cal = self.hw.calibration
         return f"calibrated profile ({cal.source if cal else ''}; terms: {', '.join(sorted(self.calibrated))})"
 

@@ -22,8 +22,9 @@ from roofline.analyses.sweep.result import BlockLabels, DroppedSlot
 from roofline.core.errors import OptionError
 from roofline.core.types import Number
 from roofline.deploy import Rates, chip_rates, deployment, engine_terms, topology
-from roofline.deploy.deployment import check_hardware_list, check_model
+from roofline.deploy.deployment import check_hardware_list, check_model, operator_priced
 from roofline.deploy.layout import attention_dp_for
+from roofline.deploy.rates import at_achievable
 from roofline.specs import HardwareSpec, ModelSpec
 
 
@@ -62,7 +63,8 @@ def _plan(
     blocks: list[_Block] = []
     for hw, name in zip(hardware, names, strict=True):
         rates = chip_rates(hw, precisions[0].compute)
-        sources[f"hardware:{name}"] = rates.source
+        priced = at_achievable(rates) if operator_priced(model) else rates  # what each deployment runs at
+        sources[f"hardware:{name}"] = priced.source
         price = prices.get(name, prices.get(hw.name, hw.price_per_chip_hour))
         sources[f"price:{name}"] = "command line" if (name in prices or hw.name in prices) else "hardware spec"
         for precision in precisions:

@@ -136,6 +136,8 @@ def assumptions(
     parts = []
     if "calibrated" in src.get("hardware", "") or "calibrated" in src.get("overhead", ""):
         parts.append("calibrated kernel efficiencies and overheads")
+    elif "achievable" in src or "achievable" in src.get("hardware", ""):
+        parts.append("the spec sheet at the chip's achievable fractions of peak, with kernel floors (hardware YAML)")
     else:
         parts.append("spec-sheet peaks, no kernel overheads (a bound, not a prediction)")
     if mfu is not None:

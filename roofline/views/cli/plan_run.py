@@ -120,7 +120,13 @@ def steady_command(
         render_resilience(res.resilience, res.best)
         if csv_path is not None:
             console.print(f"wrote {len(res.candidates)} deployments to {csv_path}")
-        print_assumptions(mfu=space.mfu, memory_utilization=space.memory_utilization, kinds=tuple(h.kind for h in hws))
+        hardware = " ".join(v for k, v in res.sources.items() if k.startswith("hardware:"))
+        print_assumptions(
+            mfu=space.mfu,
+            memory_utilization=space.memory_utilization,
+            kinds=tuple(h.kind for h in hws),
+            sources={"hardware": hardware},
+        )
         if explain:
             print_explanations(explanations, "where the plan's numbers come from")
 
