@@ -69,6 +69,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     # sweeps and frontiers
     "decode_sweep": ("analyses.sweep.run", "decode_sweep"),
     "SweepResult": ("analyses.sweep.run", "SweepResult"),
+    "SweepGrid": ("analyses.sweep.grid", "SweepGrid"),
+    "sweep": ("analyses.sweep.run", "sweep"),
     "decode_frontier": ("analyses.sweep.frontier", "decode_frontier"),
     "frontier_of": ("analyses.pareto", "frontier_of"),
     "pareto_mask": ("analyses.pareto", "pareto_mask"),

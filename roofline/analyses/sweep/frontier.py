@@ -17,6 +17,7 @@ from numpy.typing import ArrayLike
 
 from roofline.analyses.pareto import key_floor, objective_columns, oriented, pareto_order
 from roofline.analyses.step import DEFAULT_CONTEXT
+from roofline.analyses.sweep.grid import SweepGrid
 from roofline.analyses.sweep.kernel import CHUNK, PointStore, SweepColumns, Tables, concat
 from roofline.analyses.sweep.layout import _evaluate, _finish_sources, _labels, _setup
 from roofline.analyses.sweep.result import POINT_COLUMNS, BlockLabels, SweepResult, _check_group
@@ -116,20 +117,8 @@ def decode_frontier(
     engine: str | None = None,
     wide_ep: bool = False,
 ) -> SweepResult:
-    """The sweep of :func:`roofline.analyses.sweep.run.decode_sweep`, kept only where it is on a frontier.
-
-    The result holds the union of the per-``group`` frontiers of ``objectives`` (names of
-    :data:`roofline.analyses.pareto.OBJECTIVES`), in sweep order, with the whole sweep's counts
-    (``evaluated``, ``dropped_out_of_memory``; points that fit = evaluated − dropped), so
-    ``result.frontiers(objective, group)`` equals the full sweep's.  Memory: one buffer of
-    ``buffer_points`` points plus the frontiers, so :data:`roofline.analyses.sweep.run.MAX_SWEEP_POINTS` does
-    not apply (the slot limit does).
-    """
-    for name in objectives:
-        objective_columns(name)
-    plan = _setup(
-        model,
-        hardware,
+    """:func:`frontier` with the grid's fields as keywords (see :class:`~roofline.analyses.sweep.grid.SweepGrid`)."""
+    grid = SweepGrid(
         batch,
         chips,
         context,
@@ -141,17 +130,41 @@ def decode_frontier(
         topologies,
         pp,
         memory_utilization,
-        labels,
         ep,
+        labels,
+        engine,
         wide_ep,
     )
+    return frontier(model, hardware, grid, objectives, group, buffer_points)
+
+
+def frontier(
+    model: ModelSpec,
+    hardware: Sequence[HardwareSpec],
+    grid: SweepGrid,
+    objectives: Sequence[str] = ("latency-throughput",),
+    group: str = "hardware",
+    buffer_points: int = BUFFER_POINTS,
+) -> SweepResult:
+    """The sweep of :func:`roofline.analyses.sweep.run.sweep` of ``grid``, kept only where it is on a frontier.
+
+    The result holds the union of the per-``group`` frontiers of ``objectives`` (names of
+    :data:`roofline.analyses.pareto.OBJECTIVES`), in sweep order, with the whole sweep's counts
+    (``evaluated``, ``dropped_out_of_memory``; points that fit = evaluated − dropped), so
+    ``result.frontiers(objective, group)`` equals the full sweep's.  Memory: one buffer of
+    ``buffer_points`` points plus the frontiers, so :data:`roofline.analyses.sweep.run.MAX_SWEEP_POINTS` does
+    not apply (the slot limit does).
+    """
+    for name in objectives:
+        objective_columns(name)
+    plan = _setup(model, hardware, grid)
     blocks = _labels(model, plan.blocks)
     keeper = FrontierKeeper(plan.tables, objectives, _group_of_part(blocks, plan.tables.part_block, group))
     batch_axis, _, context_axis = plan.axes
     store = PointStore(
         max(int(buffer_points), CHUNK), batch_axis.size, context_axis.size, len(plan.parts), flush=keeper.flush
     )
-    out = _evaluate(model, plan.blocks, plan.axes, store, memory_utilization, plan.sources, engine)
+    out = _evaluate(model, plan.blocks, plan.axes, store, grid.memory_utilization, plan.sources, grid.engine)
     keeper.flush(store)
     kept = keeper.kept if keeper.kept is not None else SweepColumns(store.columns(), plan.tables, POINT_COLUMNS)
     return SweepResult(

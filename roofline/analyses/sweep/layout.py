@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from roofline.analyses.step import BOOK, Precision, _check_positive, decode_step, step_memory
+from roofline.analyses.sweep.grid import SweepGrid
 from roofline.analyses.sweep.kernel import PointStore, Tables, evaluate_part
 from roofline.analyses.sweep.options import MAX_SWEEP_SLOTS, check_dtypes, expert_layouts, parallel_groups
 from roofline.analyses.sweep.result import BlockLabels, DroppedSlot
@@ -337,33 +338,18 @@ def slice_chips(topologies: Sequence[str], chips: ArrayLike | None) -> list[int]
     return sizes
 
 
-def _setup(
-    model: ModelSpec,
-    hardware: Sequence[HardwareSpec],
-    batch: ArrayLike,
-    chips: ArrayLike | None,
-    context: ArrayLike,
-    weights: Sequence[str],
-    kv_dtypes: Sequence[str],
-    tp: Sequence[int] | None,
-    compute_dtype: str,
-    prices: Mapping[str, float] | None,
-    topologies: Sequence[str] | None,
-    pp: Sequence[int] | None,
-    memory_utilization: float,
-    labels: Sequence[str] | None,
-    ep: int | Sequence[int] | None = None,
-    wide_ep: bool = False,
-) -> _Setup:
+def _setup(model: ModelSpec, hardware: Sequence[HardwareSpec], grid: SweepGrid) -> _Setup:
     """Validate a sweep's options and plan its blocks and parts (each (tp, pp) group with each expert layout:
     :func:`~roofline.analyses.sweep.options.expert_layouts`)."""
+    batch, chips, context, tp, pp, topologies = grid.batch, grid.chips, grid.context, grid.tp, grid.pp, grid.topologies
+    ep, compute_dtype, memory_utilization = grid.ep, grid.compute_dtype, grid.memory_utilization
     check_model(model)
     hardware = check_hardware_list(hardware)
-    names = [hw.name for hw in hardware] if labels is None else list(labels)
+    names = [hw.name for hw in hardware] if grid.labels is None else list(grid.labels)
     if len(names) != len(hardware):
         raise OptionError(f"labels: {len(names)} given for {len(hardware)} chips", parameters=("labels",))
-    weights = check_dtypes(weights, "weights")
-    kv_dtypes = check_dtypes(kv_dtypes, "kv_dtypes")
+    weights = check_dtypes(grid.weights, "weights")
+    kv_dtypes = check_dtypes(grid.kv_dtypes, "kv_dtypes")
     if topologies:
         chips = slice_chips(topologies, chips)
     elif chips is None:
@@ -376,7 +362,7 @@ def _setup(
     if eps and any(e > 1 for e in eps) and model.num_experts <= 1:
         raise OptionError(f"ep={eps}: the model has no routed experts (ep needs an MoE model)", parameters=("ep",))
     groups = expert_layouts(
-        axes[1], parallel_groups(axes[1], tp, pp, topologies, skipped), eps, wide_ep, model.num_experts, skipped
+        axes[1], parallel_groups(axes[1], tp, pp, topologies, skipped), eps, grid.wide_ep, model.num_experts, skipped
     )
     if axes[1].size * axes[2].size > MAX_SWEEP_SLOTS:
         raise OptionError(
@@ -387,7 +373,9 @@ def _setup(
         )
     precisions = [Precision(w, kv, compute_dtype) for w in weights for kv in kv_dtypes]
     sources: dict[str, str] = {}
-    blocks = _plan(model, hardware, names, axes, precisions, groups, dict(prices or {}), memory_utilization, sources)
+    blocks = _plan(
+        model, hardware, names, axes, precisions, groups, dict(grid.prices or {}), memory_utilization, sources
+    )
     parts = _parts(blocks, axes[1])
     return _Setup(axes, blocks, parts, _tables(blocks, parts, axes[0], axes[2]), sources, tuple(skipped))
 

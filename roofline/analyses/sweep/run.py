@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from numpy.typing import ArrayLike
 
 from roofline.analyses.step import DEFAULT_CONTEXT
+from roofline.analyses.sweep.grid import SweepGrid
 from roofline.analyses.sweep.kernel import PointStore, SweepColumns
 from roofline.analyses.sweep.layout import _Block, _evaluate, _finish_sources, _labels, _Outcome, _plan, _Setup, _setup
 from roofline.analyses.sweep.options import (
@@ -84,20 +85,8 @@ def decode_sweep(
     engine: str | None = None,
     wide_ep: bool = False,
 ) -> SweepResult:
-    """Every (chip, weights, KV dtype, tp, chips, batch, context) decode step that fits in HBM.
-
-    ``chips`` is the slice that serves the batch (default 1), or ``topologies`` its shapes (``4x4``:
-    16 chips whose ICI axes carry the collectives; chips given too must be their sizes); ``tp`` the
-    model-parallel degrees to try (each must divide the chip count; None: the whole slice is one tp group, the book's
-    figure).  ``labels`` names each chip's points (default: its name; the report passes the
-    file each came from).  The loops run over chips × dtypes × tp degrees and grids of points,
-    never over configurations; the columns are allocated once, sized by the screen's counts,
-    and a sweep holding more than ``max_points`` (default :data:`MAX_SWEEP_POINTS`) is refused
-    before any is evaluated.
-    """
-    plan = _setup(
-        model,
-        hardware,
+    """:func:`sweep` with the grid's fields as keywords (see :class:`~roofline.analyses.sweep.grid.SweepGrid`)."""
+    grid = SweepGrid(
         batch,
         chips,
         context,
@@ -109,10 +98,24 @@ def decode_sweep(
         topologies,
         pp,
         memory_utilization,
-        labels,
         ep,
+        labels,
+        engine,
         wide_ep,
     )
+    return sweep(model, hardware, grid, max_points)
+
+
+def sweep(
+    model: ModelSpec, hardware: Sequence[HardwareSpec], grid: SweepGrid, max_points: int | None = None
+) -> SweepResult:
+    """Every (chip, weights, KV dtype, tp, chips, batch, context) decode step of ``grid`` that fits in HBM.
+
+    The loops run over chips × dtypes × tp degrees and grids of points, never over configurations; the
+    columns are allocated once, sized by the screen's counts, and a sweep holding more than ``max_points``
+    (default :data:`MAX_SWEEP_POINTS`) is refused before any is evaluated.
+    """
+    plan = _setup(model, hardware, grid)
     limit = MAX_SWEEP_POINTS if max_points is None else int(max_points)
     if plan.capacity > limit:
         raise OptionError(
@@ -123,7 +126,7 @@ def decode_sweep(
         )
     batch_axis, _, context_axis = plan.axes
     store = PointStore(plan.capacity, batch_axis.size, context_axis.size, len(plan.parts))
-    out = _evaluate(model, plan.blocks, plan.axes, store, memory_utilization, plan.sources, engine)
+    out = _evaluate(model, plan.blocks, plan.axes, store, grid.memory_utilization, plan.sources, grid.engine)
     columns = SweepColumns(store.trimmed(), plan.tables, POINT_COLUMNS)
     return SweepResult(
         columns,
