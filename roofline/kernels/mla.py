@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from roofline.formulas.compute import roofline_time_s
 from roofline.kernels.forms import ACTIVATION_BYTES, Arrays, Hw, Params, fill_fraction, soft_max
 from roofline.kernels.lsq import Param
 from roofline.kernels.registry import Achievable, KernelFamily, register
@@ -64,8 +65,10 @@ def mla_decode_time(s: Arrays, hw: Hw, p: Params) -> np.ndarray:
 
 def mla_decode_spec_time(s: Arrays, hw: Hw, achievable: Achievable) -> np.ndarray:
     """floor + max((latent + query bytes) / BW, FLOPs / peak) at the chip's achievable rates."""
-    t_memory = (decode_latent_bytes(s) + decode_query_bytes(s)) / hw.bandwidth
-    return achievable.floor("attention") + np.maximum(t_memory, decode_flops(s) / hw.peak_flops)
+    latent_and_query = decode_latent_bytes(s) + decode_query_bytes(s)
+    return achievable.floor("attention") + roofline_time_s(
+        decode_flops(s), latent_and_query, hw.peak_flops, hw.bandwidth
+    )
 
 
 def prefill_flops(s: Arrays) -> np.ndarray:
@@ -95,7 +98,7 @@ def mla_prefill_time(s: Arrays, hw: Hw, p: Params) -> np.ndarray:
 
 def mla_prefill_spec_time(s: Arrays, hw: Hw, achievable: Achievable) -> np.ndarray:
     """floor + max(FLOPs / peak, bytes / BW) at the chip's achievable rates."""
-    t = np.maximum(prefill_flops(s) / hw.peak_flops, prefill_bytes(s) / hw.bandwidth)
+    t = roofline_time_s(prefill_flops(s), prefill_bytes(s), hw.peak_flops, hw.bandwidth)
     return achievable.floor("attention") + t
 
 
@@ -130,7 +133,7 @@ def bmm_time(s: Arrays, hw: Hw, p: Params) -> np.ndarray:
 
 def bmm_spec_time(s: Arrays, hw: Hw, achievable: Achievable) -> np.ndarray:
     """floor + max(FLOPs / peak, bytes / BW) at the chip's achievable rates."""
-    return achievable.floor("gemm") + np.maximum(bmm_flops(s) / hw.peak_flops, bmm_bytes(s) / hw.bandwidth)
+    return achievable.floor("gemm") + roofline_time_s(bmm_flops(s), bmm_bytes(s), hw.peak_flops, hw.bandwidth)
 
 
 COMMON = (

@@ -26,6 +26,7 @@ import functools
 
 import numpy as np
 
+from roofline.formulas.compute import roofline_time_s
 from roofline.kernels.forms import Arrays, Hw, Params, soft_max
 from roofline.kernels.lsq import Param
 from roofline.kernels.registry import Achievable, KernelFamily, register
@@ -172,9 +173,8 @@ def moe_spec_time(s: Arrays, hw: Hw, achievable: Achievable) -> np.ndarray:
     """floor + max(active · expert bytes / BW, FLOPs / peak): the grouped GEMMs' roofline at the chip's
     achievable rates (``hw`` carries them: :func:`~roofline.kernels.registry.achievable_hw`), plus the fused
     layer's floor (router, permute and finalize launches)."""
-    t_weights = s["active"] * expert_bytes(s) / hw.bandwidth
-    t_compute = moe_flops(s, s["slots"]) / hw.peak_flops
-    return achievable.floor("moe") + np.maximum(t_weights, t_compute)
+    weights = s["active"] * expert_bytes(s)
+    return achievable.floor("moe") + roofline_time_s(moe_flops(s, s["slots"]), weights, hw.peak_flops, hw.bandwidth)
 
 
 PARAMS = (
