@@ -217,6 +217,19 @@ def open_input(target: str | Path, error: type[RooflineError] = RooflineError) -
     return os.fdopen(fd, "rb")
 
 
+def sniff_text(head: bytes, path: str | Path, error: type[RooflineError]) -> bool:
+    """The first bytes of a text input: True when gzip data; UTF-16/32 (a byte-order mark, or NUL
+    bytes between characters) refused with one line.  For streamed readers; see :func:`decode_text`."""
+    for bom, name in _BOMS:
+        if head.startswith(bom):
+            raise error(f"{path}: {name} text (byte-order mark {bom.hex(' ').upper()}); save it as UTF-8")
+    if head.startswith(_GZIP_MAGIC):
+        return True
+    if b"\x00" in head:
+        raise error(_nul_message(path, head))
+    return False
+
+
 def read_bytes_limited(path: str | Path, limit: int, error: type[RooflineError], kind: str) -> bytes:
     """The bytes of ``path``, refused with ``error`` (one line) when over ``limit`` or unreadable.
 

@@ -39,12 +39,21 @@ from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 
 from roofline.core.checks import MAX_COUNT, interval
 from roofline.core.errors import MeasurementError, shown
-from roofline.core.files import MAX_MEASUREMENT_FILE_BYTES, LimitedReader, gzip_size_within, write_bytes_atomic
+from roofline.core.files import (
+    MAX_MEASUREMENT_FILE_BYTES,
+    LimitedReader,
+    gzip_size_within,
+    open_input,
+    sniff_text,
+    write_bytes_atomic,
+)
+from roofline.core.tables import SafeDictWriter
 from roofline.core.units import DTYPE_BYTES
 
 OPS = (
@@ -209,11 +218,19 @@ def open_text(path: Path) -> io.TextIOBase:
     try:
         if Path(path).is_dir():
             raise CalibrationError(f"{path}: is a folder, give a measurement file")
-        if Path(path).stat().st_size > limit:
+        regular = Path(path).is_file()
+        if regular and Path(path).stat().st_size > limit:
             raise too_big
-        if Path(path).suffix == ".gz" and not gzip_size_within(path, limit):
-            raise too_big
-        raw = gzip.open(path, "rb") if Path(path).suffix == ".gz" else open(path, "rb")  # noqa: SIM115
+        raw: IO[bytes] = open_input(path, CalibrationError)  # a FIFO without a writer is refused, not awaited
+        is_gzip = sniff_text(raw.peek(4096)[:4096], path, CalibrationError)  # type: ignore[attr-defined]
+        if Path(path).suffix == ".gz" and not is_gzip:
+            raw.close()
+            raise CalibrationError(f"{path}: truncated or corrupt gzip file (named .gz but not gzip data)")
+        if is_gzip:
+            if regular and not gzip_size_within(path, limit):
+                raw.close()
+                raise too_big
+            raw = gzip.GzipFile(fileobj=raw)
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise CalibrationError(f"{path}: truncated or corrupt gzip file ({str(exc)[:60]})") from None
     except OSError as exc:
@@ -407,7 +424,7 @@ def write_measurements(table: Measurements, path: str | Path) -> Path:
     """Write a table atomically (``.gz`` suffix -> gzip); no partial file on failure."""
     path = Path(path)
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(COLUMNS), lineterminator="\n")
+    writer = SafeDictWriter(buffer, fieldnames=list(COLUMNS), lineterminator="\n")
     writer.writeheader()
     writer.writerows(table.to_rows())
     data = buffer.getvalue().encode("utf-8")

@@ -53,6 +53,22 @@ def entries(kind: Kind) -> dict[str, Path]:
     return {p.stem: p for p in sorted(where.glob("*.yaml")) if NAME_PATTERN.fullmatch(p.stem)}
 
 
+def check_home() -> Path:
+    """The user catalog folder, refused (one line naming it and $ROOFLINE_HOME) when it or the nearest
+    existing folder above it is not a writable folder."""
+    home = user_home()
+    where = f"{HOME_VARIABLE}={home}" if os.environ.get(HOME_VARIABLE, "").strip() else f"user catalog folder {home}"
+    existing = home.absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        what = "is not a folder" if existing == home.absolute() else f"lies under {existing}, which is not a folder"
+        raise OptionError(f"{where}: {what}; set {HOME_VARIABLE} to a folder (it is created if missing)")
+    if not os.access(existing, os.W_OK):
+        raise OptionError(f"{where}: folder {existing} is not writable; set {HOME_VARIABLE} to a writable folder")
+    return home
+
+
 def check_name(name: object, builtin: list[str], option: str = "name") -> str:
     """A name to save under: the pattern above, and not a built-in name."""
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name) or name.endswith((".yaml", ".yml", ".json")):
@@ -67,8 +83,12 @@ def check_name(name: object, builtin: list[str], option: str = "name") -> str:
 
 
 def target(kind: Kind, name: str, force: bool = False, option: str = "name") -> Path:
-    """The file a save of ``name`` writes; an existing one is refused unless ``force``."""
+    """The file a save of ``name`` writes; an existing one is refused unless ``force``, and so is a
+    catalog folder that cannot hold it (a file, a device, under /dev/null, not writable)."""
+    check_home()
     path = folder(kind) / f"{name}.yaml"
+    if path.exists() and not path.is_file():
+        raise OptionError(f"{option}: {path} exists and is not a file; remove it or choose another name")
     if path.exists() and not force:
         raise OptionError(
             f"{option}: {name!r} is already saved ({path}); pass force= to replace it", parameters=(option, "force")

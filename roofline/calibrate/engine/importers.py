@@ -136,18 +136,37 @@ def is_end_to_end(path: str | Path) -> bool:
     return True
 
 
-def import_file(path: str | Path, fmt: str = "auto", options: ImportOptions | None = None) -> list[E2ERow]:
-    """Rows of one file in any supported format; options fill what vLLM files lack."""
+#: Most rows one end-to-end file may hold (the shipped tables: a few hundred).
+MAX_E2E_ROWS = 100_000
+#: Most rows one validation predicts (each costs ~0.1 s of CPU: a few simulated or closed-form predictions).
+MAX_VALIDATE_ROWS = 1_000
+
+
+def import_file(
+    path: str | Path, fmt: str = "auto", options: ImportOptions | None = None, max_rows: int = MAX_E2E_ROWS
+) -> list[E2ERow]:
+    """Rows of one file in any supported format; options fill what vLLM files lack; more than ``max_rows``
+    rows are refused before any is converted."""
     path, opt = Path(path), options or ImportOptions()
     if fmt not in FORMATS:
         raise E2EError(f"--format is {fmt!r}; allowed: {', '.join(FORMATS)}")
     if fmt == "vllm" or (fmt == "auto" and path.suffix in (".json", ".jsonl")):
-        return checked(import_vllm(path, opt), str(path))
+        return checked(_at_most(import_vllm(path, opt), max_rows, path), str(path))
     header, rows = read_csv_dicts(path)
+    _at_most(rows, max_rows, path)
     fmt = detect_format(path, header) if fmt == "auto" else fmt
     if fmt == "vllm":
         return checked(import_vllm(path, opt), str(path))
     return checked([_override(r, opt) for r in TABLES[fmt](header, rows, str(path))], str(path))
+
+
+def _at_most(rows: list, max_rows: int, path: Path) -> list:  # type: ignore[type-arg]
+    if len(rows) > max_rows:
+        raise E2EError(
+            f"{path}: more than {max_rows:,} rows (got {len(rows):,}); an end-to-end file holds at most "
+            f"{MAX_E2E_ROWS:,} rows and validate predicts at most {MAX_VALIDATE_ROWS:,} in all"
+        )
+    return rows
 
 
 def checked(rows: list[E2ERow], origin: str) -> list[E2ERow]:

@@ -18,8 +18,9 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 
+from roofline.calibrate.engine.importers import MAX_VALIDATE_ROWS
 from roofline.calibrate.engine.predict import predict_row
-from roofline.calibrate.engine.schema import E2ERow
+from roofline.calibrate.engine.schema import E2EError, E2ERow
 from roofline.core.errors import RooflineError
 from roofline.specs import HardwareSpec, hardware_names, load_hardware
 
@@ -212,6 +213,11 @@ def validate(
     Rows whose chip has no profile are skipped when profiles were given, else predicted on the spec
     sheet only.  A row the model cannot run is skipped with the error's line as reason.
     """
+    if len(rows) > MAX_VALIDATE_ROWS:
+        raise E2EError(
+            f"rows: {len(rows):,} rows is over validate's ceiling of {MAX_VALIDATE_ROWS:,} (about 0.1 s of CPU per "
+            "row, more with holdout); validate a sample or split the file"
+        )
     chosen = list(profiles) or (shipped_profiles(rows) if shipped else [])
     cases: list[Case] = []
     skipped: list[Skipped] = []

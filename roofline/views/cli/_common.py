@@ -188,15 +188,14 @@ def compact_table(title: str, columns: list[str], left: tuple[str, ...] = ()) ->
 
 
 def write_records_csv(path: str | Path, records: list[dict[str, object]]) -> None:
-    """``records`` (one dict per row, the same keys) as a CSV file, written atomically."""
-    import csv
-
+    """``records`` (one dict per row, the same keys) as a CSV file, written atomically (formula-safe cells)."""
     from roofline.core.files import write_atomic
+    from roofline.core.tables import csv_writer
 
     keys = list(records[0]) if records else []
 
     def rows(handle: IO[str]) -> None:
-        writer = csv.writer(handle)
+        writer = csv_writer(handle)
         writer.writerow(keys)
         writer.writerows([to_jsonable(r.get(k)) for k in keys] for r in records)
 

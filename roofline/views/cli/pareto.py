@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import IO
 
@@ -14,6 +13,7 @@ from roofline.analyses.sweep.run import COLUMNS, SweepResult
 from roofline.core.errors import RooflineError
 from roofline.core.files import write_atomic
 from roofline.core.fmt import format_seconds
+from roofline.core.tables import csv_writer
 from roofline.views.cli._common import JSON_OPTION, WIDE_OPTION, compact_table, console, emit
 from roofline.views.cli.options import ENGINE
 from roofline.views.cli.sweep import (
@@ -177,7 +177,7 @@ def write_frontier_csv(path: str | Path, result: SweepResult, frontiers: dict[st
     """Every frontier point as CSV: objective, group, then the sweep's columns."""
 
     def rows(handle: IO[str]) -> None:
-        writer = csv.writer(handle)
+        writer = csv_writer(handle)
         writer.writerow(("objective", "group", *COLUMNS))
         for name, groups in frontiers.items():
             for key, idx in groups.items():

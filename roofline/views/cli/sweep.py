@@ -3,7 +3,6 @@ shared with `roofline pareto` (views/cli/pareto.py)."""
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
@@ -18,6 +17,7 @@ from roofline.analyses.sweep.run import COLUMNS, SweepResult, check_dtypes, deco
 from roofline.core.errors import RooflineError
 from roofline.core.files import write_atomic
 from roofline.core.fmt import format_seconds
+from roofline.core.tables import csv_writer
 from roofline.deploy import DEFAULT_MEMORY_UTILIZATION
 from roofline.views.cli import values
 from roofline.views.cli._common import JSON_OPTION, compact_table, console, emit, print_assumptions
@@ -156,7 +156,7 @@ def write_csv(path: str | Path, result: SweepResult) -> None:
     """All points as CSV (header = sweep.COLUMNS), written to a temp file and renamed."""
 
     def rows(handle: IO[str]) -> None:
-        writer = csv.writer(handle)
+        writer = csv_writer(handle)
         writer.writerow(COLUMNS)
         writer.writerows(zip(*[result.column(k).tolist() for k in COLUMNS], strict=True))
 

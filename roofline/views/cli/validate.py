@@ -43,7 +43,7 @@ def validate_command(
     Example: roofline validate --source splitwise --html validate.html
     """
     from roofline.calibrate.engine.data import load_shipped
-    from roofline.calibrate.engine.importers import import_file
+    from roofline.calibrate.engine.importers import MAX_VALIDATE_ROWS, import_file
     from roofline.calibrate.engine.schema import E2EError
     from roofline.calibrate.engine.validate import validate
     from roofline.views.cli.values import check_outputs
@@ -52,7 +52,9 @@ def validate_command(
     check_outputs([("--html", html_out)])
     if rows_files:
         try:
-            rows = [r for f in rows_files for r in import_file(f)]
+            rows = []
+            for f in rows_files:
+                rows += import_file(f, max_rows=MAX_VALIDATE_ROWS - len(rows))
         except RooflineError as exc:
             raise type(exc)(f"--rows: {exc}") from None
         if source:
