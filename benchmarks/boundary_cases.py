@@ -144,7 +144,7 @@ def cell_cases() -> list[Case]:
                 )
     for column in ("tp", "dp", "batch", "concurrency", "num_requests", "input_len", "output_len", "ttft_s", "tpot_s"):
         for label, value in BAD_CELLS.items():
-            if label == "empty" and column in ("tp", "dp", "batch", "ttft_s", "tpot_s"):
+            if label == "empty" and column in ("tp", "dp", "batch", "ttft_s", "tpot_s", "num_requests"):
                 continue  # empty = default 1, not needed, or not measured
             if label == "fraction" and column in ("input_len", "output_len", "ttft_s", "tpot_s"):
                 continue  # mean lengths and seconds may be fractions
@@ -165,6 +165,10 @@ def cell_cases() -> list[Case]:
         for label, value in BAD_JSON.items():
             if key == "request_rate" and label in ("Infinity",):
                 continue  # vLLM writes inf for "all at once"
+            if label == "fraction" and key not in ("completed", "max_concurrency"):
+                continue  # milliseconds, rates and token totals may be fractions
+            if label == "zero" and key not in ("completed", "max_concurrency", "total_input_tokens"):
+                continue  # vLLM writes 0 for a latency or rate it did not measure
             body = json.dumps(VLLM).replace(f'"{key}": {json.dumps(VLLM[key])}', f'"{key}": {value}')
             argv = ("e2e", "import", "v.json", "--hardware", "h100-sxm", "--out", "o.csv")
             out.append(Case("vllm json", f"{key}={label}", argv, {"v.json": body.encode()}))
@@ -261,7 +265,7 @@ FILE_INPUTS: dict[str, tuple[tuple[str, ...], str, bytes, str]] = {
 def _encodings(body: bytes, kind: str) -> dict[str, object]:
     text = body.decode()
     out: dict[str, object] = {
-        "latin-1": body.replace(b"\n", " café\n".encode("latin-1"), 1) if kind != "csv" else _latin1_csv(body),
+        "latin-1": _latin1(body, kind),
         "utf-16 with BOM": text.encode("utf-16"),
         "utf-16-le no BOM": text.encode("utf-16-le"),
         "utf-32": text.encode("utf-32"),
@@ -283,6 +287,15 @@ def _encodings(body: bytes, kind: str) -> dict[str, object]:
 def _bomb() -> bytes:
     """A gzip member of 80 MB of newlines (about 80 kB): appended to a file's own member."""
     return gzip.compress(b"\n" * 80_000_000, compresslevel=9)
+
+
+def _latin1(body: bytes, kind: str) -> bytes:
+    """The file with one Latin-1 'é' (byte 0xe9) in a name or comment."""
+    if kind == "json":
+        return body.replace(b'"llama"', '"llamé"'.encode("latin-1"), 1).replace(b'"openai"', b'"\xe9"', 1)
+    if kind == "yaml":
+        return body.replace(b"\n", b" # caf\xe9\n", 1)
+    return _latin1_csv(body)
 
 
 def _latin1_csv(body: bytes) -> bytes:

@@ -185,6 +185,8 @@ def _read_stream(handle: IO[bytes], path: str | Path, limit: int, error: type[Ro
         if not chunk:
             break
         if b"\x00" in chunk and not (total == 0 and chunk.startswith(_GZIP_MAGIC)) and not chunks_are_gzip(chunks):
+            if total == 0:
+                sniff_text(chunk, path, error)  # a byte-order mark names UTF-16/32
             raise error(_nul_message(path, chunk))
         chunks.append(chunk)
         total += len(chunk)

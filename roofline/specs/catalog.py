@@ -78,6 +78,18 @@ def _looks_like_path(ref: str) -> bool:
         return False
 
 
+def _not_a_file(path: Path) -> str:
+    """Why a path is not a spec file: missing, a folder, or a device/FIFO (never read: it may not end)."""
+    try:
+        if path.is_dir():
+            return "is a folder; give a YAML or config.json file"
+        if path.exists():
+            return "is not a regular file (a device, FIFO or socket); give a YAML or config.json file"
+    except (OSError, ValueError):
+        pass
+    return "no such file"
+
+
 def resolve(kind: Kind, ref: str | Path) -> Path:
     """The file a reference names: a path that must exist, else a catalog name (a clear error lists close ones)."""
     text = str(ref)
@@ -88,7 +100,7 @@ def resolve(kind: Kind, ref: str | Path) -> Path:
         except (OSError, ValueError):  # a path too long for the file system
             found = False
         if not found:
-            raise SpecError(f"{shown(str(path))}: no such file")
+            raise SpecError(f"{shown(str(path))}: {_not_a_file(path)}")
         return path
     catalog = full_catalog(kind)
     if text in catalog:

@@ -58,7 +58,7 @@ from pathlib import Path
 from roofline.analyses.lengths import LengthDistribution, parse_lengths
 from roofline.core.checks import MAX_COUNT, check_count, check_number
 from roofline.core.errors import OptionError, RooflineError, shown
-from roofline.core.files import write_bytes_atomic
+from roofline.core.files import read_input_text, write_bytes_atomic
 from roofline.core.tables import MAX_CELL_CHARS, SafeDictWriter, unescape_cell
 from roofline.core.units import DTYPE_BYTES
 
@@ -316,26 +316,20 @@ def _check_lengths(values: dict[str, object], origin: str, line: int) -> None:
 # --------------------------------------------------------------------------- files
 
 
-def open_text(path: Path) -> io.TextIOBase:
-    """Open a text file (``.gz`` transparently, a UTF-8 BOM dropped) with a one-line error."""
-    try:
-        if path.suffix == ".gz":
-            return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", newline="")
-        return open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115
-    except OSError as exc:
-        raise E2EError(f"{path}: cannot read file ({exc.strerror})") from None
+#: Largest end-to-end file read (after gzip decompression); the shipped tables are a few kB.
+MAX_E2E_FILE_BYTES = 64 * 2**20
 
 
 def read_csv_dicts(path: Path) -> tuple[list[str], list[dict[str, str]]]:
-    """Header and rows of a CSV file; a one-line error when it is not CSV."""
-    with open_text(path) as handle:
-        try:
-            reader = csv.DictReader(handle)
-            header = [h.strip() for h in (reader.fieldnames or [])]
-            reader.fieldnames = header
-            rows = list(reader)
-        except (csv.Error, UnicodeDecodeError, gzip.BadGzipFile, EOFError, OSError) as exc:
-            raise E2EError(f"{path}: malformed CSV ({exc})") from None
+    """Header and rows of a CSV file (bounded, UTF-8, gzip by its magic bytes); one line when it is not CSV."""
+    text = read_input_text(path, MAX_E2E_FILE_BYTES, E2EError, "end-to-end")
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        header = [h.strip() for h in (reader.fieldnames or [])]
+        reader.fieldnames = header
+        rows = list(reader)
+    except csv.Error as exc:
+        raise E2EError(f"{path}: malformed CSV ({exc})") from None
     if not header:
         raise E2EError(f"{path}: empty file (expected a CSV header)")
     return header, rows

@@ -55,7 +55,7 @@ def model_import(
     path = Path(config)
     saved = None
     if save:
-        key = user_catalog.check_name(name or path.resolve().parent.name, model_names(), "--name")
+        key = user_catalog.check_name(path.resolve().parent.name if name is None else name, model_names(), "--name")
         saved = user_catalog.target("models", key, force, "--name")
         name = key
     check_outputs([("--out", out)])
