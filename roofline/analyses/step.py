@@ -113,6 +113,7 @@ class StepResult:
     mla_time_s: Number = 0.0
     mla_bmm_time_s: Number = 0.0
     moe_comms_time_s: Number = 0.0
+    small_kernels_time_s: Number = 0.0
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -279,6 +280,7 @@ def step_from(dep: Deployment, batch: ArrayLike, context: ArrayLike) -> StepResu
         mla_time_s=t.mla_time_s,
         mla_bmm_time_s=t.mla_bmm_s,
         moe_comms_time_s=t.moe_comms_s,
+        small_kernels_time_s=t.small_kernels_s,
     )
 
 

@@ -165,3 +165,30 @@ def dense_gemm_s(
     decode = 2.0 * share * dp * np.multiply(stage.decode_seqs, active)
     prefill = 2.0 * share * dp * np.multiply(stage.prefill_tokens, active)
     return np.maximum(decode / flops_rate + (prefill + attn_flops) / (flops_rate * mfu), nbytes / bandwidth)
+
+
+def small_kernels_per_layer(dep: Deployment) -> tuple[float, float]:
+    """(kernels of an MoE layer, of a dense layer) outside the GEMMs, attention and fused MoE, as engines launch
+    them in decode: the two RMSNorms (the residual add fused in), RoPE and the MLP's SiLU·mul; MLA adds its
+    q_a and kv_a norms; an MoE layer adds the router's gate GEMM and its top-k (quantize kernels sit in the
+    fp8 GEMM figures)."""
+    attention = 2.0 + (2.0 if has_mla(dep) else 0.0)
+    mlp = 2.0
+    return attention + mlp + 2.0, attention + mlp
+
+
+def small_kernels_s(dep: Deployment, tokens: Number, layers: float) -> Number:
+    """Σ over the stage's layers of its small kernels, each max(floor, 2·T·D·bytes / W): at least the chip's
+    smallest-kernel time (its achievable ``floor_s.default``), else streaming [T, D] in and out.  Priced at the
+    achievable defaults only (0 at the spec sheet's peaks: the book's roofline has no such kernels)."""
+    if not dep.rates.achievable:
+        return 0.0
+    from roofline.deploy.families import achievable
+
+    m = dep.model
+    per_moe, per_dense = small_kernels_per_layer(dep)
+    moe_layers = memory.moe_layer_count(m) * layers / m.num_layers
+    count = moe_layers * per_moe + (layers - moe_layers) * per_dense
+    floor = achievable(dep.hw).floor("default")
+    stream = 2.0 * np.multiply(tokens, m.d_model * dep.precision.activation_bytes) / dep.rates.hbm_bandwidth_bytes_per_s
+    return np.where(np.asarray(tokens) > 0, count * np.maximum(floor, stream), 0.0)

@@ -272,6 +272,20 @@ def step_ops(dep: Deployment, work: Work) -> OpBreakdown:
                 t.sources.get("mla", rates.sources.get("attention_prefill", "")) if fitted else "spec sheet roofline",
             )
         )
+    if _scalar(t.small_kernels_s) > 0:
+        ops.append(
+            Op(
+                "small kernels (norms, RoPE, activation, router top-k)",
+                float(m.num_layers),
+                0.0,
+                0.0,
+                0.0,
+                0.0,
+                _scalar(t.small_kernels_s),
+                "memory",
+                "each at least the chip's smallest-kernel time (achievable defaults)",
+            )
+        )
     rest_flops = max(_scalar(t.matmul_flops) - gemm_flops, 0.0)
     rest_bytes = max(_scalar(t.weight_read_bytes) - gemm_weights, 0.0)
     if rest_flops > 0 or rest_bytes > 0:

@@ -86,6 +86,9 @@ class StepTerms:
     moe_comms_s: Number = 0.0
     #: The GEMMs outside the fused-MoE operator (gemm_time_s less moe_time_s).
     dense_gemm_s: Number = 0.0
+    #: Norms, RoPE, activations and the router's top-k of an MoE or MLA model at the achievable defaults (inside
+    #: local_s): each at least the chip's smallest-kernel time.
+    small_kernels_s: Number = 0.0
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
@@ -280,7 +283,8 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
         dep, tokens, comms.stage_comms(dep, tokens, stage.decode_seqs, layers, group_tokens)
     )
     overhead = engine_overhead_s(dep, stage, layers, share, rank_bw, gemm, decode_kv)
-    stage_local = plus(plus(attn_decode + gemm, attn_prefill), overhead)
+    small = operators.small_kernels_s(dep, tokens, layers) if (moe_op or mla_op) else 0.0
+    stage_local = plus(plus(plus(attn_decode + gemm, attn_prefill), overhead), small)
     send = comms.pipeline_send_time_s(dep, tokens)
     pp = float(par.pp)
     finite = _finite_within(stage_local, c)
@@ -365,6 +369,7 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
         mla_bmm_s=times(pp, ops.mla_bmm_s),
         moe_comms_s=times(pp, c.moe_time_s),
         dense_gemm_s=times(pp, dense_gemm),
+        small_kernels_s=times(pp, small),
         sources={
             **rates.sources,
             **ops.sources,

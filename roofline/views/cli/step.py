@@ -340,6 +340,7 @@ NAMED_TERMS = {
     "gemm_s": "gemm_time_s",
     "dense_gemm_s": "dense_gemm_time_s",
     "moe_s": "moe_time_s",
+    "small_kernels_s": "small_kernels_time_s",
     "comms_s": "comms_time_upper_s",
     "moe_comms_s": "moe_comms_time_s",
     "comms_exposed_s": "comms_exposed_s",

@@ -77,6 +77,19 @@ def operator_explanations(dep: Deployment, res: StepResult, t: StepTerms) -> lis
                 note=src.get("mla", ""),
             )
         )
+    if _f(res.small_kernels_time_s) > 0:
+        per_moe, per_dense = operators.small_kernels_per_layer(dep)
+        out.append(
+            Explanation(
+                "small kernels (norms, RoPE, activation, router top-k)",
+                _f(res.small_kernels_time_s),
+                "s",
+                "Σ over layers of each layer's small kernels × max(kernel floor, 2·T·D·bytes / W_hbm)",
+                (Term("per MoE layer", per_moe, "kernels"), Term("per dense layer", per_dense, "kernels")),
+                S_LINEAR,
+                note="the chip's smallest-kernel time from its achievable defaults (hardware YAML floor_s)",
+            )
+        )
     if "achievable" in src:
         out.append(
             Explanation(

@@ -151,11 +151,12 @@ def explain_step(dep: Deployment, batch: float, context: float, res: StepResult)
             "step time without collectives",
             local,
             "s",
-            "attention + GEMMs + overhead" + per_stage,
+            "attention + GEMMs + overhead (+ small kernels of an MoE/MLA model)" + per_stage,
             (
                 Term("attention", _f(res.attention_time_s), "s"),
                 Term("GEMMs", _f(res.gemm_time_s), "s"),
                 Term("overhead", _f(res.overhead_time_s), "s"),
+                Term("small kernels", _f(res.small_kernels_time_s), "s"),
             ),
             S_LATENCY,
             note=f"bound: {np.asarray(res.bound).reshape(-1)[0]}",
