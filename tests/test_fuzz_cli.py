@@ -309,9 +309,9 @@ NOT_FUZZED: dict[tuple[str, str], str] = {
             "--scale-out-tp",
             "--diurnal",
             "--mix",
-            "--achievable",
         )
     },
+    ("*", "--spec-speed"): "one of two words; another is refused with both (typer choice)",
     ("*", "--moe-routing"): "a routing kind; an unknown one is refused with the kinds (tests/test_attention_dp.py)",
     ("*", "--engine"): "a profile's engine key; an unknown one is refused with the keys the profile has "
     "(tests/test_engine_fit.py)",

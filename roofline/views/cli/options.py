@@ -78,9 +78,10 @@ MOE_ROUTING = typer.Option(
 )
 ACHIEVABLE = typer.Option(
     None,
-    "--achievable/--peak",
-    help="Price the spec sheet at the chip's achievable fractions of peak (its YAML achievable: block) or at "
-    "its peaks (default: achievable for MoE and MLA models, peaks for the others).",
+    "--spec-speed",
+    parser=values.choice("achievable", "peak"),
+    help="Spec-sheet terms at the chip's achievable fractions of peak (its YAML achievable: block) or at its "
+    "peaks (default: achievable for MoE and MLA models, peak for the others).",
 )
 TOPOLOGY = typer.Option(
     None, "--topology", parser=values.topology_text, help="TPU slice axes, e.g. 4x4 (the tp group spans it)."
@@ -273,9 +274,10 @@ def deployment_from_options(
     engine: str | None = None,
     attention_dp: int | None = None,
     moe_routing: str | None = None,
-    achievable: bool | None = None,
+    achievable: bool | str | None = None,
 ) -> Deployment:
-    """Parse the shared options once into a Deployment (one-line errors name the flag)."""
+    """Parse the shared options once into a Deployment (one-line errors name the flag); ``achievable`` is
+    --spec-speed's value (achievable / peak) or a bool."""
     check_count("--chips", chips)
     for option, value in (("--tp", tp), ("--pp", pp), ("--ep", ep), ("--attention-dp", attention_dp)):
         check_count(option, value)
@@ -296,5 +298,10 @@ def deployment_from_options(
         engine=engine,
         attention_dp=attention_dp,
         moe_routing=moe_routing,
-        achievable=achievable,
+        achievable=spec_speed(achievable),
     )
+
+
+def spec_speed(value: bool | str | None) -> bool | None:
+    """--spec-speed achievable / peak as the deployment's ``achievable`` (None: the model's default)."""
+    return value if value is None or isinstance(value, bool) else value == "achievable"

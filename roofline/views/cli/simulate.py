@@ -34,6 +34,7 @@ from roofline.views.cli.options import (
     load_model_option,
     precision_from_options,
     refuse_without,
+    spec_speed,
 )
 from roofline.views.cli.values import check_outputs
 
@@ -49,7 +50,7 @@ def simulate_command(
     ep: int = EP,
     attention_dp: int = ATTENTION_DP,
     moe_routing: str = MOE_ROUTING,
-    achievable: bool = ACHIEVABLE,
+    achievable: str = ACHIEVABLE,
     concurrency: int = typer.Option(
         None,
         "--concurrency",
@@ -197,7 +198,7 @@ def simulate_command(
         ep=ep,
         attention_dp=attention_dp,
         moe_routing=moe_routing,
-        achievable=achievable,
+        achievable=spec_speed(achievable),
         max_context=longest + 1.0,
         reserve_tokens=max_num_batched_tokens,
         engine=engine,
