@@ -104,14 +104,13 @@ def operator_terms(
     dep: Deployment, stage: Work, group_tokens: ArrayLike, layers: float, rank_chips: float, stage_chips: float
 ) -> OperatorTerms:
     """The stage's MoE and MLA operator terms for a rank's ``stage`` work and the stage's ``group_tokens``
-    (``layers`` of the model's layers on the stage)."""
-    from roofline.terms.mla import mla_decode, mla_prefill
-    from roofline.terms.moe import moe_layer
-
+    (``layers`` of the model's layers on the stage); all 0 for a model with neither."""
     m = dep.model
     share = layers / m.num_layers
     out: dict[str, object] = {"sources": {}}
     if has_moe_operator(dep):
+        from roofline.terms.moe import moe_layer
+
         tokens = np.asarray(group_tokens, dtype=float)
         term = moe_layer(dep.rates, moe_shape(dep, stage_chips), tokens.reshape(-1) if tokens.ndim == 0 else tokens)
         moe_layers = memory.moe_layer_count(m) * share
@@ -121,6 +120,8 @@ def operator_terms(
         )
         out["sources"]["moe"] = f"fused-MoE operator per layer: {term.source}"  # type: ignore[index]
     if has_mla(dep):
+        from roofline.terms.mla import mla_decode, mla_prefill
+
         attn_layers = memory.layer_mix(m).attention * share
         shape = mla_shape(dep, rank_chips)
         sources = []

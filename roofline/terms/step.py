@@ -86,8 +86,7 @@ class StepTerms:
     moe_comms_s: Number = 0.0
     #: The GEMMs outside the fused-MoE operator (gemm_time_s less moe_time_s).
     dense_gemm_s: Number = 0.0
-    #: Norms, RoPE, activations and the router's top-k of an MoE or MLA model at the achievable defaults (inside
-    #: local_s): each at least the chip's smallest-kernel time.
+    #: Norms, RoPE, activations, router top-k of an MoE/MLA model at the achievable defaults (in local_s).
     small_kernels_s: Number = 0.0
 
     def __post_init__(self) -> None:
@@ -219,11 +218,7 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     kv_time = plus(kv_read, state) / bw
     weight_time = (weights_read + kv_written) / bw
     moe_op, mla_op = operators.has_moe_operator(dep), operators.has_mla(dep)
-    ops = (
-        operators.operator_terms(dep, stage, group_tokens, layers, rank_shards, shards)
-        if moe_op or mla_op
-        else operators.OperatorTerms()
-    )
+    ops = operators.operator_terms(dep, stage, group_tokens, layers, rank_shards, shards)
     cal_prefill = rates.uses("attention_prefill")
     spec_attn_p = _zeros(tokens) if (cal_prefill or mla_op) else attn_p_flops
     if prec.mixed_compute:  # each component's matmuls at its own dtype's peak
