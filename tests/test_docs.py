@@ -25,6 +25,11 @@ REPO = Path(__file__).resolve().parent.parent
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 #: Commands whose output is not read at 80 columns: text for scripts, files, or long fits and reports.
 NOT_TERMINAL = ("--json", "calibrate", "measure", "e2e import", "report", "--holdout", "validate --html")
+#: Commands a page shows whose whole work another test runs already (too long to run twice in CI).
+RUN_ELSEWHERE = {
+    # validate(load_shipped(), holdout=True), whose figures the validation page quotes (15 min on 2 busy cores)
+    "roofline validate --holdout": "tests/test_validate_targets.py",
+}
 
 
 def page_commands(page: Path) -> list[str]:
@@ -74,6 +79,8 @@ def test_every_command_of_a_page_runs(page, tmp_path, monkeypatch):
     os.chdir(tmp_path)
     try:
         for command in COMMANDS[page]:
+            if command in RUN_ELSEWHERE:
+                continue
             run = run_roofline(*_args(command, tmp_path))
             assert run.code == 0, (command, run.stderr[-2000:])
             if "--json" in command:
@@ -84,6 +91,13 @@ def test_every_command_of_a_page_runs(page, tmp_path, monkeypatch):
                 assert not [line for line in out.splitlines() if len(line) > 80], command
     finally:
         os.chdir(saved)
+
+
+def test_commands_run_elsewhere_are_run_there():
+    for command, test in RUN_ELSEWHERE.items():
+        assert any(command in c for c in COMMANDS.values()), f"{command!r} is no longer in the docs: drop it"
+        text = (REPO / test).read_text(encoding="utf-8")
+        assert "holdout=True" in text, (command, test)
 
 
 def test_the_cli_reference_is_generated_from_the_commands():
@@ -150,3 +164,31 @@ def test_every_documented_json_key_is_printed(command, keys, tmp_path, monkeypat
     data = json.loads(run.stdout)
     missing = [key for key in keys if not _lookup(data, key)]
     assert not missing, missing
+
+
+def python_blocks() -> list[tuple[str, str]]:
+    """(page, code) of every fenced ``python`` block of README.md and docs/."""
+    return [
+        (page.relative_to(REPO).as_posix(), block)
+        for page in PAGES
+        for block in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page,code", python_blocks(), ids=[p for p, _ in python_blocks()])
+def test_every_python_example_runs(page, code, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, page, "exec"), {"__name__": "__docs__"})  # noqa: S102 - the docs' own examples
+
+
+def test_every_public_name_is_documented_and_every_documented_one_exists():
+    # docs/reference/python.md lists the whole public API (rl.__all__); every rl.NAME the docs show exists.
+    import roofline as rl
+
+    reference = (REPO / "docs" / "reference" / "python.md").read_text(encoding="utf-8")
+    missing = [name for name in rl.__all__ if not re.search(rf"`[^`]*\b{re.escape(name)}\b[^`]*`", reference)]
+    assert not missing, f"document these public names in docs/reference/python.md: {missing}"
+    shown = {name for page in PAGES for name in re.findall(r"\brl\.([A-Za-z_]\w*)", page.read_text(encoding="utf-8"))}
+    absent = sorted(name for name in shown if not hasattr(rl, name))
+    assert not absent, f"the docs show names roofline does not have: {absent}"
