@@ -17,7 +17,6 @@ MODULE_LINES = 420
 #: Modules still over it, each with its ceiling (split them by concern, then drop the line).
 OVERSIZED = {
     "calibrate/engine/engine_fit.py": 450,
-    "kernels/schema.py": 450,
 }
 #: Lines of the package that mention ``Any`` (the issue's count: grep -rn "\bAny\b" roofline | wc -l).
 MAX_ANY_LINES = 49

@@ -32,7 +32,8 @@ from roofline.calibrate.kernels.fused import FILE_NAMES as FUSED_FILE_NAMES
 from roofline.calibrate.kernels.fused import FORMATS as FUSED_FORMATS
 from roofline.core.errors import shown
 from roofline.core.units import dtype_bytes
-from roofline.kernels.schema import CalibrationError, Measurements, TableBuilder, concat, iter_csv, parse_table
+from roofline.kernels.csvfile import iter_csv
+from roofline.kernels.schema import CalibrationError, Measurements, TableBuilder, concat, parse_table
 
 #: Weight-only quantised GEMMs (int weights, bf16 math): not one dtype, so not imported.
 WEIGHT_ONLY = ("int8_wo", "int4_wo")
