@@ -100,6 +100,7 @@ def test_default_report_renders(browser: str, tmp_path: Path) -> None:
     assert set(seen["shown_before"]) == {seen["models"][0]} and set(seen["shown_after"]) == {seen["models"][-1]}
 
 
+@pytest.mark.slow
 def test_compare_page_renders(browser: str, tmp_path: Path) -> None:
     page = tmp_path / "compare.html"
     proc = run_cli(
