@@ -23,7 +23,7 @@ from roofline.deploy import DEFAULT_MEMORY_UTILIZATION
 from roofline.specs import HardwareSpec, ModelSpec
 
 #: Rungs as fractions of the rate that fills the batch (the capacity plan's estimate of saturation).
-RATE_FRACTIONS = (0.3, 0.6, 0.8, 0.95, 1.1, 1.3)
+RATE_FRACTIONS = (0.3, 0.6, 0.85, 1.0, 1.25)
 #: A rung whose completed rate falls below this fraction of the arrived rate is saturated (finishes in a window
 #: of a batch of requests vary by ~6%: the margin keeps noise from reading as saturation).
 SATURATED = 0.9
