@@ -449,10 +449,11 @@ def main() -> None:
             run()
     if "simulate" in wanted:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from bench_simulate import bench_simulate
+        from bench_simulate import experiment, million
 
         with contextlib.redirect_stdout(out):
-            bench_simulate(20_000 if ARGS.quick else 100_000)
+            experiment()
+            million(100_000 if ARGS.quick else 1_000_000)
     if ARGS.json:
         print(
             json.dumps(

@@ -355,6 +355,10 @@ def prefix_caching(
     }
 
 
+#: serve's speculative break-even checks batches 1, 2, 4, ... up to 2^this.
+BREAK_EVEN_MAX_LOG2 = 20
+
+
 def speculative(
     dep: Deployment,
     batch: int,
@@ -375,8 +379,10 @@ def speculative(
     if not 0 <= acceptance <= 1:
         raise OptionError(f"acceptance must be in [0, 1] (got {shown(acceptance)})", parameters=("acceptance",))
     fit_limit = float(step_from(dep, 1, context).max_batch)
-    grid = 2.0 ** np.arange(0, 17)
-    batches = np.unique(np.concatenate([[batch], grid[grid <= max(fit_limit, 1.0)]]))
+    # The gain ends where the verify step turns compute-bound, whether or not that batch fits in memory:
+    # check powers of two up to 2^20 so the break-even is finite wherever the speedup falls to 1.
+    grid = 2.0 ** np.arange(0, BREAK_EVEN_MAX_LOG2 + 1)
+    batches = np.unique(np.concatenate([[batch], grid]))
     plain = np.asarray(step_from(dep, batches, context).step_time_s, dtype=float)
     from dataclasses import replace
 
@@ -407,9 +413,16 @@ def speculative(
         "speedup": float(speedup[i]),
         "break_even_batch": even,
         "largest_batch_checked": float(batches[-1]),
+        "max_batch_in_memory": fit_limit,
+        "break_even_fits_memory": bool(np.isfinite(even) and even <= fit_limit),
         "break_even_note": (
-            "inf: speculation pays at every batch that fits in memory (up to the largest checked)"
+            f"inf: speculation pays at every batch up to {batches[-1]:g}"
             if not np.isfinite(even)
-            else f"the smallest power-of-two batch checked where the speedup is at most 1 ({even:g})"
+            else f"the smallest power-of-two batch where the speedup is at most 1 ({even:g}); "
+            + (
+                "it fits in memory"
+                if even <= fit_limit
+                else f"beyond the {fit_limit:g} sequences that fit in memory: speculation pays at every batch that fits"
+            )
         ),
     }

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline.analyses.lengths import LengthDistribution
-from roofline.analyses.simulate import OpenLoop, SchedulerConfig, simulate
+from roofline.analyses.simulate import OpenLoop, SchedulerConfig, SimConfig, simulate
 from roofline.analyses.simulate.adapter import cost_for
 from roofline.analyses.step import Precision
 from roofline.core.errors import OptionError, shown
@@ -111,15 +111,10 @@ def load_curve(setup: TailSetup, rates: Sequence[float], fill_rate: float | None
     for rate in rates:
         load = 1.0 if fill_rate is None else float(rate) / fill_rate
         sizes.append(setup.requests(load))
-        res = simulate(
-            cost,
-            OpenLoop(float(rate)),
-            setup.lengths,
-            requests=sizes[-1],
-            seed=setup.seed,
-            scheduler=scheduler,
-            warmup=setup.warmup(load),
+        config = SimConfig(
+            lengths=setup.lengths, requests=sizes[-1], seed=setup.seed, scheduler=scheduler, warmup=setup.warmup(load)
         )
+        res = simulate(cost, OpenLoop(float(rate)), config)
         t0, t1 = res.window_s
         arrived = (res.arrived - res.warmup_requests - 1) / (t1 - t0) if t1 > t0 else float(rate)
         rows.append((res.ttft_s.p50, res.ttft_s.p99, res.tpot_s.p50, res.tpot_s.p99, res.requests_per_s, arrived))

@@ -161,6 +161,13 @@ def expected_tokens_per_step(acceptance: ArrayLike, draft_len: ArrayLike) -> Num
     return np.where(a >= 1.0, g + 1.0, value)
 
 
+def expected_tokens_by_position(acceptance_by_position: ArrayLike) -> Number:
+    """Tokens per target step when draft i is accepted with α_i given drafts 1..i−1 were: 1 + Σ_i Π_{j≤i} α_j
+    (the bonus token, plus each draft that survives; α_i = α for all i gives (1 − α^(γ+1)) / (1 − α))."""
+    a = np.asarray(acceptance_by_position, dtype=float)
+    return 1.0 + np.sum(np.cumprod(a, axis=-1), axis=-1)
+
+
 def speculative_round_time_s(draft_step_s: ArrayLike, draft_len: ArrayLike, verify_s: ArrayLike) -> Number:
     """One speculative round: γ draft steps then one target verification step."""
     return np.multiply(draft_len, draft_step_s) + np.asarray(verify_s, dtype=float)

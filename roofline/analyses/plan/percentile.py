@@ -92,7 +92,7 @@ def size_candidate(
 ) -> SimulatedSizing:
     """Smallest serving replica count (from the closed form's up) whose simulated percentile latencies
     meet the SLOs; ``replicas`` in the answer counts the candidate's spare replicas too."""
-    from roofline.analyses.simulate import OpenLoop, SchedulerConfig, simulate
+    from roofline.analyses.simulate import OpenLoop, SchedulerConfig, SimConfig, simulate
     from roofline.analyses.simulate.adapter import cost_for
     from roofline.analyses.step import Precision
 
@@ -111,7 +111,8 @@ def size_candidate(
     scheduler = SchedulerConfig(max_num_seqs=d.batch, max_num_batched_tokens=max(8192, d.batch))
     replicas = max(d.replicas - d.spare_replicas, 1)
     for _ in range(MAX_EXTRA_REPLICAS + 1):
-        res = simulate(cost, OpenLoop(qps / replicas, 1.0), lengths, requests, seed, scheduler)
+        config = SimConfig(lengths=lengths, requests=requests, seed=seed, scheduler=scheduler)
+        res = simulate(cost, OpenLoop(qps / replicas, 1.0), config)
         ttft, tpot = float(getattr(res.ttft_s, percentile)), float(getattr(res.tpot_s, percentile))
         ok = (ttft_slo_s is None or ttft <= ttft_slo_s) and (tpot_slo_s is None or tpot <= tpot_slo_s)
         # An overloaded replica shows as a growing queue, hence a p99 TTFT far past any SLO; dropped

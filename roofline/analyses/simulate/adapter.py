@@ -12,18 +12,23 @@ sheet, whose step is affine in context; within a fraction of a percent for fitte
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from roofline.core.errors import RooflineError
-from roofline.deploy import DEFAULT_MEMORY_UTILIZATION, Deployment, Precision, deployment
+from roofline.analyses.simulate.config import OffloadConfig, RequestPath
+from roofline.analyses.simulate.table import KernelGrids, PostFn, PriceFn, StepTable
+from roofline.analyses.step_memory import replica_need, step_memory
+from roofline.core.errors import OptionError, RooflineError
+from roofline.deploy import DEFAULT_MEMORY_UTILIZATION, Deployment, EngineTerms, Precision, deployment
 from roofline.deploy.layout import attention_dp_for
-from roofline.model import memory
+from roofline.formulas.serving import speculative_round_time_s
 from roofline.model.memory import Number
 from roofline.specs import HardwareSpec, ModelSpec
 from roofline.terms import Work, step_terms
+from roofline.terms.engine import engine_step_s, step_shape
 
 DEFAULT_PRECISION = Precision()
 #: Decode-context grid points per row (the step is interpolated linearly between them).
@@ -36,19 +41,120 @@ def _cached_offset(tokens: ArrayLike, pairs: ArrayLike) -> Number:
     return np.maximum(np.divide(pairs, np.maximum(tokens, 1.0)) - np.add(tokens, 1.0) / 2.0, 0.0)
 
 
+def step_price(dep: Deployment) -> PriceFn:
+    """(decodes, mean decode context, chunk tokens, chunk cached offset) -> step_terms(dep, that work).time_s."""
+
+    def price(n: np.ndarray, ctx: np.ndarray, tokens: np.ndarray, cached: np.ndarray) -> np.ndarray:
+        work = Work(
+            decode_seqs=n,
+            decode_context=ctx,
+            prefill_seqs=np.greater(tokens, 0).astype(float),
+            prefill_len=tokens,
+            prefill_cached=cached,
+        )
+        return np.asarray(step_terms(dep, work).time_s, dtype=float)
+
+    return price
+
+
+def round_price(dep: Deployment, draft: Deployment, draft_len: int) -> PriceFn:
+    """One speculative round of n sequences at mean context ctx, as serve prices it: γ draft decode steps
+    + one target step verifying γ+1 tokens of each sequence after its context (0 for no sequences)."""
+
+    def price(n: np.ndarray, ctx: np.ndarray, tokens: np.ndarray, cached: np.ndarray) -> np.ndarray:
+        drafts = np.asarray(step_terms(draft, Work(decode_seqs=n, decode_context=ctx)).time_s, dtype=float)
+        verify = step_terms(dep, Work(prefill_seqs=n, prefill_len=draft_len + 1.0, prefill_cached=ctx)).time_s
+        return np.where(np.greater(n, 0), speculative_round_time_s(drafts, draft_len, verify), 0.0)
+
+    return price
+
+
+def engine_post(engine: EngineTerms, layers: float) -> PostFn:
+    """The engine entry's host time on top of device times (:func:`roofline.terms.engine.engine_step_s`)."""
+
+    def post(n: np.ndarray, ctx: np.ndarray, tokens: np.ndarray, cached: np.ndarray, device: np.ndarray) -> np.ndarray:
+        work = Work(decode_seqs=n, prefill_seqs=np.greater(tokens, 0).astype(float), prefill_len=tokens)
+        return np.asarray(engine_step_s(engine, step_shape(layers, work), device), dtype=float)
+
+    return post
+
+
+def split_price(dep: Deployment) -> tuple[PriceFn, PostFn | None]:
+    """(device price, engine host time) of a deployment whose entry is in registry terms (pp = 1), so tables
+    that differ only in those terms share their device grids; otherwise the whole step and None."""
+    e = dep.engine
+    if getattr(e, "registry_entry", False) and dep.par.pp == 1:
+        device = replace(dep, engine=replace(e, values={}, policy=""))
+        return step_price(device), engine_post(e, float(dep.model.num_layers))
+    return step_price(dep), None
+
+
 @dataclass
 class DeploymentStepCost:
-    """A :class:`~roofline.analyses.simulate.cost.StepCost` reading the step model of one replica's deployment."""
+    """A :class:`~roofline.analyses.simulate.cost.StepCost` reading the step model of one replica's deployment.
+
+    ``step_time_s`` prices any mix exactly (one row of the step model per distinct (decodes, chunk)
+    shape, interpolated over context); the simulator reads :meth:`pricer`, a
+    :class:`~roofline.analyses.simulate.table.StepTable` built once per scheduler shape.  ``draft``: the
+    deployment of a speculative-decoding draft model (or MTP head), if any.
+    """
 
     dep: Deployment
     kv_capacity_tokens: int
     max_context: float
     source: str
+    draft: Deployment | None = None
     _grid: np.ndarray = field(default_factory=lambda: np.zeros(0))
     _rows: dict[tuple[int, int, int], np.ndarray] = field(default_factory=dict)
+    _tables: dict[tuple[int, int, tuple[int, ...], int | None], StepTable] = field(default_factory=dict)
+    _kernels: dict[tuple[int, int, tuple[int, ...], int | None], KernelGrids] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._grid = np.linspace(0.0, max(self.max_context, 1.0), GRID_POINTS)
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        """KV cache bytes of one token on this replica."""
+        return kv_token_bytes(self.dep)
+
+    def pricer(
+        self, max_seqs: int, max_tokens: int, prompt_lens: Sequence[int] = (), draft_len: int | None = None
+    ) -> StepTable:
+        """The step model tabulated for this scheduler shape (built once, then shared)."""
+        lens = tuple(sorted({int(x) for x in prompt_lens}))[:4096]
+        key = (max_seqs, max_tokens, lens, draft_len)
+        table = self._tables.get(key)
+        if table is None:
+            if draft_len is not None:
+                if self.draft is None:
+                    raise OptionError("draft: speculative decoding needs a draft model (or mtp)", parameters=("draft",))
+                base = round_price(self.dep, self.draft, draft_len)
+                table = StepTable(step_price(self.dep), max_seqs, max_tokens, self.max_context, lens, base=base)
+            else:
+                price, post = split_price(self.dep)
+                kernel = self._kernels.get(key) if post is not None else None
+                table = StepTable(price, max_seqs, max_tokens, self.max_context, lens, post=post, kernel=kernel)
+                if post is not None:
+                    self._kernels[key] = table.kernel
+            self._tables[key] = table
+        return table
+
+    def with_engine(self, engine: EngineTerms) -> DeploymentStepCost:
+        """This replica with other engine terms (the engine fit's inner loop): tables built from here on share
+        the device grids already priced when both entries are in registry terms; the KV capacity is kept."""
+        dep = replace(self.dep, engine=engine)
+        shared = self._kernels if split_price(dep)[1] is not None and split_price(self.dep)[1] is not None else {}
+        return DeploymentStepCost(
+            dep, self.kv_capacity_tokens, self.max_context, self.source, self.draft, _kernels=shared
+        )
+
+    def round_time_s(self, decode_seqs: ArrayLike, decode_kv_tokens: ArrayLike, draft_len: int) -> np.ndarray:
+        """Seconds of one speculative round of n sequences over kv cached tokens in all."""
+        if self.draft is None:
+            raise OptionError("draft: speculative decoding needs a draft model (or mtp)", parameters=("draft",))
+        n = np.asarray(decode_seqs, dtype=float)
+        ctx = np.divide(decode_kv_tokens, np.maximum(n, 1.0))
+        return round_price(self.dep, self.draft, draft_len)(n, ctx, np.zeros(1), np.zeros(1))
 
     def _row(self, n: int, tokens: int, cached: int) -> np.ndarray:
         """Step times over the context grid for n decodes + one prefill chunk of ``tokens`` after ``cached``."""
@@ -106,8 +212,24 @@ class DeploymentStepCost:
         """tokens·KV bytes over one replica's DCN links (:func:`roofline.analyses.serve.kv_transfer_s`, serve's)."""
         from roofline.analyses.serve import kv_transfer_s
 
-        kv_token = float(memory.kv_cache_bytes_per_token(self.dep.model, self.dep.precision.kv_bytes))
-        return kv_transfer_s(self.dep, tokens * kv_token)
+        return kv_transfer_s(self.dep, tokens * kv_token_bytes(self.dep))
+
+
+def kv_token_bytes(dep: Deployment) -> float:
+    """KV cache bytes one token adds on one replica: the step memory's per-sequence KV at one token, held
+    ``kv_copies`` times (MLA's latent on every tp chip)."""
+    return float(step_memory(dep, 1.0, 1.0).kv_only_bytes_per_sequence) * float(dep.kv_copies)
+
+
+def mtp_model(model: ModelSpec) -> ModelSpec:
+    """A multi-token-prediction head priced as one more decoder layer of the model (DeepSeek-V3's MTP
+    module is one transformer block sharing the embeddings and the LM head)."""
+    one = {"num_layers": 1, "num_dense_layers": 0, "num_local_layers": 0, "num_nope_layers": 0}
+    if model.layer_types is not None:
+        one["layer_types"] = model.layer_types[-1:]  # type: ignore[assignment]
+    if model.mlp_types is not None:
+        one["mlp_types"] = model.mlp_types[-1:]  # type: ignore[assignment]
+    return replace(model, name=f"{model.name} MTP head", **one)  # type: ignore[arg-type]
 
 
 def cost_for(
@@ -122,11 +244,14 @@ def cost_for(
     reserve_tokens: float = 8192,
     engine: str | None = None,
     attention_dp: int | None = None,
+    draft: ModelSpec | str | None = None,
     moe_routing: str | None = None,
     achievable: bool | None = None,
 ) -> DeploymentStepCost:
     """The step cost of one replica (tp·attention_dp·pp chips), its KV capacity in tokens within the usable
-    HBM (the weights it holds; each token's cache ``kv_copies`` times: MLA's latent on every tp chip)."""
+    HBM (the step memory's: the weights it holds, each token's cache ``kv_copies`` times), less the engine
+    entry's memory reserve and a draft model's weights and KV when given (``draft='mtp'``: one more layer
+    of the model itself)."""
     tp_d = tp or 1
     dp = attention_dp_for(tp_d, ep or 1, attention_dp, model.num_experts)
     chips = tp_d * dp * (pp or 1)
@@ -144,18 +269,83 @@ def cost_for(
         moe_routing=moe_routing,
         achievable=achievable,
     )
-    kv_token = float(memory.kv_cache_bytes_per_token(model, precision.kv_bytes)) * dep.kv_copies
-    usable = float(dep.usable_hbm_bytes(reserve_tokens)) - dep.held_weight_bytes
-    capacity = int(usable // kv_token) if usable > 0 else 0
+    draft_dep = None
+    if draft is not None:
+        from roofline.deploy import chip_rates
+
+        draft_model = mtp_model(model) if draft == "mtp" else draft
+        assert not isinstance(draft_model, str)
+        draft_rates = chip_rates(dep.hw, dep.precision.compute, kv_dtype=dep.precision.kv)
+        draft_dep = replace(dep, model=draft_model, rates=draft_rates)
+    # The step memory's accounting: the weights one replica holds and the HBM it may fill with a step of
+    # the token budget; each token's KV held kv_copies times (a draft model's weights and KV besides).
+    weights, usable = (float(x) for x in replica_need(dep, 1.0, 0.0, reserve_tokens))
+    kv_token = kv_token_bytes(dep)
+    if draft_dep is not None:
+        kv_token += kv_token_bytes(draft_dep)
+        weights += float(draft_dep.held_weight_bytes)
+    reserve = float((getattr(dep.engine, "values", {}) or {}).get("memory_reserve_bytes", 0.0))
+    usable -= weights + reserve
+    if kv_token <= 0:  # no attention KV (a state-space model): tokens never fill the cache
+        kv_token = 1e-300
+    capacity = int(min(usable // kv_token, 1 << 40)) if usable > 0 else 0
     if capacity < 1:
         raise RooflineError(
-            f"{model.name} weights ({dep.held_weight_bytes / 1e9:.1f} GB) leave no KV cache in "
-            f"{memory_utilization:g} of {chips}x {hw.name} HBM; raise --tp or --pp"
+            f"{model.name} weights ({weights / 1e9:.1f} GB) leave no KV cache in "
+            f"{memory_utilization:g} of {chips}x {hw.name} HBM; raise tp or pp"
         )
+    drafted = f"; draft {draft_dep.model.name}" if draft_dep is not None else ""
     return DeploymentStepCost(
         dep=dep,
         kv_capacity_tokens=capacity,
         max_context=max_context,
         source=f"step model (roofline.terms) of {dep.par.describe()} on {chips}x {hw.name}; {dep.rates.source}; "
-        f"{dep.engine.source}; {memory_utilization:g} of HBM",
+        f"{dep.engine.source}; {memory_utilization:g} of HBM{drafted}",
+        draft=draft_dep,
     )
+
+
+def request_path_for(dep: Deployment) -> RequestPath:
+    """The engine entry's request-path terms (front end in and out, scheduling lag) where the entry gives them;
+    zeros otherwise (no entry: tokens reach the client as the step ends)."""
+    given = getattr(dep.engine, "values", {}) or {}
+    return RequestPath(
+        float(given.get("frontend_in_s", 0.0)),
+        float(given.get("frontend_out_s", 0.0)),
+        int(round(float(given.get("schedule_lag_steps", 0.0)))),
+    )
+
+
+def scheduler_defaults(dep: Deployment) -> dict[str, object]:
+    """The engine entry's scheduler settings (max_num_seqs, max_num_batched_tokens, policy) where it gives them."""
+    e = dep.engine
+    given = getattr(e, "values", {}) or {}
+    found: dict[str, object] = {k: int(given[k]) for k in ("max_num_seqs", "max_num_batched_tokens") if k in given}
+    if getattr(e, "policy", ""):
+        found["policy"] = e.policy
+    return found
+
+
+def offload_config(dep: Deployment, host_bytes: float, bandwidth_bytes_per_s: float | None) -> OffloadConfig:
+    """A host KV tier for one replica: at most the host DRAM of its chips; bandwidth by default its chips'
+    host links (the hardware file's host_dram_bytes and host_bandwidth_bytes_per_s, per chip)."""
+    hw, chips = dep.hw, int(dep.par.tp * dep.par.pp)
+    if hw.host_dram_bytes is None:
+        raise OptionError(
+            f"host_bytes: {hw.name} has no host_dram_bytes in its hardware file", parameters=("host_bytes",)
+        )
+    limit = hw.host_dram_bytes * chips
+    if host_bytes > limit:
+        raise OptionError(
+            f"host_bytes: {host_bytes / 1e9:g} GB is more than the host memory of one replica "
+            f"({chips} x {hw.host_dram_bytes / 1e9:g} GB = {limit / 1e9:g} GB, {hw.name}'s host_dram_bytes)",
+            parameters=("host_bytes",),
+        )
+    if bandwidth_bytes_per_s is None:
+        if hw.host_bandwidth_bytes_per_s is None:
+            raise OptionError(
+                f"bandwidth_bytes_per_s: {hw.name} has no host_bandwidth_bytes_per_s; give one",
+                parameters=("bandwidth_bytes_per_s",),
+            )
+        bandwidth_bytes_per_s = hw.host_bandwidth_bytes_per_s * chips
+    return OffloadConfig(host_bytes, bandwidth_bytes_per_s)

@@ -8,6 +8,7 @@ priced by one call, never as a sum of a prefill step and a decode step.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -97,3 +98,59 @@ class AffineStepCost:
     def kv_transfer_time_s(self, tokens: float) -> float:
         """transfer_latency + tokens·transfer_s_per_token."""
         return self.transfer_latency_s + tokens * self.transfer_s_per_token
+
+
+class Pricer(Protocol):
+    """What the engine calls each step: scalar prices (a table's lookups, or a step cost's own function)."""
+
+    def mixed_s(self, n: int, kv: float, tokens: int, pairs: float) -> float:
+        """One step of n decodes over kv cached tokens and ``tokens`` prompt tokens with ``pairs`` causal pairs."""
+        ...
+
+    def decode_run(self, n: int, kv0: float, k: int) -> list[float]:
+        """k decode-only steps of n sequences from kv0 cached tokens (each step adds n)."""
+        ...
+
+
+class CostPricer:
+    """A :class:`Pricer` over any :class:`StepCost` (one call per step; a run of decodes in one call)."""
+
+    def __init__(self, cost: StepCost) -> None:
+        self.price = cost.step_time_s
+
+    def mixed_s(self, n: int, kv: float, tokens: int, pairs: float) -> float:
+        return float(self.price(n, kv, tokens, pairs))
+
+    def decode_run(self, n: int, kv0: float, k: int) -> list[float]:
+        priced = self.price(n, kv0 + n * np.arange(k, dtype=float), 0, 0)
+        return np.asarray(priced, dtype=float).tolist() if np.ndim(priced) else [float(priced)] * k
+
+
+class RoundPricer(CostPricer):
+    """Speculative decoding over a step cost with ``round_time_s(decode_seqs, decode_kv_tokens, draft_len)``: a
+    decode "step" is one draft-and-verify round; a step with prompt chunks adds them at the plain step's price."""
+
+    def __init__(self, cost: StepCost, draft_len: int) -> None:
+        super().__init__(cost)
+        round_time = getattr(cost, "round_time_s", None)
+        if round_time is None:
+            raise RooflineError(
+                f"speculative decoding needs a step cost that prices verify rounds ({type(cost).__name__} does not)"
+            )
+        self.round, self.draft_len = round_time, draft_len
+
+    def mixed_s(self, n: int, kv: float, tokens: int, pairs: float) -> float:
+        base = float(self.round(n, kv, self.draft_len)) if n else 0.0
+        if not tokens:
+            return base
+        return base + float(self.price(n, kv, tokens, pairs)) - (float(self.price(n, kv, 0, 0)) if n else 0.0)
+
+
+def pricer_for(
+    cost: StepCost, max_seqs: int, max_tokens: int, prompt_lens: Sequence[int], draft_len: int | None
+) -> Pricer:
+    """The cost's own tabulated pricer when it has one (``pricer(...)``), else one call per step."""
+    own = getattr(cost, "pricer", None)
+    if own is not None:
+        return own(max_seqs, max_tokens, prompt_lens, draft_len)
+    return CostPricer(cost) if draft_len is None else RoundPricer(cost, draft_len)

@@ -1,100 +1,99 @@
-"""One serving replica: vLLM-style continuous batching over a paged KV cache, stepped whole batches at a time.
+"""One serving replica: continuous batching over a paged KV cache, stepped whole batches at a time.
 
-Each step (modelled on vLLM V1's scheduler): the running decodes take one token each from
-the ``max_num_batched_tokens`` budget, then running partial prefills and then waiting
-requests (FCFS, up to ``max_num_seqs``) fill the rest with prompt chunks.  KV lives in
-blocks of ``block_size`` tokens; when a decode needs a block and none is free, the newest
-running request is preempted by recompute (its blocks freed, it re-queues at the front to
-prefill its prompt plus generated tokens).  Runs of pure-decode steps between events are
-priced in one vectorised cost call: the decode set is kept as running sums (sequences,
-total context, sequences per block phase) and a heap of finishing step numbers.
+A step is composed by the scheduling policy (:mod:`~roofline.analyses.simulate.policies`) from the
+primitives below: the running decodes take one token each, partial prefills and newly admitted
+requests (first come, first served, up to ``max_num_seqs``) take prompt chunks within the
+``max_num_batched_tokens`` budget.  KV lives in blocks of ``block_size`` tokens; when a decode needs
+a block and none is free the newest running request is preempted, by recompute (its blocks freed,
+it re-queues at the front to prefill its prompt and generated tokens again) or by swap (its KV
+parked on the host tier).  Runs of decode-only steps between events are priced in one call: the
+decode set is kept as running sums (sequences, total context, sequences per block phase) and a
+heap of finishing decode-step numbers.  Requests whose client gave up (``deadline``) are aborted at
+the next step boundary and free their KV.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left, bisect_right
+from array import array
 from collections import deque
-from dataclasses import dataclass
-from itertools import accumulate
-from operator import mul
 
-import numpy as np
-
-from roofline.analyses.simulate.cost import StepCost
-from roofline.analyses.simulate.state import RequestTable
+from roofline.analyses.simulate.blocks import BlockBook, blocks_for
+from roofline.analyses.simulate.cache import HostTier, PrefixCache
+from roofline.analyses.simulate.config import SchedulerConfig
+from roofline.analyses.simulate.cost import Pricer
+from roofline.analyses.simulate.decode_run import DecodeRuns
+from roofline.analyses.simulate.lifecycle import Lifecycle
+from roofline.analyses.simulate.policies import Policy
+from roofline.analyses.simulate.records import Timeline
+from roofline.analyses.simulate.state import Req
 from roofline.core.errors import RooflineError
 
-#: Most decode steps priced in one vectorised call.
-RUN_CAP = 4096
 
-
-@dataclass(frozen=True)
-class SchedulerConfig:
-    """vLLM engine arguments the simulator honours."""
-
-    max_num_seqs: int = 256
-    max_num_batched_tokens: int = 8192
-    block_size: int = 16
-    prefix_hit_rate: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.max_num_seqs < 1 or self.block_size < 1:
-            raise RooflineError("--max-num-seqs and --block-size must be at least 1")
-        if self.max_num_batched_tokens < self.max_num_seqs:
-            raise RooflineError(
-                f"--max-num-batched-tokens ({self.max_num_batched_tokens}) must be at least "
-                f"--max-num-seqs ({self.max_num_seqs}), as vLLM requires"
-            )
-        if not 0.0 <= self.prefix_hit_rate < 1.0:
-            raise RooflineError(f"--prefix-hit-rate must be in [0, 1) (got {self.prefix_hit_rate})")
-
-
-def blocks_for(tokens: int, block_size: int) -> int:
-    """KV blocks holding ``tokens`` tokens: ceil(tokens / block_size)."""
-    return -(-tokens // block_size)
-
-
-class Engine:
+class Engine(BlockBook, DecodeRuns, Lifecycle):
     """A replica's scheduler state, clock and cumulative records (see the module docstring)."""
 
     def __init__(
-        self, cost: StepCost, config: SchedulerConfig, table: RequestTable, prefill_only: bool = False
+        self,
+        pricer: Pricer,
+        capacity_tokens: int,
+        config: SchedulerConfig,
+        policy: Policy,
+        *,
+        prefill_only: bool = False,
+        lag: int = 0,
+        caching: bool = False,
+        host: HostTier | None = None,
+        block_s: float = 0.0,
+        tokens_per_round: float = 1.0,
+        record_dt: float = 0.0,
     ) -> None:
-        self.cost, self.table, self.prefill_only = cost, table, prefill_only
+        self.pricer, self.policy, self.prefill_only, self.lag = pricer, policy, prefill_only, lag
+        self.rowfn = getattr(pricer, "decode_row", None)
         self.bs = config.block_size
         self.max_seqs, self.max_tokens = config.max_num_seqs, config.max_num_batched_tokens
         self.hit_rate = config.prefix_hit_rate
-        self.total_blocks = int(cost.kv_capacity_tokens) // self.bs
+        self.swap = config.preemption == "swap"
+        self.total_blocks = int(capacity_tokens) // self.bs
         if self.total_blocks < 1:
             raise RooflineError(
-                f"the KV cache holds {cost.kv_capacity_tokens} tokens, less than one "
-                f"block of {self.bs}: the weights leave no room"
+                f"the KV cache holds {capacity_tokens} tokens, less than one block of {self.bs}: "
+                "the weights leave no room"
             )
         self.free = self.total_blocks
+        self.cache = PrefixCache(self.total_blocks, self.bs, host) if caching and not self.hit_rate else None
+        self.host, self.block_s, self.xfer_s = host, block_s, 0.0
+        self.spec = tokens_per_round != 1.0
+        self.per_round = tokens_per_round
         self.clock = 0.0
-        self.waiting: deque[int] = deque()
-        self.running: dict[int, None] = {}  # admission order; the newest is preempted first
-        self.prefilling: list[int] = []
+        self.waiting: deque[Req] = deque()
+        self.n_waiting = 0
+        self.running: dict[Req, None] = {}  # admission order; the newest is preempted first
+        self.prefilling: list[Req] = []
         self.counts = [0] * self.bs  # decoding sequences by block phase (kv0 - d0) mod block_size
-        self.n_dec = self.n_measured = self.kv_sum = self.step_no = 0
-        self.heap: list[tuple[int, int, int]] = []  # (step number after which it finishes, id, version)
+        self.n_dec = self.n_measured = self.step_no = self.dstep = 0
+        self.kv_sum = 0.0
+        self.spec_blocks = 0  # speculative decoding: blocks held by the decode set (estimated from kv_sum)
+        self.heap: list[tuple[int, int, int, Req]] = []  # (decode step after which it finishes, id, version, req)
+        self.deadlines: list[tuple[float, int, Req]] = []
         self.preemptions = self.steps = self.last_done = 0
         self.last_step_s = 0.0
-        self.finished: list[int] = []
-        self.handoffs: list[int] = []
-        self.itl_values: list[list[float] | float] = []
-        self.itl_weights: list[np.ndarray | float] = []
+        self.finished: list[Req] = []
+        self.failed: list[Req] = []
+        self.handoffs: list[Req] = []
+        self.chunks: list[tuple[Req, int]] = []
+        self.tokens = self.decoded = 0
+        self.pairs = 0.0
+        self.tl = Timeline(record_dt)
+        self.itl_s = array("d")  # every decode step's time (ITL samples) ...
+        # ... by run of steps: its end, measured decodes and steps (arrays: a million requests make millions)
+        self.itl_end, self.itl_w, self.itl_k = array("d"), array("d"), array("q")
         self.gaps: list[float] = []  # token gaps across a preemption (measured requests)
-        # Cumulative integrals over time: batch, KV fraction, in system, queue; tokens produced.
-        self.c_batch = self.c_kv = self.c_insys = self.c_queue = 0.0
-        self.c_tokens = 0
-        self.records: list[tuple[float, ...]] = [(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0, 0.0)]
 
     # ------------------------------------------------------------------ driver interface
     def has_work(self) -> bool:
-        return bool(self.running or self.waiting)
+        return bool(self.running or self.n_waiting)
 
     def fits(self, tokens: int) -> bool:
         """Whether one request needing ``tokens`` tokens of KV fits the whole cache."""
@@ -102,270 +101,275 @@ class Engine:
 
     def outstanding_at(self, t: float) -> int:
         """Requests routed here and not finished by time t (the last step's finishes count after it ends)."""
-        return len(self.running) + len(self.waiting) + (self.last_done if self.clock > t else 0)
+        return len(self.running) + self.n_waiting + (self.last_done if self.clock > t else 0)
 
-    def receive(self, rid: int, t: float) -> None:
-        """A request routed here at time t (mid-step arrivals count as in the system from t)."""
-        if not self.has_work() and self.clock < t:
+    def receive(self, req: Req, t: float) -> None:
+        """A request reaches this replica's queue at time t (mid-step arrivals count as in the system from t)."""
+        busy = self.has_work()
+        if not busy and self.clock < t:
             self.clock = t
-            self._record()
+            self.tl.record(self)
         elif self.clock > t:
-            self.c_insys += self.clock - t
-            self.c_queue += self.clock - t
-        self.waiting.append(rid)
+            self.tl.c_insys += self.clock - t
+            self.tl.c_queue += self.clock - t
+        # async scheduling: arriving during a step, it may join only the step after next
+        req.eligible = self.step_no + (self.lag if busy and self.clock > t else 0)
+        req.home = self
+        self.waiting.append(req)
+        self.n_waiting += 1
+        if req.deadline < math.inf:
+            heapq.heappush(self.deadlines, (req.deadline, req.rid, req))
 
     def advance(self, limit: float) -> None:
-        """One segment: a run of pure-decode steps (cut at the first step ending at or after
-        ``limit`` when a new arrival could join), else one mixed step."""
+        """One segment: a run of decode-only steps (cut at the first step ending at or after ``limit`` when
+        new work could join, or at a deadline), else one composed step."""
         self.last_done = 0
-        if self.n_dec and not self.prefilling and not self._admissible():
-            if self._decode_run(limit if not self.waiting and len(self.running) < self.max_seqs else math.inf):
+        if self.deadlines and self.deadlines[0][0] <= self.clock:
+            self._expire()
+            if not self.has_work():
+                return
+        if self.n_dec and not self.prefilling and not self.spec and (not self.n_waiting or not self.admissible()):
+            horizon = limit if not self.n_waiting and len(self.running) < self.max_seqs else math.inf
+            if self.n_waiting and self._head().eligible > self.step_no:
+                horizon = self.clock  # one step, then the head may join
+            if self.deadlines:
+                horizon = min(horizon, self.deadlines[0][0])
+            if self._decode_run(horizon):
                 return
         self._step()
 
-    # ------------------------------------------------------------------ one mixed step
-    def _step(self) -> None:
-        t, bs, now = self.table, self.bs, self.clock
-        self._admit_ready()
-        need = 0
+    # ------------------------------------------------------------------ policy primitives
+    def admissible(self) -> bool:
+        """Whether the head of the queue could join now."""
+        if not self.n_waiting or len(self.running) >= self.max_seqs:
+            return False
+        req = self._head()
+        if req.eligible > self.step_no:
+            return False
+        if req.ready or req.swapped:
+            return blocks_for(req.comp, self.bs) <= self.free
+        budget = self.max_tokens - self.n_dec
+        if budget > 0 and blocks_for(min(req.target, budget), self.bs) <= self.free:
+            return True  # fits even with no prefix hit
+        comp, _, in_use, _ = self._lookup(req)
+        c = min(req.target - comp, budget)
+        return c > 0 and blocks_for(comp + c, self.bs) - in_use <= self.free
+
+    def decodes(self) -> int:
+        """Every running decode takes a token this step (preempting the newest requests for blocks)."""
+        if self.spec:
+            return self._spec_decodes()
         while self.n_dec:
-            need = self.counts[(-self.step_no) % bs]
+            need = self.counts[(-self.dstep) % self.bs]
             if need <= self.free:
+                self._allocate(need)
                 break
-            self._preempt_newest(now)
-            need = 0
-        self.free -= need
-        n_dec, kv, measured = self.n_dec, self.kv_sum, self.n_measured
-        budget = self.max_tokens - n_dec
-        chunks: list[tuple[int, int]] = []
-        tokens, pairs = 0, 0.0
-        for rid in self.prefilling:
-            if budget <= 0:
+            self._preempt_newest(self.clock)
+        self.decoded = self.n_dec
+        return self.n_dec
+
+    def continue_prefills(self, budget: int) -> int:
+        """Chunks of the partial prefills within ``budget`` tokens (as far as free blocks allow)."""
+        used, bs = 0, self.bs
+        for req in self.prefilling:
+            if budget <= used:
                 break
-            comp = t.comp[rid]
-            c = min(t.target[rid] - comp, budget)
+            comp = req.comp
+            c = min(req.target - comp, budget - used)
             held = blocks_for(comp, bs)
             more = blocks_for(comp + c, bs) - held
             if more > self.free:  # take what the free blocks hold
                 c, more = (held + self.free) * bs - comp, self.free
                 if c <= 0:
                     continue
-            self.free -= more
-            chunks.append((rid, c))
-            tokens += c
-            pairs += c * (comp + (c + 1) / 2)
-            budget -= c
-        while budget > 0 and self.waiting and len(self.running) < self.max_seqs:
-            rid = self.waiting[0]
-            if t.ready[rid]:
+            self._allocate(more)
+            self._chunk(req, c)
+            used += c
+        return used
+
+    def admit(self, budget: int) -> int:
+        """New requests from the queue, first come first served, their first chunks within ``budget``."""
+        used = 0
+        waiting, bs = self.waiting, self.bs
+        while used < budget and self.n_waiting and len(self.running) < self.max_seqs:
+            req = waiting[0]
+            if req.gone:
+                waiting.popleft()
+                continue
+            if req.ready or req.eligible > self.step_no:
                 break
-            comp = self._cached(rid)
-            c = min(t.target[rid] - comp, budget)
-            more = blocks_for(comp + c, bs)
-            if more > self.free:
+            if req.swapped:
+                if blocks_for(req.comp, bs) > self.free:
+                    break
+                self._pop_head()
+                self._swap_in(req)
+                if req.decoding:
+                    req.decoding = False
+                    self.running[req] = None
+                    self._join_decode(req, req.comp)
+                    continue
+                self.running[req] = None
+                self.prefilling.append(req)
+                continue
+            comp, keys, in_use, on_host = self._lookup(req)
+            c = min(req.target - comp, budget - used)
+            need = blocks_for(comp + c, bs) - in_use
+            if need > self.free:
                 break
-            self.waiting.popleft()
-            self.running[rid] = None
-            self.prefilling.append(rid)
-            t.comp[rid] = comp
-            self.free -= more
-            chunks.append((rid, c))
-            tokens += c
-            pairs += c * (comp + (c + 1) / 2)
-            budget -= c
+            self._pop_head()
+            self.running[req] = None
+            self.prefilling.append(req)
+            if req.cached < 0:
+                req.cached = comp
+            req.comp = comp
+            self._claim(req, keys, in_use, on_host, need)
+            self._chunk(req, c)
+            used += c
+        return used
+
+    # ------------------------------------------------------------------ one composed step
+    def _step(self) -> None:
+        now = self.clock
+        self.chunks, self.tokens, self.pairs, self.decoded, self.xfer_s = [], 0, 0.0, 0, 0.0
+        if self.n_waiting and self.waiting[0].ready:
+            self._admit_ready()
+        self.policy.compose(self)
+        n_dec, chunks = self.decoded, self.chunks
         if not n_dec and not chunks:
             if not self.running:
-                raise RuntimeError("simulator: a replica with queued work could schedule nothing")
+                if self.n_waiting:  # the head waits for a step that never comes: let it in
+                    self._head().eligible = self.step_no
+                    return
+                return
             self._preempt_newest(now)  # everything stalled on KV: free the newest and retry
             return
-        step_s = float(self.cost.step_time_s(n_dec, kv, tokens, pairs))
+        step_s = self.pricer.mixed_s(n_dec, self.kv_sum if n_dec else 0.0, self.tokens, self.pairs) + self.xfer_s
         end = now + step_s
-        self._integrate(step_s, self.total_blocks - self.free)
+        self.tl.integrate(self, step_s)
         self.clock, self.last_step_s = end, step_s
-        self.kv_sum += n_dec
         self.step_no += 1
         self.steps += 1
-        produced = n_dec
-        if measured:
-            self.itl_values.append(step_s)
-            self.itl_weights.append(float(measured))
-        for rid, c in chunks:
-            t.comp[rid] += c
-            if t.comp[rid] == t.target[rid]:
-                self.prefilling.remove(rid)
+        produced = 0
+        if n_dec:
+            self.kv_sum += n_dec * self.per_round
+            self.dstep += 1
+            produced = n_dec * self.per_round
+            if self.n_measured:
+                self.itl_s.append(step_s / self.per_round)
+                self.itl_end.append(end)
+                self.itl_w.append(self.n_measured * self.per_round)
+                self.itl_k.append(1)
+        for req, c in chunks:
+            req.comp += c
+            if self.cache is not None:
+                self._register(req, req.comp // self.bs)
+            if req.comp == req.target:
+                self.prefilling.remove(req)
                 produced += 1
-                self._prefill_done(rid, end)
-        self._pop_finished(end)
-        self.c_tokens += produced
-        self._record()
+                self._prefill_done(req, end)
+        if n_dec:
+            self._pop_finished(end)
+        self.tl.c_tokens += produced
+        self.tl.record(self)
 
-    # ------------------------------------------------------------------ a run of decode steps
-    def _decode_run(self, limit: float) -> bool:
-        """Price up to the next finish, KV exhaustion or ``limit`` in one call; False if not one step fits."""
-        t, heap, bs, counts = self.table, self.heap, self.bs, self.counts
-        while heap[0][2] != t.ver[heap[0][1]]:
-            heapq.heappop(heap)
-        k = min(heap[0][0] - self.step_no, RUN_CAP)
-        if limit != math.inf and self.last_step_s > 0:  # a guess; a short guess only costs another call
-            k = min(k, max(8, int(1.5 * (limit - self.clock) / self.last_step_s) + 1))
-        d = self.step_no
-        new_blocks = list(accumulate(counts[(-(d + i)) % bs] for i in range(k)))
-        k = bisect_right(new_blocks, self.free, 0, k)
-        if k == 0:
-            return False
-        n = self.n_dec
-        priced = self.cost.step_time_s(n, self.kv_sum + n * np.arange(k), 0, 0)
-        times = priced.tolist() if np.ndim(priced) else [float(priced)] * k
-        ends = list(accumulate(times, initial=self.clock))[1:]
-        if k > 1 and limit <= ends[-2]:
-            k = 1 + bisect_left(ends, limit, 0, k - 1)
-            times = times[:k]
-        used0 = self.total_blocks - self.free
-        span = ends[k - 1] - self.clock
-        running, waiting = len(self.running), len(self.waiting)
-        self.c_batch += running * span
-        self.c_kv += (used0 * span + sum(map(mul, times, new_blocks[:k]))) / self.total_blocks
-        self.c_insys += (running + waiting) * span
-        self.c_queue += waiting * span
-        self.free -= new_blocks[k - 1]
-        self.kv_sum += n * k
-        self.step_no += k
-        self.steps += k
-        self.clock, self.last_step_s = ends[k - 1], times[-1]
-        if self.n_measured:
-            self.itl_values.append(times)
-            self.itl_weights.append(float(self.n_measured))
-        self.c_tokens += n * k
-        self._pop_finished(self.clock)
-        self._record()
-        return True
+    def _chunk(self, req: Req, c: int) -> None:
+        self.chunks.append((req, c))
+        self.tokens += c
+        self.pairs += c * (req.comp + (c + 1) / 2)
 
     # ------------------------------------------------------------------ bookkeeping
-    def _admissible(self) -> bool:
-        """Whether the head of the queue could join now (it stays blocked while only decodes run)."""
-        if not self.waiting or len(self.running) >= self.max_seqs:
-            return False
-        t, rid = self.table, self.waiting[0]
-        if t.ready[rid]:
-            return blocks_for(t.comp[rid], self.bs) <= self.free
-        comp = self._cached(rid)
-        c = min(t.target[rid] - comp, self.max_tokens - self.n_dec)
-        return c > 0 and blocks_for(comp + c, self.bs) <= self.free
+    def _head(self) -> Req:
+        """The first live request of the queue (abandoned ones are dropped from the front)."""
+        waiting = self.waiting
+        while waiting[0].gone:
+            waiting.popleft()
+        return waiting[0]
 
-    def _cached(self, rid: int) -> int:
-        """Prompt tokens served by the prefix cache: floor(hit rate·I), at least one token computed."""
-        t = self.table
-        return min(int(self.hit_rate * t.inp[rid]), t.target[rid] - 1)
+    def _pop_head(self) -> None:
+        self.waiting.popleft()
+        self.n_waiting -= 1
 
     def _admit_ready(self) -> None:
         """Requests whose KV arrived from a prefill replica join the decode set directly."""
-        t = self.table
-        while self.waiting and len(self.running) < self.max_seqs and t.ready[self.waiting[0]]:
-            rid = self.waiting[0]
-            need = blocks_for(t.comp[rid], self.bs)
+        while self.n_waiting and len(self.running) < self.max_seqs and self._head().ready:
+            req = self.waiting[0]
+            need = blocks_for(req.comp, self.bs)
             if need > self.free:
                 return
-            self.waiting.popleft()
-            self.free -= need
-            self.running[rid] = None
-            self._join_decode(rid, t.comp[rid])
+            self._pop_head()
+            self._allocate(need)
+            self.running[req] = None
+            self._join_decode(req, req.comp)
 
-    def _join_decode(self, rid: int, kv0: int) -> None:
-        t = self.table
-        t.kv0[rid], t.d0[rid], t.decoding[rid] = kv0, self.step_no, True
-        self.counts[(kv0 - self.step_no) % self.bs] += 1
+    def _join_decode(self, req: Req, kv0: int) -> None:
+        req.kv0, req.d0, req.decoding = kv0, self.dstep, True
+        if self.spec:
+            left = req.out - req.gen
+            req.rounds = max(1, math.ceil(left / self.per_round)) if left > 0 else 0
+            self.spec_blocks += blocks_for(kv0, self.bs)
+            steps = req.rounds
+        else:
+            self.counts[(kv0 - self.dstep) % self.bs] += 1
+            steps = req.out - req.gen
         self.kv_sum += kv0
         self.n_dec += 1
-        self.n_measured += t.measured[rid]
-        heapq.heappush(self.heap, (self.step_no + t.out[rid] - t.gen[rid], rid, t.ver[rid]))
+        self.n_measured += req.measured
+        heapq.heappush(self.heap, (self.dstep + steps, req.rid, req.ver, req))
 
-    def _leave_decode(self, rid: int) -> int:
+    def _kv_now(self, req: Req) -> int:
+        """KV tokens a decoding request holds now."""
+        return req.kv0 + int((self.dstep - req.d0) * self.per_round)
+
+    def _leave_decode(self, req: Req) -> int:
         """Remove a decoding request from the running sums; returns the KV blocks it held."""
-        t = self.table
-        kv = t.kv0[rid] + self.step_no - t.d0[rid]
-        self.counts[(t.kv0[rid] - t.d0[rid]) % self.bs] -= 1
-        self.kv_sum -= kv
-        self.n_dec -= 1
-        self.n_measured -= t.measured[rid]
-        t.decoding[rid] = False
-        t.ver[rid] += 1
-        return blocks_for(kv, self.bs)
-
-    def _prefill_done(self, rid: int, end: float) -> None:
-        """The chunk that completes a prefill samples the next token."""
-        t = self.table
-        if self.prefill_only:
-            self.free += blocks_for(t.comp[rid], self.bs)
-            del self.running[rid]
-            self.handoffs.append(rid)
-            return
-        if t.gen[rid] == 0:
-            t.first[rid] = end
-        elif t.measured[rid]:
-            self.gaps.append(end - t.last_tok[rid])
-        t.gen[rid] += 1
-        if t.gen[rid] >= t.out[rid]:
-            self.free += blocks_for(t.comp[rid], self.bs)
-            del self.running[rid]
-            self._finish(rid, end)
+        kv = self._kv_now(req)
+        if self.spec:
+            blocks = min(blocks_for(kv, self.bs), self.spec_blocks)
+            self.spec_blocks -= blocks
+            self.kv_sum -= req.kv0 + (self.dstep - req.d0) * self.per_round
         else:
-            self._join_decode(rid, t.comp[rid])
+            self.counts[(req.kv0 - req.d0) % self.bs] -= 1
+            self.kv_sum -= kv
+            blocks = blocks_for(kv, self.bs)
+        self.n_dec -= 1
+        self.n_measured -= req.measured
+        req.decoding = False
+        req.ver += 1
+        return blocks
+
+    def _prefill_done(self, req: Req, end: float) -> None:
+        """The chunk that completes a prefill samples the next token."""
+        if self.prefill_only:
+            self._release(req, blocks_for(req.comp, self.bs))
+            del self.running[req]
+            req.home = None
+            self.handoffs.append(req)
+            return
+        if req.gen == 0:
+            req.first = end
+        elif req.measured:
+            self.gaps.append(end - req.last_tok)
+        req.gen += 1
+        if req.gen >= req.out:
+            self._release(req, blocks_for(req.comp, self.bs))
+            del self.running[req]
+            self._finish(req)
+        else:
+            self._join_decode(req, req.comp)
 
     def _pop_finished(self, end: float) -> None:
-        t, heap = self.table, self.heap
-        while heap and heap[0][0] <= self.step_no:
-            _, rid, ver = heapq.heappop(heap)
-            if ver == t.ver[rid]:
-                self.free += self._leave_decode(rid)
-                t.gen[rid] = t.out[rid]
-                del self.running[rid]
-                self._finish(rid, end)
+        heap = self.heap
+        while heap and heap[0][0] <= self.dstep:
+            _, _, ver, req = heapq.heappop(heap)
+            if ver == req.ver:
+                if self.cache is not None and req.sid >= 0:  # its output continues the session
+                    self._register(req, (req.inp + req.out - 1) // self.bs)
+                self._release(req, self._leave_decode(req))
+                req.gen = req.out
+                del self.running[req]
+                self._finish(req)
 
-    def _finish(self, rid: int, end: float) -> None:
-        self.table.finish[rid] = end
-        self.finished.append(rid)
+    def _finish(self, req: Req) -> None:
+        req.gone = True
+        self.finished.append(req)
         self.last_done += 1
-
-    def _preempt_newest(self, now: float) -> None:
-        """Preemption by recompute: free the newest running request's KV, re-queue it at the front."""
-        t = self.table
-        rid = next(reversed(self.running))
-        del self.running[rid]
-        if t.decoding[rid]:
-            self.free += self._leave_decode(rid)
-            t.last_tok[rid] = now
-        else:
-            self.free += blocks_for(t.comp[rid], self.bs)
-            self.prefilling.remove(rid)
-        t.comp[rid], t.ready[rid] = 0, False
-        t.target[rid] = t.inp[rid] + t.gen[rid]
-        self.waiting.appendleft(rid)
-        self.preemptions += 1
-
-    def _integrate(self, dt: float, used_blocks: int) -> None:
-        running, waiting = len(self.running), len(self.waiting)
-        self.c_batch += running * dt
-        self.c_kv += dt * used_blocks / self.total_blocks
-        self.c_insys += (running + waiting) * dt
-        self.c_queue += waiting * dt
-
-    def record_array(self) -> np.ndarray:
-        """The records as an array (time, cumulative batch, KV, in system, queue, tokens; running, waiting, KV)."""
-        if getattr(self, "_array_rows", -1) != len(self.records):
-            self._array, self._array_rows = np.asarray(self.records, dtype=float), len(self.records)
-        return self._array
-
-    def _record(self) -> None:
-        self.records.append(
-            (
-                self.clock,
-                self.c_batch,
-                self.c_kv,
-                self.c_insys,
-                self.c_queue,
-                float(self.c_tokens),
-                len(self.running),
-                len(self.waiting),
-                (self.total_blocks - self.free) / self.total_blocks,
-            )
-        )

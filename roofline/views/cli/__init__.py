@@ -177,6 +177,12 @@ PARAMETER_FLAGS = {
     "address": "--ray-address",
     "prices": "--price",
     "ops": "--op",
+    # simulate
+    "rate_per_s": "--arrival-rate",
+    "clients": "--concurrency",
+    "timeout_s": "--timeout",
+    "host_bytes": "--offload-bytes",
+    "bandwidth_bytes_per_s": "--offload-bandwidth",
 }
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 
-from roofline.analyses.simulate.metrics import SimulationResult
+from roofline.analyses.simulate.results import SimulationResult
+from roofline.core.errors import RooflineError
 from roofline.views.report.figures import themed
 from roofline.views.report.page import figure_html, html_table, page_html, tool_version, write_page
 
@@ -92,6 +94,65 @@ def series_figure(result: SimulationResult) -> dict[str, object]:
     return {"data": data, "layout": themed(layout)}
 
 
+def requests_figure(result: SimulationResult, max_points: int = CDF_POINTS) -> dict[str, object]:
+    """Each request's TTFT against its send time (at most ``max_points`` evenly picked); abandoned ones
+    (client timeout) on the axis at the time they gave up."""
+    log = result.requests
+    data: list[dict[str, object]] = []
+    if log is not None and len(log):
+        pick = np.unique(np.linspace(0, len(log) - 1, min(len(log), max_points)).round().astype(int))
+        sent, first, failed = log.arrival_s[pick], log.first_token_s[pick], log.failed[pick]
+        done = ~failed & np.isfinite(first)
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "completed: TTFT",
+                "x": sent[done].tolist(),
+                "y": ((first - sent)[done] * 1e3).tolist(),
+                "marker": {"size": 4},
+                "hovertemplate": "sent %{x:.2f} s: TTFT %{y:.1f} ms<extra></extra>",
+            }
+        )
+        if failed.any():
+            data.append(
+                {
+                    "type": "scatter",
+                    "mode": "markers",
+                    "name": "failed (client timeout)",
+                    "x": sent[failed].tolist(),
+                    "y": [0.0] * int(failed.sum()),
+                    "marker": {"size": 5, "symbol": "x"},
+                    "hovertemplate": "sent %{x:.2f} s: abandoned<extra></extra>",
+                }
+            )
+    layout = {
+        "title": {"text": "Requests: time to first token by send time"},
+        "height": 380,
+        "xaxis": {"title": {"text": "sent at (s)"}},
+        "yaxis": {"title": {"text": "TTFT (ms)"}},
+        "legend": {"orientation": "h", "y": -0.2},
+    }
+    return {"data": data, "layout": themed(layout)}
+
+
+def stage_rows(result: SimulationResult) -> list[tuple[str, ...]]:
+    """One row per stage: what it offered, sent, completed, failed, mean TTFT and E2E, tokens/s."""
+    return [
+        (
+            s.load,
+            str(s.sent),
+            str(s.completed),
+            str(s.failed),
+            f"{s.ttft_s.mean * 1e3:.1f}",
+            f"{s.e2e_s.mean:.3f}",
+            f"{s.output_tokens_per_s:,.0f}",
+            "not modelled" if s.prefix_hit_rate is None else f"{s.prefix_hit_rate:.1%}",
+        )
+        for s in result.stages
+    ]
+
+
 def summary_rows(result: SimulationResult) -> list[tuple[str, str, str, str, str]]:
     """Table rows: each latency's mean, p50, p90 and p99 in ms."""
     rows = []
@@ -105,7 +166,11 @@ def simulate_page_html(result: SimulationResult, title: str) -> str:
     """The whole page: summary, latency table, three CDFs and the time series."""
     facts = [
         ("load", result.load),
-        ("completed / dropped", f"{result.completed} / {result.dropped}"),
+        ("completed / failed (timeout) / dropped", f"{result.completed} / {result.failed} / {result.dropped}"),
+        (
+            "prefix cache hit rate",
+            "not modelled" if result.prefix_hit_rate is None else f"{result.prefix_hit_rate:.1%}",
+        ),
         ("warm-up", result.warmup_rule),
         ("output tokens/s", f"{result.output_tokens_per_s:,.1f}"),
         ("requests/s", f"{result.requests_per_s:,.3f}"),
@@ -121,15 +186,56 @@ def simulate_page_html(result: SimulationResult, title: str) -> str:
         html_table(("quantity", "value"), facts, text_columns=2),
         "<h2>Latency percentiles (ms)</h2>",
         html_table(("latency", "mean", "p50", "p90", "p99"), summary_rows(result), text_columns=1),
-        "<h2>Latency CDFs</h2>",
     ]
+    if result.stages:
+        sections += [
+            "<h2>Stages</h2>",
+            html_table(
+                (
+                    "stage",
+                    "sent",
+                    "completed",
+                    "failed",
+                    "TTFT mean (ms)",
+                    "E2E mean (s)",
+                    "output tok/s",
+                    "prefix hits",
+                ),
+                stage_rows(result),
+                text_columns=1,
+            ),
+        ]
+    sections.append("<h2>Latency CDFs</h2>")
     for i, (key, label) in enumerate(LATENCIES):
         figure = cdf_figure(result.samples.get(key, np.zeros(0)), label)
         sections.append(f'<div class="figure">{figure_html(figure, f"cdf{i}")}</div>')
-    sections += ["<h2>Over time</h2>", f'<div class="figure">{figure_html(series_figure(result), "series")}</div>']
+    sections += [
+        "<h2>Over time</h2>",
+        f'<div class="figure">{figure_html(series_figure(result), "series")}</div>',
+        f'<div class="figure">{figure_html(requests_figure(result), "requests")}</div>',
+    ]
     return page_html(title, sections)
 
 
 def write_simulate_page(path: str | Path, result: SimulationResult, title: str) -> Path:
     """Write the page atomically and return its path."""
     return write_page(path, simulate_page_html(result, title))
+
+
+def write_requests_csv(path: str | Path, result: SimulationResult) -> Path:
+    """One row per request sent (:data:`~roofline.analyses.simulate.results.REQUEST_FIELDS`), written atomically;
+    text cells that a spreadsheet would run as formulas are escaped (roofline.core.tables)."""
+    from roofline.analyses.simulate.results import REQUEST_FIELDS
+    from roofline.core.files import write_atomic
+    from roofline.core.tables import csv_writer
+
+    log = result.requests
+    if log is None:
+        raise RooflineError("this result carries no per-request log to write")
+
+    def fill(handle: IO[str]) -> None:
+        writer = csv_writer(handle, lineterminator="\n")
+        writer.writerow(REQUEST_FIELDS)
+        writer.writerows(log.rows())
+
+    return write_atomic(path, fill)

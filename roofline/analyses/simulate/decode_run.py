@@ -1,0 +1,123 @@
+"""Runs of decode-only steps between events, priced in one go (a mixin of the replica's Engine).
+
+Between events (an arrival that could join, a finish, a deadline, KV exhaustion) a replica only
+decodes: the decode set's running sums (sequences, total context, sequences per block phase) give
+every step's KV growth, and the tabulated row of its sequence count gives every step's time, so a
+run is priced step by step in plain Python when short and in one vectorised call when long.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import bisect_left, bisect_right
+from itertools import accumulate
+from operator import mul
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from roofline.analyses.simulate.engine import Engine
+
+#: Most decode steps priced in one call.
+RUN_CAP = 4096
+#: Runs up to this many steps are priced step by step from the tabulated row (no arrays).
+SHORT_RUN = 16
+
+
+class DecodeRuns:
+    """``_decode_run`` and its long form (see the module docstring)."""
+
+    def _decode_run(self: Engine, horizon: float) -> bool:
+        """Price up to the next finish, KV exhaustion or ``horizon`` in one call; False if not one step fits."""
+        heap = self.heap
+        while heap[0][2] != heap[0][3].ver:
+            heapq.heappop(heap)
+        k = heap[0][0] - self.dstep
+        clock = self.clock
+        if horizon != math.inf and self.last_step_s > 0:  # a guess; a short guess only costs another call
+            k = min(k, max(8, int(1.5 * (horizon - clock) / self.last_step_s) + 1))
+        n = self.n_dec
+        if k <= SHORT_RUN and self.rowfn is not None:  # step by step from the tabulated row, no arrays
+            bs, counts, d, free = self.bs, self.counts, self.dstep, self.free
+            row, inv, last = self.rowfn(n)
+            kv, t = self.kv_sum, clock
+            times: list[float] = []
+            new_blocks: list[int] = []
+            grown = 0
+            for i in range(k):
+                grown += counts[(-(d + i)) % bs]
+                if grown > free:
+                    break
+                x = kv / n * inv
+                j = int(x)
+                if j >= last:
+                    if x > last + 1e-9:
+                        self.pricer.decode_run(n, kv, 1)  # raises: beyond the table
+                    j = last - 1
+                lo = row[j]
+                dt = lo + (x - j) * (row[j + 1] - lo)
+                times.append(dt)
+                new_blocks.append(grown)
+                kv += n
+                t += dt
+                if t >= horizon:
+                    break
+            if not times:
+                return False
+            span = t - clock
+        else:
+            times, new_blocks = self._long_run(min(k, RUN_CAP), horizon)
+            if not times:
+                return False
+            span = sum(times)
+        k = len(times)
+        tl, total = self.tl, self.total_blocks
+        used0 = total - self.free
+        running, waiting = len(self.running), self.n_waiting
+        tl.c_batch += running * span
+        tl.c_kv += (used0 * span + (times[0] * new_blocks[0] if k == 1 else sum(map(mul, times, new_blocks)))) / total
+        tl.c_insys += (running + waiting) * span
+        tl.c_queue += waiting * span
+        grown = new_blocks[-1]
+        if grown:
+            self.free -= grown
+            if self.cache is not None:
+                self.cache.take(grown)
+        self.kv_sum += n * k
+        self.dstep += k
+        self.step_no += k
+        self.steps += k
+        self.clock = clock = clock + span
+        self.last_step_s = times[-1]
+        if self.n_measured:
+            self.itl_s.extend(times)
+            self.itl_end.append(clock)
+            self.itl_w.append(self.n_measured)
+            self.itl_k.append(k)
+        tl.c_tokens += n * k
+        if heap[0][0] <= self.dstep:
+            self._pop_finished(clock)
+        if clock - tl.last_t >= tl.min_dt:
+            tl.record(self)
+        return True
+
+    def _long_run(self: Engine, k: int, horizon: float) -> tuple[list[float], list[int]]:
+        """Up to k decode steps priced in one call (cut at KV exhaustion and at the first step ending at or
+        after ``horizon``): their times and the cumulative new blocks after each."""
+        d, n, bs, counts = self.dstep, self.n_dec, self.bs, self.counts
+        if k <= bs:
+            new_blocks = list(accumulate(counts[(-(d + i)) % bs] for i in range(k)))
+        else:
+            cycle = list(accumulate(counts[(-(d + i)) % bs] for i in range(bs)))
+            new_blocks = [(i // bs) * n + cycle[i % bs] for i in range(k)]
+        k = bisect_right(new_blocks, self.free, 0, k)
+        if k == 0:
+            return [], []
+        times = self.pricer.decode_run(n, self.kv_sum, k)
+        ends = list(accumulate(times, initial=self.clock))
+        del ends[0]
+        if k > 1 and horizon <= ends[-2]:
+            k = 1 + bisect_left(ends, horizon, 0, k - 1)
+            del times[k:]
+        del new_blocks[k:]
+        return times, new_blocks
