@@ -107,7 +107,7 @@ def test_timeout_abandons_what_cannot_finish_in_time():
 
 
 def test_timeout_below_one_step_is_refused():
-    with pytest.raises(RooflineError, match=r"timeout_s \(--timeout\) 1 ms is below one engine step \(5\.\d+ ms"):
+    with pytest.raises(RooflineError, match=r"^timeout_s 1 ms is below one engine step \(5\.\d+ ms"):
         simulate(LinearCost(), OpenLoop(1.0), SimConfig(lengths=fixed_lengths(10, 2), timeout_s=0.001))
 
 

@@ -102,7 +102,9 @@ MFU = typer.Option(
 INPUT_LEN = typer.Option(None, "--input-len", "-i", parser=values.count(), help="Prompt tokens of every request.")
 OUTPUT_LEN = typer.Option(None, "--output-len", "-o", parser=values.count(), help="Generated tokens of every request.")
 LENGTHS = typer.Option(None, "--lengths", help="Average over input:output:weight, e.g. 512:128:3,4096:512:1")
-LENGTHS_CSV = typer.Option(None, "--lengths-csv", help="Average over a CSV of input_len,output_len[,count].")
+LENGTHS_CSV = typer.Option(
+    None, "--lengths-csv", help="Average over a CSV with columns input_len, output_len and optionally count."
+)
 TTFT_SLO = typer.Option(
     None,
     "--ttft-slo",

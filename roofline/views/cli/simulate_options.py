@@ -38,7 +38,8 @@ STAGE_WARMUP = typer.Option(
 WORKLOAD = typer.Option(
     None,
     "--workload",
-    help="Shared prefixes: pool:PROMPTS (prompts cycled), system:PROMPTS:USERS:TOKENS, chat:SESSIONS:TURNS[:SYS].",
+    help="Shared prefixes: pool:P (P prompts cycled), system:N:M:S (N system prompts of S tokens, M users each) "
+    "or chat:S:T (S sessions of T turns; chat:S:T:SYS with a system prompt).",
 )
 REQUESTS = typer.Option(
     None,
