@@ -1,12 +1,11 @@
 """The serving simulator against hand derivations, queueing theory and invariants.
 
-Every expected number comes from the synthetic cost below (constants chosen here), worked by
+Every expected number comes from the synthetic cost of tests/sim_costs.py (constants chosen there), worked by
 hand in the comments, or from a textbook queueing formula; none is copied from the output.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -28,39 +27,7 @@ from roofline.analyses.simulate import (
 from roofline.analyses.simulate import simulate as simulate_config
 from roofline.core.errors import RooflineError
 from tests.profiles import at_most
-
-A, B, C = 0.005, 1e-4, 1e-8  # s per step, s per token processed, s per KV token / attention pair read
-
-
-@dataclass(frozen=True)
-class LinearCost:
-    """t = A + B·(decode seqs + prefill tokens) + C·(decode KV tokens + prefill pairs)."""
-
-    a: float = A
-    b: float = B
-    c: float = C
-    kv_capacity_tokens: int = 1_000_000
-    transfer_s: float = 0.0
-
-    def step_time_s(self, decode_seqs, decode_kv_tokens, prefill_tokens, prefill_attention_pairs):
-        return np.asarray(
-            self.a
-            + self.b * np.add(decode_seqs, prefill_tokens)
-            + self.c * np.add(decode_kv_tokens, prefill_attention_pairs),
-            dtype=float,
-        )
-
-    def kv_transfer_time_s(self, tokens):
-        return self.transfer_s
-
-
-def prefill_s(tokens: int, cached: int = 0, cost: LinearCost = LinearCost()) -> float:
-    """One chunk of c tokens after p cached: A + B·c + C·c·(p + (c+1)/2)."""
-    return cost.a + cost.b * tokens + cost.c * tokens * (cached + (tokens + 1) / 2)
-
-
-def decode_s(seqs: int, kv: float, cost: LinearCost = LinearCost()) -> float:
-    return cost.a + cost.b * seqs + cost.c * kv
+from tests.sim_costs import A, B, C, LinearCost, decode_s, prefill_s
 
 
 def simulate(cost, load, lengths=None, **kwargs):

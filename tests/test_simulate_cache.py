@@ -7,7 +7,6 @@ full 16-token blocks are keyed, at least the last prompt token is computed (hits
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -30,30 +29,7 @@ from roofline.analyses.simulate.cache import PrefixCache
 from roofline.analyses.simulate.workloads import multi_turn_chat, prompt_pool, system_prompts
 from roofline.core.errors import RooflineError
 from tests.profiles import at_most
-
-A, B, C = 0.005, 1e-4, 1e-8
-
-
-@dataclass(frozen=True)
-class LinearCost:
-    """t = A + B·(decode seqs + prefill tokens) + C·(decode KV tokens + prefill pairs); 1,000 B of KV a token."""
-
-    kv_capacity_tokens: int = 1_000_000
-    kv_bytes_per_token: float = 1000.0
-
-    def step_time_s(self, decode_seqs, decode_kv_tokens, prefill_tokens, prefill_attention_pairs):
-        return np.asarray(
-            A + B * np.add(decode_seqs, prefill_tokens) + C * np.add(decode_kv_tokens, prefill_attention_pairs),
-            dtype=float,
-        )
-
-    def kv_transfer_time_s(self, tokens):
-        return 0.0
-
-
-def prefill_s(tokens: int, cached: int = 0) -> float:
-    """One chunk of c tokens after p cached: A + B·c + C·c·(p + (c+1)/2)."""
-    return A + B * tokens + C * tokens * (cached + (tokens + 1) / 2)
+from tests.sim_costs import LinearCost, prefill_s
 
 
 def trace(times, inputs, outputs, sessions=None, prefixes=None, prefix_lens=None) -> Trace:

@@ -1,12 +1,11 @@
 """Clients and load: timeouts, closed loops with think time, staged loads, the request path; bad input.
 
-Expected numbers come from the synthetic step cost below (constants chosen here), worked by hand
+Expected numbers come from the synthetic step cost of tests/sim_costs.py, worked by hand
 in the comments, or from queueing laws; none is copied from the output.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -27,29 +26,7 @@ from roofline.analyses.simulate import (
 )
 from roofline.core.errors import RooflineError
 from tests.inprocess import run_roofline
-
-A, B, C = 0.005, 1e-4, 1e-8
-
-
-@dataclass(frozen=True)
-class LinearCost:
-    """t = a + B·(decode seqs + prefill tokens) + C·(decode KV tokens + prefill pairs)."""
-
-    a: float = A
-    b: float = B
-    c: float = C
-    kv_capacity_tokens: int = 1_000_000
-
-    def step_time_s(self, decode_seqs, decode_kv_tokens, prefill_tokens, prefill_attention_pairs):
-        return np.asarray(
-            self.a
-            + self.b * np.add(decode_seqs, prefill_tokens)
-            + self.c * np.add(decode_kv_tokens, prefill_attention_pairs),
-            dtype=float,
-        )
-
-    def kv_transfer_time_s(self, tokens):
-        return 0.0
+from tests.sim_costs import A, B, C, LinearCost
 
 
 def alone_s(inp: int, out: int) -> tuple[float, float]:

@@ -2,30 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pytest
 
 from roofline.analyses.simulate import POLICIES, SchedulerConfig, SimConfig, Trace, register_policy, simulate
 from roofline.core.errors import RooflineError
 from tests.inprocess import run_roofline
-
-A, B, C = 0.005, 1e-4, 1e-8
-
-
-@dataclass(frozen=True)
-class LinearCost:
-    kv_capacity_tokens: int = 1_000_000
-
-    def step_time_s(self, decode_seqs, decode_kv_tokens, prefill_tokens, prefill_attention_pairs):
-        return np.asarray(
-            A + B * np.add(decode_seqs, prefill_tokens) + C * np.add(decode_kv_tokens, prefill_attention_pairs),
-            dtype=float,
-        )
-
-    def kv_transfer_time_s(self, tokens):
-        return 0.0
+from tests.sim_costs import A, B, C, LinearCost
 
 
 @register_policy

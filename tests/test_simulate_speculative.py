@@ -53,7 +53,7 @@ def test_rounds_replace_decode_steps():
 
 
 def test_a_step_cost_without_rounds_is_refused():
-    from tests.test_simulate import LinearCost
+    from tests.sim_costs import LinearCost
 
     with pytest.raises(RooflineError, match="speculative decoding needs a step cost that prices verify rounds"):
         simulate(
