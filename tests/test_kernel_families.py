@@ -187,3 +187,38 @@ def test_a_missing_family_entry_names_the_entry_that_priced_it():
     _, spec = family_time_s(hw, "moe", "bf16", **shape)
     assert spec.startswith("spec sheet") and "profile has no moe/bf16 entry" in spec
     assert float(t) > 0
+
+
+def test_gemm_formats_take_their_own_entry_or_name_the_one_that_priced_them():
+    from roofline.deploy.kernels import coverage
+
+    cal = load_hardware("h100-sxm-cal")  # gemm/bf16, gemm/fp8 and gemm_fp8_block/fp8 (H100 GEMM table)
+    assert coverage(cal, "gemm", "fp8_block") == "calibrated profile (gemm_fp8_block/fp8, 29,268 rows)"
+    data = cal.model_dump()
+    data["calibration"]["ops"].pop("gemm_fp8_block/fp8")
+    from roofline.specs import hardware_from_dict
+
+    lacking = hardware_from_dict(data, "test")
+    assert coverage(lacking, "gemm", "fp8_block") == (
+        "calibrated profile (gemm/fp8, 35,700 rows; "
+        "gemm/fp8 entry at fp8_block bytes and rate (no fp8_block GEMM entry))"
+    )
+
+
+def test_achievable_spec_sheet_scales_the_peaks_and_adds_named_kernel_floors():
+    from roofline.deploy import chip_rates, deployment
+    from roofline.deploy.rates import at_achievable
+    from roofline.specs import load_model
+    from roofline.terms import decode_work, step_terms
+
+    rates = at_achievable(chip_rates(H100))
+    assert rates.flops_per_s == pytest.approx(0.78 * 989e12)  # hardware/h100-sxm.yaml achievable.flops_fraction.bf16
+    assert rates.hbm_bandwidth_bytes_per_s == pytest.approx(0.80 * 3.35e12)  # achievable.hbm_fraction
+    assert rates.achievable.startswith("spec sheet at h100-sxm's achievable defaults")
+    dep = deployment(load_model("llama-3-8b"), H100, rates=rates)
+    # Llama-3-8B: 32 layers of 4 weight GEMMs (QKV, O, gate+up, down) and one decode attention kernel, + the LM
+    # head: 32 · (4 · 3.6 µs + 8.1 µs) + 3.6 µs = 723.6 µs of floors (achievable.floor_s gemm, attention).
+    t = step_terms(dep, decode_work(8, 1024))
+    assert float(t.overhead_s) == pytest.approx(32 * (4 * 3.6e-6 + 8.1e-6) + 3.6e-6)
+    book = step_terms(deployment(load_model("llama-3-8b"), H100), decode_work(8, 1024))
+    assert float(book.overhead_s) == 0.0 and chip_rates(H100).flops_per_s == 989e12

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from roofline.kernels.registry import IDEAL, Achievable
+from roofline.kernels.achievable import IDEAL, Achievable
 from roofline.specs import HardwareSpec
 
 #: Formats whose fitted entry prices a missing one (in order), at the missing format's bytes and rate.

@@ -47,6 +47,28 @@ def gemm_family(dtype: str, block_scaled: bool = False) -> str:
 
 #: Dtypes of the same width and tensor-core rate: a fit on one prices the other (said in sources).
 TWINS = {"fp16": "bf16", "bf16": "fp16"}
+#: GEMM formats fitted under another key (block-scaled fp8: ``gemm_fp8_block/fp8``), then the entries that
+#: price them when the profile lacks their own, at the format's bytes and rate (named in the source).
+GEMM_FORMATS: dict[str, tuple[tuple[str, str], ...]] = {
+    "fp8_block": (("gemm_fp8_block", "fp8"), ("gemm", "fp8")),
+    "nvfp4": (("gemm", "nvfp4"), ("gemm", "mxfp4"), ("gemm_fp8_block", "fp8"), ("gemm", "fp8")),
+    "mxfp4": (("gemm", "mxfp4"), ("gemm", "nvfp4"), ("gemm_fp8_block", "fp8"), ("gemm", "fp8")),
+}
+
+
+def gemm_entry(hw: HardwareSpec, dtype: str) -> tuple[str, str, str, str] | None:
+    """(op class, entry dtype, dtype priced at, note) of the entry that prices a ``dtype`` GEMM, or None.
+
+    A block-scaled or fp4 format takes its own entry (``gemm_fp8_block/fp8``, ``gemm/nvfp4``); without one,
+    the next of :data:`GEMM_FORMATS` at the format's own bytes and rate, and the note says which.
+    """
+    for i, (op_class, fitted) in enumerate(GEMM_FORMATS.get(dtype, ())):
+        if entry(hw, op_class, fitted) is None:
+            continue
+        if i == 0:
+            return op_class, fitted, fitted, ""
+        return op_class, fitted, dtype, f"{op_class}/{fitted} entry at {dtype} bytes and rate (no {dtype} GEMM entry)"
+    return None
 
 
 def resolve(hw: HardwareSpec, key: str, dtype: str) -> tuple[str, str, str] | None:
@@ -54,8 +76,11 @@ def resolve(hw: HardwareSpec, key: str, dtype: str) -> tuple[str, str, str] | No
 
     The exact entry; else its fp16/bf16 twin (same width and rate); else, for attention, the bf16
     kernel model — decode attention at ``dtype``'s KV bytes, prefill attention as bf16 — an explicit
-    fallback named in the note.  Nothing else is borrowed.
+    fallback named in the note.  GEMM formats with entries of their own: :func:`gemm_entry`.
     """
+    if key == "gemm" and dtype in GEMM_FORMATS:
+        found = gemm_entry(hw, dtype)
+        return None if found is None else found[1:]
     if entry(hw, key, dtype) is not None:
         return dtype, dtype, ""
     twin = TWINS.get(dtype)
@@ -77,6 +102,8 @@ def coverage(hw: HardwareSpec, term: str, dtype: str) -> str:
         found = resolve(hw, key, "bf16" if term == "collective" else dtype)
         if found is None:
             continue
+        if key == "gemm" and dtype in GEMM_FORMATS:
+            key = (gemm_entry(hw, dtype) or (key,))[0]
         op, impl = split_family(key)
         label = source_label(hw, op, found[0], impl).removeprefix("calibrated profile (").removesuffix(")")
         labels.append(label + (f"; {found[2]}" if found[2] else ""))
@@ -95,6 +122,8 @@ def _time(hw: HardwareSpec, op: str, dtype: str, impl: str, **shape: ArrayLike) 
     found = resolve(hw, key, dtype)
     if found is None:
         return np.asarray(op_time(hw, op, dtype, impl, fallback=True, **shape)[0], dtype=float)
+    if key == "gemm" and dtype in GEMM_FORMATS:
+        key = (gemm_entry(hw, dtype) or (key,))[0]
     fitted = entry(hw, key, found[0])
     assert fitted is not None
     return np.asarray(op_time_with(hw, f"{key}/{found[1]}", dict(fitted.params), shape), dtype=float)
