@@ -27,7 +27,7 @@ from roofline.calibrate.kernels.holdout import predict_held_out
 from roofline.calibrate.kernels.importers import import_file
 from roofline.calibrate.kernels.sweeps import sweep_ids
 from roofline.kernels.predict import error_stats, model_for, predict_op
-from roofline.kernels.schema import Measurements
+from roofline.kernels.schema import CalibrationError, Measurements
 from roofline.specs import load_hardware
 
 AIC = "aiconfigurator/systems/data"
@@ -60,7 +60,10 @@ def report(chip: str, source: str, key: str, rows: Measurements, folds: int, max
     """Markdown table lines of one entry: held out by shape, per routing where it has several."""
     hw = load_hardware(chip)
     clean, excluded = cleaned(key, rows, hw, max_rows, 0)
-    predicted = predict_held_out(key, clean, hw, folds, max_rows, 0)
+    try:
+        predicted = predict_held_out(key, clean, hw, folds, max_rows, 0)
+    except CalibrationError as exc:
+        return [f"| {chip} | {source} | {key} | - | {len(clean):,} | 1 | {excluded:,} | - | {exc} |"]
     shapes = len(set(sweep_ids(clean, model_for(key).holdout).tolist()))
     lines = []
     for routing in clean.unique("routing") or [""]:

@@ -18,6 +18,8 @@ def shape_folds(key: str, table: Measurements, folds: int = 5, seed: int = 0) ->
     if family is None or not family.holdout:
         raise CalibrationError(f"{key}: its kernel family names no holdout columns (a whole shape)")
     ids = sweep_ids(table, family.holdout)
+    if ids.max(initial=0) < 1:
+        raise CalibrationError(f"{key}: one model shape only: nothing to hold out")
     shapes = np.random.default_rng(seed).permutation(ids.max() + 1)
     return (shapes % min(folds, len(shapes)))[ids]
 

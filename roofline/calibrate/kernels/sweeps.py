@@ -33,17 +33,24 @@ def sweep_ids(table: Measurements, columns: tuple[str, ...]) -> np.ndarray:
 
 
 def outlier_sweeps(table: Measurements, family: KernelFamily, fitted: np.ndarray) -> np.ndarray:
-    """Rows of sweeps whose median measured / fitted time is above the family's ``sweep_limit`` (a mask)."""
+    """Rows of sweeps whose median measured / fitted time is above the family's ``sweep_limit`` (a mask).
+
+    Only sweeps of rows the fit uses (``fit_where``) are judged, so a slice the model predicts badly is
+    never dropped for it; a configuration flagged there (its ``sweep`` columns but the ``fit_where`` one)
+    is dropped in every variant (the MoE tables' power-law sweeps of a configuration share its tactic).
+    """
     if not family.sweep or not family.sweep_limit or not len(table):
         return np.zeros(len(table), bool)
-    ids = sweep_ids(table, family.sweep)
+    judged = np.ones(len(table), bool)
+    config = family.sweep
+    if family.fit_where is not None:
+        column, values = family.fit_where
+        judged = np.isin(table[column], list(values))
+        config = tuple(c for c in family.sweep if c != column)
+    ids = sweep_ids(table, config)
     ratio = np.log(table["time_s"] / fitted)
-    order = np.argsort(ids, kind="stable")
-    starts = np.flatnonzero(np.r_[True, np.diff(ids[order]) != 0])
-    medians = np.array([np.median(part) for part in np.split(ratio[order], starts[1:])])
-    bad = np.zeros(len(table), bool)
-    bad[order] = np.repeat(medians > np.log(family.sweep_limit), np.diff(np.r_[starts, len(order)]))
-    return bad
+    flagged = {i for i in np.unique(ids[judged]) if np.median(ratio[judged & (ids == i)]) > np.log(family.sweep_limit)}
+    return np.isin(ids, sorted(flagged))
 
 
 def spikes(table: Measurements, family: KernelFamily) -> np.ndarray:
