@@ -3,7 +3,8 @@
 A chip's ``achievable`` defaults (hardware YAML) give the smallest time of one GEMM and of one attention
 kernel (launch, the smallest tiles); real kernels never run faster however little work they carry.  Where
 a step runs at the achievable defaults (``Rates.achievable``: MoE and MLA models by default, any model on
-request) the step's weight GEMMs and attention are one roofline, so their floors enter as one term: layers x (GEMMs per layer x GEMM floor + attention kernels x attention floor) + the LM head's.
+request) the step's weight GEMMs and attention are one roofline, so their floors enter as one term:
+layers x (GEMMs per layer x GEMM floor + attention kernels x attention floor) + the LM head's.
 The fused-MoE operator and MLA attention carry their own floors in their own terms (their spec forms),
 so routed experts and MLA attention are not counted here; calibrated kernels have theirs inside the fit.
 """

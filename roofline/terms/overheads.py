@@ -12,7 +12,8 @@ from roofline.deploy import Deployment
 from roofline.model.memory import Number
 from roofline.terms import comms
 from roofline.terms.bounds import HOST_BOUND
-from roofline.terms.exact import all_zero, zeros_shaped
+from roofline.terms.exact import all_zero, plus, zeros_shaped
+from roofline.terms.floors import kernel_floors_s
 from roofline.terms.work import Work
 
 
@@ -53,6 +54,18 @@ def large_collective_s(dep: Deployment, c: comms.CommsTerms) -> Number | None:
 
 
 def engine_overhead_s(
+    dep: Deployment, stage: Work, layers: float, share: float, bw: Number, gemm_s: Number, decode_kv_bytes: Number = 0.0
+) -> Number:
+    """One stage's overheads: the engine's work outside the kernels (:func:`engine_terms_s`) plus, where the step
+    runs at the chip's achievable defaults without calibrated kernels, the kernel floors
+    (:func:`roofline.terms.floors.kernel_floors_s`)."""
+    terms = engine_terms_s(dep, stage, layers, share, bw, gemm_s, decode_kv_bytes)
+    if dep.rates.achievable and not dep.rates.uses("overhead"):
+        return plus(terms, kernel_floors_s(dep, stage, layers))
+    return terms
+
+
+def engine_terms_s(
     dep: Deployment, stage: Work, layers: float, share: float, bw: Number, gemm_s: Number, decode_kv_bytes: Number = 0.0
 ) -> Number:
     """One stage's engine work outside the kernels (profile's ``engine:`` terms; 0 without an engine).

@@ -31,7 +31,6 @@ from roofline.terms.overheads import (
     prompt_step_floor,
     with_engine_collective_latency,
 )
-from roofline.terms.floors import kernel_floors_s
 from roofline.terms.work import Work
 
 BOOK = "How to Scale Your Model, part 7: All About Transformer Inference"
@@ -279,8 +278,6 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
         dep, tokens, comms.stage_comms(dep, tokens, stage.decode_seqs, layers, group_tokens)
     )
     overhead = engine_overhead_s(dep, stage, layers, share, rank_bw, gemm, decode_kv)
-    if dep.rates.achievable and not rates.uses("overhead"):  # spec sheet at achievable speed: kernel floors
-        overhead = plus(overhead, kernel_floors_s(dep, stage, layers))
     small = operators.small_kernels_s(dep, tokens, layers) if (moe_op or mla_op) else 0.0
     stage_local = plus(plus(plus(attn_decode + gemm, attn_prefill), overhead), small)
     send = comms.pipeline_send_time_s(dep, tokens)
