@@ -93,6 +93,11 @@ def at_achievable(rates: Rates) -> Rates:
         term: f"{label} at its achievable defaults" if label.startswith("spec sheet") else label
         for term, label in rates.sources.items()
     }
+    if a.floor_s and "overhead" not in rates.calibrated:
+        sources["overhead"] = (
+            f"kernel floors at {rates.hw.name}'s achievable defaults: GEMM {a.floor('gemm') * 1e6:.3g} µs, attention "
+            f"{a.floor('attention') * 1e6:.3g} µs per kernel of the roofline (roofline.terms.floors)"
+        )
     return replace(
         rates,
         flops_per_s=rates.flops_per_s * flops,
