@@ -56,9 +56,18 @@ def family_time_s(
     hw: HardwareSpec, op: str, dtype: str, impl: str = "", calibrated: bool = True, **shape: object
 ) -> tuple[np.ndarray, str]:
     """(seconds broadcast over ``shape``, source) of kernel family ``op`` in ``dtype`` (see the module doc)."""
+    from roofline.kernels.shapes import shape_arrays
+
+    return family_time_arrays(hw, op, dtype, shape_arrays(op, dtype, shape), impl, calibrated)
+
+
+def family_time_arrays(
+    hw: HardwareSpec, op: str, dtype: str, s: dict[str, np.ndarray], impl: str = "", calibrated: bool = True
+) -> tuple[np.ndarray, str]:
+    """:func:`family_time_s` for shape arrays already built (``shape_arrays``: features computed once)."""
     from roofline.deploy.kernels import entry
     from roofline.kernels.keys import op_key
-    from roofline.kernels.predict import family_spec_time, op_time_with
+    from roofline.kernels.predict import family_times
 
     key = op_key(op, impl)
     if calibrated and hw.calibration is not None:
@@ -66,14 +75,14 @@ def family_time_s(
             found = entry(hw, key, fitted)
             if found is None:
                 continue
-            t = op_time_with(hw, f"{key}/{dtype}", dict(found.params), shape)
+            t = family_times(hw, f"{key}/{dtype}", s, dict(found.params))
             rows = f", {found.rows:,} rows" if found.rows else ""
             note = "" if fitted == dtype else f" at {dtype} bytes and rate: no {key}/{dtype} entry"
             return np.asarray(t, dtype=float), f"calibrated profile ({key}/{fitted}{rows}{note})"
         why = f"profile has no {key}/{dtype} entry"
     else:
         why = ""
-    t = family_spec_time(hw, op, dtype, shape, achievable(hw))
+    t = family_times(hw, f"{key}/{dtype}", s, None, achievable(hw))
     return np.asarray(t, dtype=float), spec_label(hw, op, dtype, why)
 
 

@@ -315,6 +315,25 @@ def uncovered(hw: HardwareSpec, table: Measurements) -> dict[str, int]:
     return {k: int(np.sum(lacking == k)) for k in sorted(set(lacking))}
 
 
+def family_times(
+    hw: HardwareSpec,
+    key: str,
+    s: dict[str, np.ndarray],
+    params: dict[str, float] | None,
+    achievable: Achievable = IDEAL,
+) -> np.ndarray:
+    """Seconds of profile key ``key`` (``<family op>/<dtype>``) for shape arrays ``s`` already built
+    (:func:`shape_arrays`): the fitted form with ``params``, else the spec form at ``achievable``."""
+    op_class, dtype = split_key(key)
+    op = base_op(op_class)
+    nums = _hw(hw, peak_flops(hw, op, dtype))
+    if params is not None:
+        return op_times(key, s, nums, params)
+    family = FAMILIES[op]
+    assert family.spec_time is not None
+    return family.spec_time(s, achievable_hw(nums, achievable, family.peak_dtype(dtype)), achievable)
+
+
 def family_spec_time(
     hw: HardwareSpec, op: str, dtype: str, shape: dict[str, object], achievable: Achievable = IDEAL
 ) -> np.ndarray:

@@ -137,14 +137,17 @@ def shape_arrays(op: str, dtype: str, shape: dict[str, object]) -> dict[str, np.
     if missing:
         raise CalibrationError(f"{op} needs shape {missing[0]!r} (needs: {', '.join(OP_SHAPE[op])})")
     arrays = np.broadcast_arrays(*(np.asarray(v, float) for v in shape.values()))
-    s = {name: np.full(arrays[0].shape, DEFAULTS.get(name, np.nan)) for name in SHAPE_COLUMNS}
+    size = arrays[0].shape
+
+    def const(value: float) -> np.ndarray:  # a read-only view: no array of the grid's size per column
+        return np.broadcast_to(np.float64(value), size)
+
+    s = {name: const(DEFAULTS.get(name, np.nan)) for name in SHAPE_COLUMNS}
     s.update(zip(shape, arrays, strict=True))
     width, out_width = widths(op, dtype)
-    s["width"] = np.full(arrays[0].shape, width)
-    s["out_width"] = np.full(arrays[0].shape, out_width)
+    s["width"], s["out_width"] = const(width), const(out_width)
     from roofline.kernels.moe import parse_routing
 
     code, alpha = parse_routing(routing)
-    s["routing"] = np.full(arrays[0].shape, code)
-    s["routing_alpha"] = np.full(arrays[0].shape, alpha)
+    s["routing"], s["routing_alpha"] = const(code), const(alpha)
     return with_features(op, s)

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from roofline.deploy.families import family_time_s, positive
+from roofline.deploy.families import family_time_arrays, positive
 from roofline.deploy.rates import Rates
-from roofline.kernels.moe import DEFAULT_ROUTING, expert_bytes, moe_features, moe_flops
+from roofline.kernels.moe import DEFAULT_ROUTING, expert_bytes, moe_flops
 from roofline.kernels.shapes import shape_arrays
 
 
@@ -76,9 +76,8 @@ def moe_layer(rates: Rates, moe: MoeShape, group_tokens: ArrayLike) -> MoeTerm:
     experts; the step's tokens under pure TP), before the top-k fan-out.
     """
     tokens = np.asarray(group_tokens, dtype=float)
-    shape = moe.shape(tokens)
-    t, source = family_time_s(rates.hw, "moe", moe.dtype, moe.impl, calibrated=bool(rates.calibrated), **shape)
-    s = moe_features(shape_arrays("moe", moe.dtype, shape))
+    s = shape_arrays("moe", moe.dtype, moe.shape(tokens))  # routing features computed once
+    t, source = family_time_arrays(rates.hw, "moe", moe.dtype, s, moe.impl, calibrated=bool(rates.calibrated))
     busy = tokens > 0
     zero = np.zeros_like(t)
     return MoeTerm(
