@@ -35,6 +35,21 @@ from roofline.core.errors import RooflineError
 kind, path = sys.argv[1], sys.argv[2]
 if kind == "csv":
     from roofline.calibrate.kernels.importers import import_file as load
+elif kind == "trace":
+    from roofline.analyses.simulate.load import read_trace as load
+elif kind == "lengths":
+    from roofline.analyses.lengths import read_lengths_csv as load
+elif kind == "e2e":
+    from roofline.calibrate.engine.importers import MAX_VALIDATE_ROWS, import_file
+
+    def load(path):
+        return import_file(path, max_rows=MAX_VALIDATE_ROWS)
+elif kind == "vllm":
+    from roofline.calibrate.engine.importers import import_file
+    from roofline.calibrate.engine.vllm_results import ImportOptions
+
+    def load(path):
+        return import_file(path, options=ImportOptions(hardware="h100-sxm"))
 elif kind == "model":
     from roofline.specs import load_model as load
 else:
@@ -99,6 +114,33 @@ def cases(folder: Path) -> list[tuple[str, str, Path, bool]]:
     out.append((f"gzip bomb: 1 GB of rows in {bomb.stat().st_size / 1e6:.0f} MB", "csv", bomb, True))
     add("truncated .csv.gz", "csv", "cut.csv.gz", gzip.compress(header + row * 20_000)[:-100])
     add("100 MB CSV (over the limit)", "csv", "huge.csv", header + b"x" * 100_000_000)
+    trace_head = b"arrival_time_s,input_len,output_len\n"
+    add("trace, 1,000,001 rows (over the row limit)", "trace", "trace_rows.csv", trace_head + b"0.001,64,8\n" * 1_000_001)
+    add("trace, 100 MB (over the size limit)", "trace", "big.csv", trace_head + b"0,64,8\n" * 15_000_000)
+    add("trace as UTF-16", "trace", "u16.csv", (trace_head + b"0,64,8\n" * 1000).decode().encode("utf-16"))
+    add("trace gzip bomb (1 GB of newlines)", "trace", "bomb.csv", gzip.compress(trace_head + b"\n" * 10**9, 1))
+    out.append(("trace /dev/zero", "trace", Path("/dev/zero"), True))
+    add(
+        "trace, 1e300 in the last of 500,000 rows",
+        "trace",
+        "trace_last.csv",
+        trace_head + b"0,64,8\n" * 499_999 + b"0,1e300,8\n",
+        target=False,
+    )
+    add("lengths file, 2,000,000 rows", "lengths", "len.csv", b"input_len,output_len\n" + b"64,8\n" * 2_000_000)
+    e2e = (
+        b"id,source,model,hardware,weight_dtype,kv_dtype,compute_dtype,engine,load,batch,input_len,output_len,ttft_s\n"
+    )
+    add(
+        "e2e rows for validate, 30,000 rows",
+        "e2e",
+        "e2e_rows.csv",
+        e2e
+        + b"".join(b"r/%d,m,llama-3-8b,h100-sxm,bf16,bf16,bf16,vllm,static,8,512,64,0.05\n" % i for i in range(30_000)),
+    )
+    add("vLLM JSON, 100,000 nested [", "vllm", "deep.json", b"[" * 100_000 + b"]" * 100_000)
+    add("vLLM JSON, 5000-digit completed", "vllm", "long.json", b'{"completed": ' + b"9" * 5000 + b"}")
+    add("vLLM JSON Lines, 40 MB of objects", "vllm", "many.jsonl", b'{"completed": true}\n' * 2_000_000)
     rows = (64 * 2**20 - 200) // len(row)
     add(
         f"CSV at the limit, {rows:,} rows, bad last cell",

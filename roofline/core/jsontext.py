@@ -19,6 +19,8 @@ from roofline.core.errors import RooflineError, shown
 MAX_DEPTH = 32
 #: Most values (keys, scalars, arrays) in one file.
 MAX_NODES = 2_000_000
+#: Most objects ({...}) in one file: each costs a few hundred bytes parsed, so this bounds memory.
+MAX_OBJECTS = 100_000
 #: Longest integer literal read as a number; longer ones are refused where they are used.
 MAX_INT_DIGITS = 30
 
@@ -61,6 +63,17 @@ def _parse(text: str, origin: str, error: type[RooflineError], line: int | None 
         raise error(f"{origin}: malformed JSON: {str(exc).splitlines()[0][:80]}") from None
 
 
+def _check_size(text: str, origin: str, error: type[RooflineError], max_nodes: int) -> None:
+    """Refuse, before parsing, text with more objects or values than the limits (braces and commas
+    counted, those inside strings too: an upper bound found in one fast pass)."""
+    objects = text.count("{")
+    if objects > MAX_OBJECTS:
+        raise error(f"{origin}: more than {MAX_OBJECTS:,} JSON objects (about {objects:,}); split the file")
+    values = text.count(",") + text.count("\n") + 1
+    if values > max_nodes:
+        raise error(f"{origin}: more than {max_nodes:,} JSON values (about {values:,}); split the file")
+
+
 def load_json(
     text: str,
     origin: str,
@@ -73,6 +86,7 @@ def load_json(
     line), checked by :func:`check_tree`; every problem is one ``error`` line naming ``origin``."""
     if not text.strip():
         raise error(f"{origin}: empty file (expected JSON)")
+    _check_size(text, origin, error, max_nodes)
     try:
         data = _parse(text, origin, error)
     except RooflineError:

@@ -80,7 +80,7 @@ class Column:
             return check_count(cell, "", minimum=low, maximum=high)
         if self.kind in ("number", "seconds"):
             fast = _plain_float(cell)
-            if fast is not None and self._within(fast):
+            if fast is not None and self.within(fast):
                 return fast
             return check_number(
                 cell,
@@ -94,7 +94,20 @@ class Column:
             return check_name(cell, "", max_chars=MAX_CELL_CHARS)
         return cell
 
-    def _within(self, x: float) -> bool:
+    def fast(self, cell: str) -> int | float | None:
+        """A plain number in range (no unit, prefix or escape), else None: check it with :meth:`parse`."""
+        if self.kind == "count":
+            if cell.isdigit() and len(cell) <= 10:
+                n = int(cell)
+                return n if (1 if self.minimum is None else self.minimum) <= n <= (self.maximum or MAX_COUNT) else None
+            return None
+        if self.kind in ("number", "seconds"):
+            x = _plain_float(cell)
+            return x if x is not None and self.within(x) else None
+        return None
+
+    def within(self, x: float) -> bool:
+        """Whether a finite number lies in the column's range."""
         high = (
             MAX_VALUE["seconds" if self.kind == "seconds" else "dimensionless"]
             if self.maximum is None
@@ -133,7 +146,7 @@ def _fail(what: str, message: str, error: type[RooflineError]) -> RooflineError:
 
 
 def _header(reader: Any, columns: Sequence[Column], origin: str, extra: bool) -> list[str]:
-    header = [unescape_cell(h.strip()) for h in (reader.fieldnames or [])]
+    header = [unescape_cell(h.strip()) for h in next(reader, [])]
     if not header:
         raise RooflineError(f"{origin}: empty file (expected a CSV header with {', '.join(c.name for c in columns)})")
     repeated = sorted({h for h in header if header.count(h) > 1})
@@ -178,31 +191,65 @@ def read_table(
 
 
 def _parse_table(text: str, columns: Sequence[Column], origin: str, max_rows: int, extra: bool, kind: str) -> Table:
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+    reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = _header(reader, columns, origin, extra)
-        reader.fieldnames = header
-        by_name = {c.name: c for c in columns}
-        values: dict[str, list[Any]] = {c.name: [] for c in columns}
+        index = {c.name: header.index(c.name) for c in columns if c.name in header}
+        raw: dict[str, list[str]] = {c.name: [] for c in columns}
         lines: list[int] = []
         for row in reader:
+            if not any(cell.strip() for cell in row):
+                continue  # a blank line
             line = reader.line_num
             if len(lines) >= max_rows:
                 raise RooflineError(
                     f"{origin}: more than {max_rows:,} rows; {kind} files are limited to {max_rows:,} rows"
                 )
-            if None in row:
+            if len(row) > len(header):
                 raise RooflineError(f"{origin}: line {line}: more cells than the header's {len(header)} columns")
-            if not any((cell or "").strip() for cell in row.values()):
-                continue  # a blank line
-            for name, column in by_name.items():
-                values[name].append(_cell(column, row.get(name), origin, line))
+            for name, at in index.items():
+                raw[name].append(row[at] if at < len(row) else "")
             lines.append(line)
     except csv.Error as exc:
         raise RooflineError(f"{origin}: line {reader.line_num}: malformed CSV ({exc})") from None
     if not lines:
         raise RooflineError(f"{origin}: no data rows after the header")
+    values = {c.name: _column(c, raw[c.name] if c.name in index else None, lines, origin) for c in columns}
     return Table(values, tuple(header), tuple(lines), origin)
+
+
+def _column(column: Column, cells: list[str] | None, lines: list[int], origin: str) -> list[Any]:
+    """One column's checked values: plain numbers in range by a fast pass (C-level int/float), anything
+    else cell by cell through :func:`_cell`, which also words the error of the first bad one."""
+    if cells is None:
+        return [column.default] * len(lines)
+    if column.kind in ("count", "number", "seconds"):
+        fast = _fast_numbers(column, cells)
+        if fast is not None:
+            return fast
+    out = []
+    for cell, line in zip(cells, lines, strict=True):
+        value = column.fast(cell)
+        out.append(_cell(column, cell, origin, line) if value is None else value)
+    return out
+
+
+def _fast_numbers(column: Column, cells: list[str]) -> list[Any] | None:
+    """The column as numbers when every cell is a plain number in range, else None (check cell by cell)."""
+    try:
+        if column.kind == "count":
+            counts = [int(c) for c in cells if len(c) <= 12]
+            if len(counts) != len(cells):
+                return None
+            low = 1 if column.minimum is None else int(column.minimum)
+            high = int(column.maximum or MAX_COUNT)
+            return counts if low <= min(counts) and max(counts) <= high else None
+        numbers = [float(c) for c in cells if len(c) <= 32 and "_" not in c]
+    except ValueError:
+        return None
+    if len(numbers) != len(cells) or not all(map(column.within, numbers)):
+        return None
+    return numbers if all(map(math.isfinite, numbers)) else None
 
 
 def _cell(column: Column, raw: str | None, origin: str, line: int) -> object:
