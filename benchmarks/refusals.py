@@ -115,7 +115,12 @@ def cases(folder: Path) -> list[tuple[str, str, Path, bool]]:
     add("truncated .csv.gz", "csv", "cut.csv.gz", gzip.compress(header + row * 20_000)[:-100])
     add("100 MB CSV (over the limit)", "csv", "huge.csv", header + b"x" * 100_000_000)
     trace_head = b"arrival_time_s,input_len,output_len\n"
-    add("trace, 1,000,001 rows (over the row limit)", "trace", "trace_rows.csv", trace_head + b"0.001,64,8\n" * 1_000_001)
+    add(
+        "trace, 1,000,001 rows (over the row limit)",
+        "trace",
+        "trace_rows.csv",
+        trace_head + b"0.001,64,8\n" * 1_000_001,
+    )
     add("trace, 100 MB (over the size limit)", "trace", "big.csv", trace_head + b"0,64,8\n" * 15_000_000)
     add("trace as UTF-16", "trace", "u16.csv", (trace_head + b"0,64,8\n" * 1000).decode().encode("utf-16"))
     add("trace gzip bomb (1 GB of newlines)", "trace", "bomb.csv", gzip.compress(trace_head + b"\n" * 10**9, 1))

@@ -163,6 +163,8 @@ LENGTH_COLUMNS = (
 def read_lengths_csv(path: str | Path) -> LengthDistribution:
     """A CSV with header input_len,output_len[,count]: one row per request or per histogram bin
     (lengths whole numbers in [1, 2**31-1], counts >= 0), at most :data:`MAX_LENGTH_ROWS` rows."""
+    if not isinstance(path, (str, Path)) or not str(path):
+        raise OptionError(f"path: must be a file name (got {shown(path)})", parameters=("path",))
     table = read_table(path, LENGTH_COLUMNS, max_rows=MAX_LENGTH_ROWS, kind="lengths", extra_columns=True)
     columns = table.columns
     return from_points(columns["input_len"], columns["output_len"], columns["count"], source=str(path))

@@ -176,7 +176,7 @@ def objective_columns(objective: str) -> tuple[str, Sense, str, Sense]:
     try:
         return OBJECTIVES[objective]
     except KeyError:
-        raise ValueError(f"unknown objective {shown(objective)}; allowed: {', '.join(OBJECTIVES)}") from None
+        raise OptionError(f"unknown objective {shown(objective)}; allowed: {', '.join(OBJECTIVES)}") from None
 
 
 def frontier_of(columns: dict[str, np.ndarray], objective: str) -> np.ndarray:

@@ -190,7 +190,17 @@ def read_table(
         raise error(str(exc)) from None
 
 
+def _too_many_rows(text: str, max_rows: int) -> bool:
+    """True when an unquoted CSV plainly has more than ``max_rows`` non-blank data lines (one fast pass),
+    so an oversized file is refused before any cell is parsed."""
+    if '"' in text or text.count("\n") <= max_rows + 1:
+        return False
+    return sum(1 for line in text.splitlines() if line.strip()) - 1 > max_rows
+
+
 def _parse_table(text: str, columns: Sequence[Column], origin: str, max_rows: int, extra: bool, kind: str) -> Table:
+    if _too_many_rows(text, max_rows):
+        raise RooflineError(f"{origin}: more than {max_rows:,} rows; {kind} files are limited to {max_rows:,} rows")
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = _header(reader, columns, origin, extra)

@@ -25,6 +25,9 @@ from roofline.specs import ModelSpec
 MAX_REQUEST_REPLICAS = 50_000_000
 #: Most simulated tokens (requests x (mean output + mean prompt chunks)) one simulation may run.
 MAX_SIMULATED_TOKENS = 100_000_000
+#: Most engine steps (all replicas) one simulation runs; checked up front from the fewest steps the
+#: tokens need (every replica at max_num_seqs), and while it runs (a load that keeps batches small).
+MAX_ENGINE_STEPS = 10_000_000
 #: Runs above this many simulated tokens show a progress bar on a terminal.
 PROGRESS_TOKENS = 2_000_000
 
@@ -53,6 +56,25 @@ def check_work(requests: int, replicas: int, mean_input: float, mean_output: flo
             f"{int(MAX_SIMULATED_TOKENS // max(tokens / requests, 1)):,} here)"
         )
     return tokens
+
+
+def check_steps_lower_bound(tokens: float, max_num_seqs: int, replicas: int) -> None:
+    """Refuse up front when even full batches on every replica need more than MAX_ENGINE_STEPS steps."""
+    fewest = tokens / max(max_num_seqs * replicas, 1)
+    if fewest > MAX_ENGINE_STEPS:
+        raise OptionError(
+            f"--requests: {tokens:,.0f} simulated tokens need at least {fewest:,.0f} engine steps (batches of "
+            f"--max-num-seqs {max_num_seqs} on {replicas} replica(s)), over the simulator's ceiling of "
+            f"{MAX_ENGINE_STEPS:,}; give fewer --requests"
+        )
+
+
+def steps_exceeded(steps: int, done: int, total: int) -> OptionError:
+    """The refusal of a run that passed MAX_ENGINE_STEPS while running (small batches)."""
+    return OptionError(
+        f"--requests: the simulation passed the ceiling of {MAX_ENGINE_STEPS:,} engine steps after {done:,} of "
+        f"{total:,} requests (its load keeps batches small); give fewer --requests"
+    )
 
 
 def check_engine_tp(model: ModelSpec, tp: int) -> None:

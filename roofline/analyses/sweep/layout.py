@@ -15,11 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from roofline.analyses.step import BOOK, Precision, _check_positive, decode_step, step_memory
+from roofline.analyses.step import BOOK, Precision, decode_step, step_memory
 from roofline.analyses.sweep.grid import SweepGrid
 from roofline.analyses.sweep.kernel import PointStore, Tables, evaluate_part
 from roofline.analyses.sweep.options import MAX_SWEEP_SLOTS, check_dtypes, expert_layouts, parallel_groups
 from roofline.analyses.sweep.result import BlockLabels, DroppedSlot
+from roofline.core.checks import check_array
 from roofline.core.errors import OptionError
 from roofline.core.types import Number
 from roofline.deploy import Rates, chip_rates, deployment, engine_terms, topology
@@ -354,9 +355,10 @@ def _setup(model: ModelSpec, hardware: Sequence[HardwareSpec], grid: SweepGrid) 
         chips = slice_chips(topologies, chips)
     elif chips is None:
         chips = (1,)
-    axes = tuple(np.unique(np.asarray(v, dtype=np.int64).reshape(-1)) for v in (batch, chips, context))
-    if axes[0].size:
-        _check_positive(batch=axes[0])
+    axes = tuple(
+        np.unique(check_array(v, name, minimum=1.0, open_low=False, whole=True).astype(np.int64).reshape(-1))
+        for name, v in (("batch", batch), ("chips", chips), ("context", context))
+    )
     skipped: list[str] = []
     eps = None if ep is None else ([ep] if isinstance(ep, int) else list(ep))
     if eps and any(e > 1 for e in eps) and model.num_experts <= 1:

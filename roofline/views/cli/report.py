@@ -15,6 +15,7 @@ from roofline.views.cli._common import JSON_OPTION, console, emit, err_console
 from roofline.views.cli.options import ENGINE, check_compute_dtype
 from roofline.views.cli.report_file import read_report_file
 from roofline.views.cli.sweep import MEMORY_UTILIZATION, parse_prices, split_names
+from roofline.views.cli.values import check_outputs
 from roofline.views.report import Scenario, hardware_refs, write_report
 from roofline.views.report.scenario import SAME
 from roofline.views.report.summary import duration_text
@@ -28,7 +29,7 @@ def joined(values: tuple[object, ...]) -> str:
     return ",".join(str(v) for v in values)
 
 
-OUT = typer.Option(DEFAULT_OUT, "--out", help="HTML file to write (folders are created).")
+OUT = typer.Option(str(DEFAULT_OUT), "--out", help="HTML file to write (folders are created).")
 MODELS = typer.Option(joined(DEFAULTS.models), "--models", "-m", help="Comma-separated models.")
 HARDWARE = typer.Option(
     joined(DEFAULTS.hardware),
@@ -115,7 +116,7 @@ SCALE_OUT_TP = typer.Option(
 def report_command(
     ctx: typer.Context,
     entries: list[str] = ENTRIES,
-    out: Path = OUT,
+    out_text: str = OUT,
     models: str = MODELS,
     hardware: str = HARDWARE,
     weights: str = WEIGHTS,
@@ -194,8 +195,8 @@ def report_command(
             check_compute_dtype(r.spec, matmul, f"{flag} {r.ref}")
         if r.engine is not None:  # the profile must hold the entry (fail closed), as in sweep
             engine_terms(r.spec, r.engine)
-    if out.exists() and out.is_dir():
-        raise RooflineError(f"--out {out}: is a folder, give a file name such as {out / 'index.html'}")
+    check_outputs([("--out", out_text)])  # a folder, a name ending in /, a path under a file: refused
+    out = Path(out_text)
     scenario = Scenario(
         models=tuple(model_list),
         hardware=tuple(r.entry.text for r in refs),
