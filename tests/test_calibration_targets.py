@@ -150,7 +150,8 @@ def test_fp8_without_the_quantize_term_is_far_worse():
 
 def test_shipped_data_is_compact_and_attributed():
     data = REPO / "roofline" / "data" / "measurements"
-    assert sum(p.stat().st_size for p in data.iterdir()) < 2e6
+    # H100 bf16/fp8, A100 and B200 kernel tables plus the fused MoE/MLA rows of H100 and B200 (gzip)
+    assert sum(p.stat().st_size for p in data.iterdir()) < 4e6
     notice = (data / "NOTICE.md").read_text()
     assert "095f58a51c4ca8e61b66ec108d86f223f8d559ce" in notice and "Apache" in notice
 

@@ -114,7 +114,10 @@ def test_ops_never_undercut_the_step_model(model, batch, context, prefill):
     dep = deployment(m, H100, 8, tp=8)
     b = step_ops(dep, work)
     t = step_terms(dep, work)
-    assert b.shared_roofline_s <= 1e-12 * b.local_s
+    # MoE/MLA models' dense GEMMs (terms.operators) also stream their activations, which the op rows
+    # leave out (weights only): at most ~1e-5 of the step at small token counts.
+    slack = 1e-4 if m.num_experts > 1 or m.kv_lora_rank is not None else 1e-12
+    assert b.shared_roofline_s <= slack * b.local_s
     assert all(op.flops >= 0 and op.weight_bytes >= 0 for op in b.ops)
     gemm_flops = sum(op.flops for op in b.ops if "attention" not in op.name)
     assert gemm_flops == pytest.approx(float(t.matmul_flops), rel=1e-9)

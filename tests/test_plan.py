@@ -122,7 +122,7 @@ def test_plan_tighter_targets_never_cheaper_and_infeasible_is_named():
     assert more == sorted(more) and more[-1] > more[0]
     none = plan.plan(m, hw, qps=20, lengths=lengths, tpot_slo_s=1e-6)
     assert none.best is None and none.reasons["TPOT SLO"] > 0
-    with pytest.raises(RooflineError, match="^qps must be"):
+    with pytest.raises(RooflineError, match="^qps: must be"):
         plan.plan(m, hw, qps=0, lengths=lengths)
 
 

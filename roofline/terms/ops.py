@@ -286,6 +286,20 @@ def step_ops(dep: Deployment, work: Work) -> OpBreakdown:
                 "each at least the chip's smallest-kernel time (achievable defaults)",
             )
         )
+    if _scalar(t.overhead_s) > 0:
+        ops.append(
+            Op(
+                "overheads (engine terms, kernel floors)",
+                1.0,
+                0.0,
+                0.0,
+                0.0,
+                0.0,
+                _scalar(t.overhead_s),
+                "host",
+                t.sources.get("overhead", ""),
+            )
+        )
     rest_flops = max(_scalar(t.matmul_flops) - gemm_flops, 0.0)
     rest_bytes = max(_scalar(t.weight_read_bytes) - gemm_weights, 0.0)
     if rest_flops > 0 or rest_bytes > 0:

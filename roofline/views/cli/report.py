@@ -194,7 +194,10 @@ def report_command(
             matmul = compute_dtype if compute_dtype != SAME else Scenario(compute_dtype=SAME).precisions(w, r.spec)[1]
             check_compute_dtype(r.spec, matmul, f"{flag} {r.ref}")
         if r.engine is not None:  # the profile must hold the entry (fail closed), as in sweep
-            engine_terms(r.spec, r.engine)
+            try:
+                engine_terms(r.spec, r.engine)
+            except RooflineError as exc:
+                raise type(exc)(f"{flag} {r.entry.text}: {exc}") from None
     check_outputs([("--out", out_text)])  # a folder, a name ending in /, a path under a file: refused
     out = Path(out_text)
     scenario = Scenario(
