@@ -83,7 +83,10 @@ def test_a_target_no_deployment_meets_says_so(tmp_path: Path) -> None:
         (("h100-sxm", "b200"), "need --compare"),
         (("--compare", "h100-sxm", "h100-sxn"), "unknown hardware 'h100-sxn'"),
         (("--compare", "h100-sxm", "h100-sxm"), "--compare: the two entries are the same"),
-        (("--compare", "h100-sxm@trtllm/0.1", "b200"), "--compare h100-sxm@trtllm/0.1: engine 'trtllm/0.1': no such engine entry"),
+        (
+            ("--compare", "h100-sxm@trtllm/0.1", "b200"),
+            "--compare h100-sxm@trtllm/0.1: engine 'trtllm/0.1': no such engine entry",
+        ),
         (("--compare", "h100-sxm:chips=2,tp=4", "b200"), "entry h100-sxm:chips=2,tp=4: tp: no degree in [4] fits"),
         (("--compare", "h100-sxm:batch=8", "b200"), "key one of tp, ep, chips, pp, weights, kv, compute"),
         (("--models", "llama-3-9b"), "unknown model 'llama-3-9b'"),
