@@ -315,9 +315,9 @@ REPORT_SMALL = (
 
 
 def test_report_takes_an_engine_and_a_compute_dtype_as_sweep_does(tmp_path):
-    # h100-sxm-cal holds several TensorRT-LLM entries: without --engine the report prices none of them;
-    # --engine trtllm/1.0 prices that entry's terms (its source is named, and the calibrated decode step
-    # of the per-op section takes longer), with fp8 matmuls from --compute-dtype.
+    # Without --engine the report prices no engine; --engine trtllm/1.0 prices the built-in entry's terms
+    # (its source is named, and the calibrated decode step of the per-op section takes longer), with fp8
+    # matmuls from --compute-dtype.
     runs = {}
     for name, extra in (("plain", ()), ("engine", ("--engine", "trtllm/1.0", "--compute-dtype", "fp8"))):
         run = run_roofline(
@@ -325,8 +325,8 @@ def test_report_takes_an_engine_and_a_compute_dtype_as_sweep_does(tmp_path):
         )
         assert run.code == 0, run.stderr
         runs[name] = json.loads(run.stdout)
-    assert "calibrated engine trtllm/1.0" in runs["engine"]["sources"]["engine:h100-sxm-cal"]
-    assert runs["plain"]["sources"]["engine:h100-sxm-cal"].startswith("none (profile has engines")
+    assert "built-in engine trtllm/1.0" in runs["engine"]["sources"]["engine:h100-sxm-cal"]
+    assert runs["plain"]["sources"]["engine:h100-sxm-cal"].startswith("none (kernel times only")
     ops = {k: v["models"]["llama-2-70b"]["ops"]["decode:calibrated profile"]["local_s"] for k, v in runs.items()}
     assert ops["engine"] > ops["plain"]
     assert "fp8" in (tmp_path / "engine").read_text()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ import pytest
 from roofline.calibrate.engine.data import build, load_shipped
 from roofline.calibrate.engine.importers import ImportOptions, import_file
 from roofline.calibrate.engine.schema import E2EError, read_rows
+
+from .conftest import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures" / "e2e"
@@ -231,6 +234,115 @@ def test_shipped_rows_are_the_converted_tables():
 
 def test_shipped_rows_have_sources_and_licences():
     rows = load_shipped()
-    assert len(rows) == 325  # 25 GB200 perf-overview rows since gb200 is in the catalog
-    assert all(r.reference and r.license in ("Apache-2.0", "MIT") for r in rows)
+    assert len(rows) == 331  # 25 GB200 perf-overview rows since gb200 is in the catalog; 6 vLLM load stages
+    vllm = [r for r in rows if r.source == "vllm-serving-h100"]
+    assert len(vllm) == 6 and all("redistributable" in r.license for r in vllm)
+    assert all(r.reference and r.license in ("Apache-2.0", "MIT") for r in rows if r not in vllm)
     assert len({r.id for r in rows}) == len(rows)
+
+
+# --------------------------------------------------------------------------- SGLang, genai-perf, aiperf, inference-perf
+
+
+def test_sglang_bench_serving_jsonl():
+    # Two runs appended by `python -m sglang.bench_serving --output-file` (keys as its bench_serving.py writes):
+    # one at concurrency 32 with request_rate Infinity, one at 4 req/s; lengths = total tokens / completed.
+    conc, rate = import_file(FIXTURES / "sglang_bench_serving.jsonl", options=replace(H100, model="llama-3.1-8b"))
+    assert (conc.engine, conc.load, conc.concurrency, conc.source) == (
+        "sglang",
+        "concurrency",
+        32,
+        "sglang-bench-serving",
+    )
+    assert (rate.load, rate.arrival_rate, rate.engine) == ("rate", 4.0, "sglang")
+    assert conc.input_len == 327680 / 320 == 1024 and conc.output_len == 256
+    assert conc.ttft_s == pytest.approx(0.1834) and conc.ttft_p50_s == pytest.approx(0.1712)
+    assert conc.ttft_p99_s == pytest.approx(0.3015) and conc.tpot_s == pytest.approx(0.01538)
+    assert conc.itl_p99_s == pytest.approx(0.0304) and conc.e2e_s == pytest.approx(4.1052)
+    assert conc.e2e_p50_s == pytest.approx(4.0987) and conc.output_tokens_per_s == pytest.approx(1988.3)
+
+
+def test_genai_perf_and_aiperf_exports():
+    # genai-perf: metric blocks at the top, the CLI args under input_config (concurrency 4).
+    (g,) = import_file(FIXTURES / "genai_perf_profile_export_genai_perf.json", options=H100)
+    assert (g.source, g.load, g.concurrency, g.model, g.engine) == (
+        "genai-perf",
+        "concurrency",
+        4,
+        "llama-3.1-8b",
+        "unknown",
+    )
+    assert g.ttft_s == pytest.approx(0.0421) and g.ttft_p90_s == pytest.approx(0.0498)
+    assert g.itl_s == pytest.approx(0.0106) and g.e2e_p99_s == pytest.approx(1.4329)
+    assert (g.input_len, g.output_len, g.output_tokens_per_s) == (550.0, 128.0, 367.4)
+    # aiperf: schema_version, the load nested in input_config.loadgen (10 req/s), 3 errored requests.
+    (a,) = import_file(FIXTURES / "aiperf_profile_export_aiperf.json", options=replace(H100, engine="vllm"))
+    assert (a.source, a.load, a.arrival_rate, a.engine, a.num_requests, a.num_failed) == (
+        "aiperf",
+        "rate",
+        10.0,
+        "vllm",
+        500,
+        3,
+    )
+    assert a.ttft_p50_s == pytest.approx(0.17505) and a.e2e_s == pytest.approx(2.4135)
+
+
+@pytest.mark.parametrize(("value", "shown"), [("NaN", "nan"), ("-12.5", "-12.5"), ('"fast"', "'fast'")])
+def test_a_bad_latency_names_the_file_object_and_field(tmp_path, value, shown):
+    text = (FIXTURES / "sglang_bench_serving.jsonl").read_text().splitlines()
+    text[1] = text[1].replace('"mean_ttft_ms": 61.2', f'"mean_ttft_ms": {value}')
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(text))
+    with pytest.raises(
+        E2EError, match=rf"bad.jsonl: object 2: field 'mean_ttft_ms' is {shown}; allowed: a number >= 0"
+    ):
+        import_file(path, options=replace(H100, model="llama-3.1-8b"))
+    run = run_cli(
+        "e2e",
+        "import",
+        str(path),
+        "--hardware",
+        "h100-sxm",
+        "--model",
+        "llama-3.1-8b",
+        "--out",
+        str(tmp_path / "x.csv"),
+    )
+    assert run.returncode == 2 and "mean_ttft_ms" in run.stderr and "object 2" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1 and not (tmp_path / "x.csv").exists()
+
+
+def test_inference_perf_summary_stage_rows_by_hand():
+    # The shared vLLM runs' codegen experiment, stage 1: 5 req/s for 600 s, 3000 requests, configured output 247.
+    src = SHARED / "vllm-serving-h100" / "llama-2-7b.json" if SHARED else None
+    if src is None:
+        pytest.skip("shared measurements not found")
+    rows = import_file(src)
+    assert len(rows) == 6 and {r.engine for r in rows} == {"vllm"} and rows[0].engine_version == "0.15.1"
+    r = rows[0]
+    assert (r.model, r.hardware, r.tp, r.weight_dtype, r.arrival_rate, r.duration_s) == (
+        "llama-2-7b",
+        "h100-sxm",
+        1,
+        "fp16",
+        5.0,
+        600.0,
+    )
+    assert (r.max_num_batched_tokens, r.max_num_seqs, r.output_len) == (2048, 128, 247.0)
+    # TPOT = (E2E - TTFT) / (247 - 1) = (1810.322 - 25.037) ms / 246 = 7.2573 ms
+    assert r.tpot_s == pytest.approx((1.8103224114763325 - 0.025036599272001393) / 246, rel=1e-12)
+    # hits: a pool of 11 x 4 = 44 prompts over 3000 requests, 16-token blocks, mean prompt 591.63:
+    # (1 - 44/3000) x (1 - 8.5/591.63) = 0.97118; the second stage is warm: 1 - 8.5/591.63 = 0.98563.
+    assert r.prefix_hit_rate == pytest.approx((1 - 44 / 3000) * (1 - 8.5 / 591.63), rel=1e-9)
+    assert rows[1].prefix_hit_rate == pytest.approx(1 - 8.5 / 591.63, rel=1e-9)
+    # the overloaded reasoning run: 732 succeeded, 4068 failed at the client timeout
+    over = [x for x in rows if "reasoning" in x.id][0]
+    assert (over.num_requests, over.num_failed) == (732, 4068)
+
+
+def test_old_csv_without_the_new_columns_still_loads(tmp_path):
+    old = (REPO / "tests" / "fixtures" / "e2e" / "schema_bom.csv").read_text(encoding="utf-8-sig")
+    assert "prefix_hit_rate" not in old.splitlines()[0]
+    (row, *_) = read_rows(FIXTURES / "schema_bom.csv")
+    assert row.prefix_hit_rate is None and row.max_num_seqs is None and row.num_failed is None

@@ -70,7 +70,7 @@ def test_summary_groups_by_source_tp_and_dtype():
     assert ttft["n"] == 2 and ttft["by_tp"]["1"]["mape"] == 0 and ttft["by_tp"]["2"]["mape"] == pytest.approx(1.0)
     assert set(ttft["by_source"]) == {"mine", "other"} and set(ttft["by_dtype"]) == {"bf16", "fp8"}
     assert result.summary["throughput"]["n"] == 0  # predicted by nobody here
-    assert set(result.summary) == set(QUANTITIES) == {"ttft_s", "tpot_s", "throughput"}
+    assert set(result.summary) == set(QUANTITIES) == {"ttft_s", "tpot_s", "e2e_s", "throughput"}
 
 
 def test_profiles_pick_rows_and_errors_become_skips():
@@ -119,9 +119,14 @@ def test_max_load_uses_the_largest_batch_that_fits():
     assert capped["output_tokens_per_s"] == pytest.approx(10 / capped["tpot_s"], rel=1e-6)
 
 
-def test_finite_rate_throughput_is_the_offered_load():
-    p = predict_row(replace(ROW, load="rate", batch=None, arrival_rate=2.0))
-    assert p["output_tokens_per_s"] == pytest.approx(2.0 * 128) and p["requests_per_s"] == 2.0
+def test_a_finite_rate_is_simulated_and_its_throughput_is_the_offered_load():
+    # 2 req/s of 1024-in/128-out requests on one H100 (no queue builds): the simulator's 200 requests
+    # complete at the offered rate (Little's law), and it reports E2E and ITL as well.
+    p = predict_row(replace(ROW, load="rate", batch=None, arrival_rate=2.0, num_requests=200))
+    assert p["requests_per_s"] == pytest.approx(2.0, rel=0.15) and p["output_tokens_per_s"] == pytest.approx(
+        128 * p["requests_per_s"], rel=1e-9
+    )
+    assert {"e2e_s", "itl_s", "ttft_p90_s"} <= set(p) and p["e2e_s"] > p["ttft_s"] + 126 * p["itl_s"] * 0.9
 
 
 # --------------------------------------------------------------------------- the shipped rows
@@ -161,7 +166,7 @@ def test_validate_on_the_shipped_rows_has_the_contract_structure():
 
 def test_page_has_one_log_log_figure_per_quantity():
     page = validation_page_html(validate(load_shipped("trtllm-first-token")))
-    assert page.count("Plotly.newPlot") == 3
+    assert page.count("Plotly.newPlot") == len(QUANTITIES)
     assert '"type":"log"' in page and "y = x" in page and "±20%" in page
 
 
@@ -172,7 +177,7 @@ def test_cli_e2e_list_json():
     proc = run_cli("e2e", "list", "--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert data["rows"] == 325
+    assert data["rows"] == 331
     by = {s["source"]: s for s in data["sources"]}
     assert by["splitwise-sim"]["license"] == ["MIT"] and by["splitwise-sim"]["quantities"]["tpot_s"] == 150
 
@@ -197,13 +202,16 @@ def test_cli_import_then_validate(tmp_path: Path):
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert {c["id"] for c in data["cases"]} == {"vllm_concurrency16", "vllm_rates/1", "vllm_rates/2"}
-    assert page.read_text(encoding="utf-8").count("Plotly.newPlot") == 3
+    assert page.read_text(encoding="utf-8").count("Plotly.newPlot") == len(QUANTITIES)
+    # the rows are the user's own: the built-in vLLM entry was not fitted on them (held out, not in-sample)
+    tiers = {c["tier"] for c in data["cases"]}
+    assert all("held out (fitted on: vllm-serving-h100)" in t for t in tiers), tiers
 
 
 def test_vllm_results_become_an_engine_profile_the_commands_accept(tmp_path: Path):
     # The path: `vllm bench serve` JSON -> `e2e import` -> `calibrate fit` onto a kernel profile
-    # -> an engine entry that request and plan use like any hardware file.  Four runs are too few to
-    # hold one out (fewer quantities than terms without it): the fit says so rather than a score.
+    # -> an engine entry that request and plan use like any hardware file.  The four runs (a concurrency
+    # and three rates) are simulated; each is held out once for the spread and the held-out error.
     from tests.conftest import run_json
 
     rows = tmp_path / "runs.csv"
@@ -212,10 +220,11 @@ def test_vllm_results_become_an_engine_profile_the_commands_accept(tmp_path: Pat
     mine = tmp_path / "mine.yaml"
     proc = run_cli("calibrate", "fit", str(rows), "--hardware", "h100-sxm-cal", "--out", str(mine))
     assert proc.returncode == 0, proc.stderr
-    assert "engine vllm/any: 4 rows" in proc.stdout and "none held out (too few rows" in " ".join(proc.stdout.split())
+    assert "engine vllm/any: 4 rows" in proc.stdout and "held out by row" in " ".join(proc.stdout.split())
     fitted = run_json("calibrate", "fit", str(rows), "--hardware", "h100-sxm-cal", "--out", str(mine))
     entry = fitted["engines"]["vllm/any"]
-    assert entry["after_mape"] < entry["before_mape"] and entry.get("holdout_mape") is None
+    assert entry["after_mape"] <= entry["before_mape"] and entry["holdout_cases"] > 0
+    assert set(entry["fitted"]) <= {"step_host_s", "frontend_out_s"} and set(entry["spread"]) == set(entry["fitted"])
     args = ("--model", "qwen3-32b", "-i", "512", "-o", "256")
     with_engine = run_json("request", *args, "--hardware", str(mine), "--engine", "vllm/any")
     kernels_only = run_json("request", *args, "--hardware", "h100-sxm-cal")

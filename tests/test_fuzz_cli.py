@@ -335,7 +335,7 @@ NOT_FUZZED: dict[tuple[str, str], str] = {
     ("*", "--spec-speed"): "one of two words; another is refused with both (typer choice)",
     ("*", "--moe-routing"): "a routing kind; an unknown one is refused with the kinds (tests/test_attention_dp.py)",
     ("*", "--engine"): "a profile's engine key; an unknown one is refused with the keys the profile has "
-    "(tests/test_engine_fit.py)",
+    "(tests/test_engine_legacy.py)",
     ("report", "--traces"): "bound,prediction; checked by the report (tests/test_report.py)",
     ("report", "--tails"): "an on/off flag (--tails/--no-tails)",
     ("report", "--compare"): "an on/off flag; its two entries are arguments (tests/test_report_cli.py)",

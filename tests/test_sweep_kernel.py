@@ -48,11 +48,11 @@ def calibrated_h100():
 
 
 def shipped_profile_one_engine():
-    """The shipped h100-sxm-cal profile with one engine entry, so engine terms apply: its trtllm/1.0 fit
-    with its fitted terms set to 0 and a step overhead of 1 ms set here."""
+    """The shipped h100-sxm-cal profile with one engine entry, so engine terms apply: an entry whose only
+    term is a step overhead of 1 ms set here."""
     data = load_hardware("h100-sxm-cal").model_dump(exclude_none=True)
     zeroed = {name: 0.0 for name in FITTED_ENGINE_TERMS}  # only the known 1 ms remains
-    data["engine"] = {"trtllm/1.0": {**data["engine"]["trtllm/1.0"], **zeroed, "step_overhead_s": 1e-3}}
+    data["engine"] = {"trtllm/1.0": {**zeroed, "step_overhead_s": 1e-3}}
     data["name"] = "h100-sxm-cal-trtllm"
     return hardware_from_dict(data)
 

@@ -70,6 +70,8 @@ class EngineTerms:
     values: Mapping[str, float] = field(default_factory=dict)
     term_sources: Mapping[str, str] = field(default_factory=dict)
     policy: str = ""
+    #: Sources of the end-to-end rows the entry was fitted on (empty: documented values only).
+    fitted_sources: tuple[str, ...] = ()
 
     def __getattr__(self, name: str) -> float:
         # Registry terms read as attributes (``engine.frontend_in_s``): the entry's value, else the default.
@@ -138,6 +140,7 @@ def from_calibration(key: str, cal: EngineCalibration, origin: str) -> EngineTer
         values=values,
         term_sources=dict(cal.term_sources or {}),
         policy=cal.policy,
+        fitted_sources=tuple(cal.sources or ()),
     )
 
 

@@ -9,6 +9,8 @@ before the registry add nothing here (their terms enter :func:`roofline.terms.st
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from roofline.deploy import EngineTerms
@@ -22,6 +24,14 @@ def step_shape(layers: float, work: Work) -> StepShape:
     return StepShape(
         sequences=np.add(work.decode_seqs, work.prompts), tokens=work.tokens, prompts=work.prompts, layers=layers
     )
+
+
+def device_engine(engine: EngineTerms) -> EngineTerms:
+    """``engine`` without its registry host and request terms: what a step's device time depends on (its
+    kernel properties such as GQA KV re-reads, and an earlier fit's terms, stay)."""
+    if not engine.registry_entry:
+        return engine
+    return replace(engine, values={}, term_sources={}, policy="")
 
 
 def host_terms_s(engine: EngineTerms, shape: StepShape) -> tuple[Number, Number] | None:

@@ -1,6 +1,6 @@
 """Importers from published or user-made serving results into the schema of :mod:`.schema`.
 
-Formats (``auto`` detects them from the file: ``.json``/``.jsonl`` is vLLM, a CSV by its header):
+Formats (``auto`` detects them from the file: a JSON object by its keys, a CSV by its header):
 
 * ``vllm``: the JSON ``vllm bench serve --save-result`` (earlier ``benchmarks/benchmark_serving.py``)
   writes: ``mean_/median_/pNN_{ttft,tpot,itl,e2el}_ms`` (milliseconds), ``output_throughput``
@@ -9,6 +9,9 @@ Formats (``auto`` detects them from the file: ``.json``/``.jsonl`` is vLLM, a CS
   ``model_id``; with ``--save-detailed`` also ``input_lens``/``output_lens``.  One object per file
   or one per line (``--append-result``).  Hardware, parallelism and dtypes are not in the file:
   they come from :class:`ImportOptions`.
+* ``sglang``: SGLang ``bench_serving`` JSONL results; ``genai-perf``: genai-perf and aiperf profile
+  exports (:mod:`.bench_results`); ``inference-perf``: inference-perf load-test summaries, one row per
+  stage (:mod:`.inference_perf`)
 * ``trtllm-static``: TensorRT-LLM's static-batching throughput table (v0.5.0 totals, v0.6.1 per GPU)
 * ``trtllm-first-token``: TensorRT-LLM's batch-1 first-token latency table (ms)
 * ``trtllm-perf-overview``: TensorRT-LLM perf-overview max-throughput tables (total output tok/s)
@@ -27,6 +30,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from roofline.calibrate.engine.bench_results import genai_perf_row, is_genai_perf, is_sglang, sglang_row
+from roofline.calibrate.engine.inference_perf import import_inference_perf, is_inference_perf
 from roofline.calibrate.engine.schema import E2EError, E2ERow, is_schema_header, parse_rows, read_csv_dicts, row_cells
 from roofline.calibrate.engine.splitwise_table import (
     E2E_CONSISTENCY,
@@ -85,7 +90,20 @@ __all__ = [
     "vllm_model_name",
 ]
 
-FORMATS = ("auto", "vllm", "trtllm-static", "trtllm-first-token", "trtllm-perf-overview", "splitwise", "schema")
+FORMATS = (
+    "auto",
+    "vllm",
+    "sglang",
+    "genai-perf",
+    "inference-perf",
+    "trtllm-static",
+    "trtllm-first-token",
+    "trtllm-perf-overview",
+    "splitwise",
+    "schema",
+)
+#: JSON result formats -> (is this object of the format, one object -> rows).
+JSON_FORMATS = ("inference-perf", "sglang", "genai-perf", "vllm")
 
 
 # --------------------------------------------------------------------------- dispatch
@@ -142,21 +160,54 @@ MAX_E2E_ROWS = 100_000
 MAX_VALIDATE_ROWS = 1_000
 
 
+def json_format(obj: dict[str, object]) -> str:
+    """The format of one JSON result object (vLLM when nothing else matches)."""
+    if is_inference_perf(obj):
+        return "inference-perf"
+    if is_sglang(obj):
+        return "sglang"
+    if is_genai_perf(obj):
+        return "genai-perf"
+    return "vllm"
+
+
+def import_json(path: Path, fmt: str, opt: ImportOptions) -> list[E2ERow]:
+    """Rows of a JSON/JSONL result file: each object in its own format (``auto``) or in ``fmt``."""
+    objects = read_vllm_json(path)
+    if fmt == "vllm" or (fmt == "auto" and all(json_format(o) == "vllm" for o in objects)):
+        return import_vllm(path, opt)
+    stem = path.name.removesuffix(".json").removesuffix(".jsonl")
+    rows: list[E2ERow] = []
+    for n, obj in enumerate(objects, start=1):
+        where = str(path) if len(objects) == 1 else f"{path}: object {n}"
+        rid = stem if len(objects) == 1 else f"{stem}/{n}"
+        kind = json_format(obj) if fmt == "auto" else fmt
+        if kind == "inference-perf":
+            rows += import_inference_perf(obj, path, opt)
+        elif kind == "sglang":
+            rows.append(sglang_row(obj, where, rid, opt))
+        elif kind == "genai-perf":
+            rows.append(genai_perf_row(obj, where, rid, opt))
+        else:
+            raise E2EError(f"{where}: a vLLM result among other formats; import it on its own")
+    return rows
+
+
 def import_file(
     path: str | Path, fmt: str = "auto", options: ImportOptions | None = None, max_rows: int = MAX_E2E_ROWS
 ) -> list[E2ERow]:
-    """Rows of one file in any supported format; options fill what vLLM files lack; more than ``max_rows``
-    rows are refused before any is converted."""
+    """Rows of one file in any supported format; options fill what a benchmark result lacks; more than
+    ``max_rows`` rows are refused before any is converted."""
     path, opt = Path(path), options or ImportOptions()
     if fmt not in FORMATS:
         raise E2EError(f"--format is {fmt!r}; allowed: {', '.join(FORMATS)}")
-    if fmt == "vllm" or (fmt == "auto" and path.suffix in (".json", ".jsonl")):
-        return checked(_at_most(import_vllm(path, opt), max_rows, path), str(path))
+    if fmt in JSON_FORMATS or (fmt == "auto" and path.suffix in (".json", ".jsonl")):
+        return checked(_at_most(import_json(path, fmt, opt), max_rows, path), str(path))
     header, rows = read_csv_dicts(path)
     _at_most(rows, max_rows, path)
     fmt = detect_format(path, header) if fmt == "auto" else fmt
-    if fmt == "vllm":
-        return checked(import_vllm(path, opt), str(path))
+    if fmt in JSON_FORMATS:
+        return checked(import_json(path, fmt, opt), str(path))
     return checked([_override(r, opt) for r in TABLES[fmt](header, rows, str(path))], str(path))
 
 

@@ -1,40 +1,42 @@
 """The one place an end-to-end row becomes a prediction: :func:`predict_row`.
 
-Contract (relied on by :mod:`.validate`; the body will move to the tp/pp/ep step model):
+Contract (relied on by :mod:`.validate` and the engine fit):
 
-``predict_row(row, hw_ref=None) -> dict[str, float]`` returns predicted values keyed by the
-schema's measured columns, in SI units: ``ttft_s``, ``tpot_s``, ``output_tokens_per_s``
-(whole deployment) and ``requests_per_s``.  A key is absent when the model does not predict
-that quantity for the row's load.  ``hw_ref`` (a built-in name, a YAML/calibrated-profile path
-or a :class:`~roofline.specs.HardwareSpec`) replaces the row's hardware; None uses the row's.
-A row the model cannot run (it does not fit, unknown model) raises a one-line RooflineError.
+``predict_row(row, hw_ref=None, engine=None) -> dict[str, float]`` returns predicted values keyed by
+the schema's measured columns, in SI units: ``ttft_s``, ``tpot_s``, ``output_tokens_per_s`` (whole
+deployment) and ``requests_per_s``; simulated rows add ``itl_s``, ``e2e_s`` and p50/p90/p99 of TTFT
+and E2E.  ``hw_ref`` (a built-in name, a YAML/calibrated-profile path or a
+:class:`~roofline.specs.HardwareSpec`) replaces the row's hardware; None uses the row's.  The row's
+engine entry (:func:`row_engine`: the profile's, the built-in one, else the nearest built-in version,
+named in sources) prices its steps and its request path; ``engine`` overrides it.  A row the model
+cannot run raises a one-line RooflineError.
 
-Today's body uses :func:`roofline.analyses.shard.serve`, the engine behind ``roofline serve``:
+* ``static``: a request of the batch (``serve --mode static -b batch``): TTFT is the batch's prefill,
+  TPOT the mean of its O − 1 decode steps, throughput batch·O over prefill + (O − 1) steps;
+* ``concurrency``, or ``rate`` at a finite rate: the simulator (:mod:`.simulated`) with the row's
+  scheduler knobs (else the entry's), prefix-hit rate and request count, plus the entry's request path;
+* ``rate`` ``inf`` (every request at once, a max-throughput run): the steady state of in-flight
+  batching (``serve --mode mixed``) at the largest batch that fits in HBM at context I + O with its
+  prompts in flight, capped by the entry's ``max_num_seqs`` and by ``num_requests``.
 
-* ``static``: ``serve --mode static -b batch`` (``request`` of the batch): TTFT is the batch's
-  prefill, TPOT the mean of its O − 1 decode steps, throughput batch·O over prefill + O − 1 steps;
-* ``concurrency``: ``serve --mode mixed -b concurrency`` (closed loop: the batch is the number of
-  clients; in-flight batching carries the new prompts in the decode steps);
-* ``rate`` with a finite rate that one replica sustains: ``serve --arrival-rate`` (Little's law,
-  M/D/1 prefill queue), throughput = λ·O;
-* ``rate`` ``inf`` or a rate one replica cannot sustain: ``mixed`` at the largest batch
-  that fits in HBM at context I + O with its prompts in flight (capped at ``num_requests``):
-  the engine's own batch cap is not in the data.
-
-Each replica is one :class:`~roofline.deploy.Deployment` of tp·pp chips (tensor, pipeline and
-expert parallelism with their collectives, the profile's calibrated terms, usable memory), and the
-deployment has dp replicas (throughputs × dp, rates ÷ dp).
+Each replica is one :class:`~roofline.deploy.Deployment` of tp·pp chips (tensor, pipeline and expert
+parallelism with their collectives, the profile's calibrated terms, usable memory), and the deployment
+has dp replicas (throughputs × dp, rates ÷ dp).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
-from roofline.analyses.serve import serve, static_max_batch
+from roofline.analyses.serve import static_max_batch
 from roofline.analyses.step import Precision, step_from
+from roofline.calibrate.engine.design import MixedDesign, StaticDesign
 from roofline.calibrate.engine.schema import E2ERow
+from roofline.calibrate.engine.simulated import simulated_row
 from roofline.core.errors import RooflineError
 from roofline.deploy import DEFAULT_MEMORY_UTILIZATION, NO_ENGINE, Deployment, EngineTerms, deployment, engine_terms
+from roofline.deploy.engine import entries_for, version_order
 from roofline.formulas.serving import mixed_max_batch
 from roofline.specs import HardwareSpec, load_hardware, load_model
 
@@ -45,16 +47,32 @@ def row_precision(row: E2ERow) -> Precision:
 
 
 def engine_key(row: E2ERow) -> str:
-    """The profile's ``engine:`` key of a row: '<engine>/<version>' ('any' when the version is not given)."""
+    """The entry key of a row: '<engine>/<version>' ('any' when the version is not given)."""
     return f"{row.engine}/{row.engine_version or 'any'}"
 
 
 def row_engine(row: E2ERow, hw: HardwareSpec) -> EngineTerms:
-    """The profile's fitted terms for the row's engine and version, else none (kernel times only)."""
+    """The entry for the row's engine and version: the profile's, else the built-in one, else the nearest
+    built-in version of that engine (named in its source); none (kernel times only) for an engine without
+    any entry."""
+    entries = entries_for(hw)
     key = engine_key(row)
-    if hw.engine and key in hw.engine:
+    if key in entries:
         return engine_terms(hw, key)
-    return NO_ENGINE
+    same = [k for k in entries if k.split("/")[0] == row.engine]
+    if not same:
+        return NO_ENGINE
+    want = version_order(row.engine_version or "")
+    near = min(same, key=lambda k: (_distance(version_order(k.split("/", 1)[1]), want), k))
+    terms = engine_terms(hw, near)
+    return replace(terms, source=f"{terms.source}; nearest entry to {key}, which has none")
+
+
+def _distance(a: tuple[tuple[int, str], ...], b: tuple[tuple[int, str], ...]) -> tuple[int, ...]:
+    """How far two versions are apart, major part first."""
+    n = max(len(a), len(b))
+    pad = ((0, ""),)
+    return tuple(abs(x[0] - y[0]) for x, y in zip(a + pad * (n - len(a)), b + pad * (n - len(b)), strict=True))
 
 
 def row_deployment(row: E2ERow, hw: HardwareSpec, engine: EngineTerms | None = None) -> Deployment:
@@ -93,45 +111,52 @@ def max_fitting_batch(dep: Deployment, context: float) -> int:
 def predict_row(
     row: E2ERow, hw_ref: str | HardwareSpec | None = None, engine: EngineTerms | None = None
 ) -> dict[str, float]:
-    """Predicted ttft_s, tpot_s, output_tokens_per_s, requests_per_s of one row (see module doc).
-
-    ``engine`` overrides the profile's entry for the row's engine (the engine fit uses it).
-    """
+    """Predicted ttft_s, tpot_s, output_tokens_per_s, requests_per_s (and, simulated, itl_s, e2e_s and
+    percentiles) of one row (see module doc).  ``engine`` overrides the row's entry (the fit uses it)."""
     hw = load_hardware(hw_ref if hw_ref is not None else row.hardware)
     dep = row_deployment(row, hw, engine)
-    chips = row.tp * row.pp
-    i = row.mean_input_len
-    o = row.mean_output_len
-    isl, osl = max(int(round(i)), 1), max(int(round(o)), 1)
+    if is_simulated(row):
+        return simulated_row(row, dep).predict(dep.engine)
+    return closed_form(row, dep)
+
+
+#: Share of failed requests above which a run counts as overloaded.
+OVERLOAD = 0.05
+
+
+def overloaded(row: E2ERow) -> bool:
+    """Whether over 5% of the run's requests failed at the client (timeouts): the survivors' latencies are
+    what the clients measured, which the simulator cannot reproduce without a client timeout."""
+    failed = row.num_failed or 0
+    return failed > OVERLOAD * (failed + (row.num_requests or 0))
+
+
+def is_simulated(row: E2ERow) -> bool:
+    """Whether the simulator prices the row: a finite arrival rate or a concurrency (a queue forms)."""
+    return row.load == "concurrency" or (row.load == "rate" and math.isfinite(row.arrival_rate or math.inf))
+
+
+def closed_form(row: E2ERow, dep: Deployment) -> dict[str, float]:
+    """A static batch (a request of the batch), or a max-throughput run (every request sent at once): the
+    steady state of in-flight batching at the largest batch the engine holds, which the simulator's
+    long runs approach (``serve --mode mixed``); priced with ``dep``'s engine entry."""
+    return closed_form_design(row, dep).predict(dep.engine)
+
+
+def closed_form_design(row: E2ERow, dep: Deployment) -> StaticDesign | MixedDesign:
+    """The row's steps as engine-free device times (:mod:`.design`), to price at any entry."""
+    isl, osl = max(int(round(row.mean_input_len)), 1), max(int(round(row.mean_output_len)), 1)
     if row.load == "static":
-        return _serve(dep, "static", isl, osl, wave_batch(row, dep, isl, osl), row.dp)
-    if row.load == "concurrency":
-        per_replica = max(int(math.ceil((row.concurrency or 1) / row.dp)), 1)
-        return _serve(dep, "mixed", isl, osl, per_replica, row.dp)
-    rate = row.arrival_rate if row.arrival_rate is not None else math.inf
-    if math.isfinite(rate):
-        res = serve(dep, "interleaved", isl, osl, 1, arrival_rate=rate / row.dp)
-        cont = res.continuous or {}
-        if cont.get("decode_replicas") == 1:
-            return {
-                "ttft_s": float(cont["ttft_s"]),
-                "tpot_s": float(cont["tpot_s"]),
-                "output_tokens_per_s": rate * o,
-                "requests_per_s": rate,
-            }
-    batch = mixed_max_batch(max_fitting_batch(dep, i + o), osl)  # with its prompts in flight held too
+        return StaticDesign.build(dep, wave_batch(row, dep, isl, osl), isl, osl, row.dp)
+    context = row.mean_input_len + row.mean_output_len
+    batch = mixed_max_batch(max_fitting_batch(dep, context), osl)  # with its prompts in flight held too
     if batch < 1:
         raise RooflineError(
-            f"{row.id}: {row.model} does not fit one decode and a prompt in flight on {chips}x "
-            f"{hw.name} at context {i + o:g}"
+            f"{row.id}: {row.model} does not fit one decode and a prompt in flight on {row.tp * row.pp}x "
+            f"{dep.hw.name} at context {context:g}"
         )
+    if dep.engine.registry_entry:
+        batch = min(batch, int(row.max_num_seqs or dep.engine.max_num_seqs))
     if row.num_requests is not None:
         batch = min(batch, max(int(math.ceil(row.num_requests / row.dp)), 1))
-    return _serve(dep, "mixed", isl, osl, batch, row.dp)
-
-
-def _serve(dep: Deployment, mode: str, isl: int, osl: int, batch: int, replicas: int) -> dict[str, float]:
-    res = serve(dep, mode, isl, osl, batch)
-    # A measured batch ran, so it fit on the real chip even where the catalog's capacity says otherwise.
-    tokens = res.tokens_per_s_per_chip_unchecked * res.chips * replicas
-    return {"ttft_s": res.ttft_s, "tpot_s": res.tpot_s, "output_tokens_per_s": tokens, "requests_per_s": tokens / osl}
+    return MixedDesign.build(dep, batch, isl, osl, row.dp)

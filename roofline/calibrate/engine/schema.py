@@ -30,15 +30,21 @@ Workload
                      (``inf``: all at once, i.e. a max-throughput run)
   ``batch, concurrency``  integers >= 1 (``batch`` needed for static, ``concurrency`` for concurrency)
   ``arrival_rate``   requests/s > 0 or ``inf`` (needed for rate)
-  ``num_requests``   requests completed in the run (integer >= 1)
+  ``num_requests``   requests completed in the run (integer >= 1); ``num_failed`` those that failed
+                     (client timeouts, errors; integer >= 0)
+  ``duration_s``     how long the load ran (s > 0; a stage of a staged run); ``timeout_s`` the client's
+                     request timeout (s > 0), where requests were abandoned
+  ``prefix_hit_rate``  share of prompt tokens served from the prefix cache, in [0, 1)
+  ``max_num_batched_tokens, max_num_seqs``  the engine's scheduler knobs the run used (integers >= 1;
+                     empty: the engine entry's defaults)
 
 Measured (seconds, tokens/s, requests/s; at least one given, every one > 0)
   ``ttft_s, ttft_p50_s, ttft_p90_s, ttft_p99_s``  time to first token: mean and percentiles.
                      For a static batch: the prefill of the whole batch.
   ``tpot_s, tpot_p50_s, tpot_p90_s, tpot_p99_s``  time per output token after the first
                      (per request; for a static batch: one decode step)
-  ``itl_s``          mean inter-token latency
-  ``e2e_s``          mean end-to-end request latency
+  ``itl_s, itl_p50_s, itl_p90_s, itl_p99_s``  inter-token latency: mean and percentiles
+  ``e2e_s, e2e_p50_s, e2e_p90_s, e2e_p99_s``  end-to-end request latency: mean and percentiles
   ``output_tokens_per_s``  generated tokens per second of the whole deployment (all its chips)
   ``requests_per_s`` completed requests per second of the whole deployment
 
@@ -80,7 +86,9 @@ TEXT_COLUMNS = (
     "notes",
 )
 DEGREE_COLUMNS = ("tp", "pp", "ep", "dp")
-COUNT_COLUMNS = ("batch", "concurrency", "num_requests")
+COUNT_COLUMNS = ("batch", "concurrency", "num_requests", "max_num_batched_tokens", "max_num_seqs")
+#: Optional run conditions: seconds > 0, and the prefix-cache hit rate in [0, 1).
+CONDITION_COLUMNS = ("duration_s", "timeout_s")
 MEASURED_COLUMNS = (
     "ttft_s",
     "ttft_p50_s",
@@ -94,6 +102,12 @@ MEASURED_COLUMNS = (
     "e2e_s",
     "output_tokens_per_s",
     "requests_per_s",
+    "itl_p50_s",
+    "itl_p90_s",
+    "itl_p99_s",
+    "e2e_p50_s",
+    "e2e_p90_s",
+    "e2e_p99_s",
 )
 COLUMNS = (
     "id",
@@ -119,7 +133,14 @@ COLUMNS = (
     "concurrency",
     "arrival_rate",
     "num_requests",
-    *MEASURED_COLUMNS,
+    *MEASURED_COLUMNS[:12],
+    "num_failed",
+    "duration_s",
+    "timeout_s",
+    "prefix_hit_rate",
+    "max_num_batched_tokens",
+    "max_num_seqs",
+    *MEASURED_COLUMNS[12:],
     "notes",
 )
 REQUIRED = ("id", "source", "model", "hardware", "weight_dtype", "kv_dtype", "compute_dtype", "engine", "load")
@@ -171,6 +192,18 @@ class E2ERow:
     e2e_s: float | None = None
     output_tokens_per_s: float | None = None
     requests_per_s: float | None = None
+    num_failed: int | None = None
+    duration_s: float | None = None
+    timeout_s: float | None = None
+    prefix_hit_rate: float | None = None
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    itl_p50_s: float | None = None
+    itl_p90_s: float | None = None
+    itl_p99_s: float | None = None
+    e2e_p50_s: float | None = None
+    e2e_p90_s: float | None = None
+    e2e_p99_s: float | None = None
     notes: str = ""
 
     @property
@@ -255,6 +288,24 @@ def _positive_int(text: str, origin: str, line: int, column: str) -> int:
         raise _bad(origin, line, column, text, f"a whole number >= 1 and at most {MAX_COUNT}") from None
 
 
+def _count(text: str, origin: str, line: int, column: str) -> int:
+    """A whole number >= 0 (a count that may be zero)."""
+    return 0 if text.strip() in ("0", "0.0") else _positive_int(text, origin, line, column)
+
+
+def _hit_rate(text: str, origin: str, line: int) -> float | None:
+    """The prefix-cache hit rate in [0, 1), or None for an empty cell."""
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value < 1.0:
+        raise _bad(origin, line, "prefix_hit_rate", text, "a share in [0, 1)")
+    return value
+
+
 def parse_row(cells: dict[str, str], origin: str, line: int) -> E2ERow:
     """One CSV row (strings) -> a checked :class:`E2ERow`; one-line errors name file, row and column."""
     get = {k: (v or "").strip() for k, v in cells.items() if k is not None}
@@ -284,8 +335,10 @@ def parse_row(cells: dict[str, str], origin: str, line: int) -> E2ERow:
         values[name] = _positive_float(get[name], origin, line, name, maximum=MAX_COUNT) if get.get(name) else None
         if values[name] is not None and values[name] < 1:  # type: ignore[operator]
             raise _bad(origin, line, name, get[name], f"a number of tokens >= 1 and at most {MAX_COUNT}")
-    for name in MEASURED_COLUMNS:
+    for name in (*MEASURED_COLUMNS, *CONDITION_COLUMNS):
         values[name] = _positive_float(get[name], origin, line, name) if get.get(name) else None
+    values["num_failed"] = _count(get["num_failed"], origin, line, "num_failed") if get.get("num_failed") else None
+    values["prefix_hit_rate"] = _hit_rate(get.get("prefix_hit_rate", ""), origin, line)
     _check_lengths(values, origin, line)
     need = LOAD_NEEDS[str(values["load"])]
     if values[need] is None:

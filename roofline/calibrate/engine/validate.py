@@ -1,14 +1,12 @@
 """`roofline validate` without the printing: rows + predictions -> cases -> error statistics.
 
-A *case* is one measured quantity of one row beside its prediction.  Quantities:
+A *case* is one measured quantity of one row beside its prediction; the quantities are those of
+:mod:`.quantities` (TTFT, TPOT, E2E, output tokens/s).  Each case says which data priced it (spec sheet
+or calibrated profile, the engine entry) and whether that entry was fitted on the case's source.
 
-* ``ttft_s``: the row's mean ``ttft_s`` (else its ``ttft_p50_s``) vs the predicted TTFT
-* ``tpot_s``: mean ``tpot_s`` (else ``tpot_p50_s``) vs the predicted TPOT
-* ``throughput``: ``output_tokens_per_s`` (whole deployment) vs the predicted one
-
-Statistics per quantity (and by source, tp degree and weight dtype): ``n``, ``mape`` (mean of
-|predicted − measured| / measured), ``median_ape`` and ``gmean_ratio`` = exp(mean ln(predicted /
-measured)): above 1 the model over-predicts on average.
+Statistics per quantity (and by source, model, chip, tp degree, weight dtype and engine): ``n``,
+``mape`` (mean of |predicted − measured| / measured), ``median_ape`` and ``gmean_ratio`` =
+exp(mean ln(predicted / measured)): above 1 the model over-predicts on average.
 """
 
 from __future__ import annotations
@@ -19,18 +17,21 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 
 from roofline.calibrate.engine.importers import MAX_VALIDATE_ROWS
-from roofline.calibrate.engine.predict import predict_row
+from roofline.calibrate.engine.predict import overloaded, predict_row, row_engine
+from roofline.calibrate.engine.quantities import QUANTITIES, measured_value
 from roofline.calibrate.engine.schema import E2EError, E2ERow
 from roofline.core.errors import RooflineError
+from roofline.deploy import EngineTerms
 from roofline.specs import HardwareSpec, hardware_names, load_hardware
 
-#: quantity -> (measured columns in order of preference, predicted key).
-QUANTITIES: dict[str, tuple[tuple[str, ...], str]] = {
-    "ttft_s": (("ttft_s", "ttft_p50_s"), "ttft_s"),
-    "tpot_s": (("tpot_s", "tpot_p50_s"), "tpot_s"),
-    "throughput": (("output_tokens_per_s",), "output_tokens_per_s"),
+GROUPS = {
+    "by_source": "source",
+    "by_model": "model",
+    "by_chip": "hardware",
+    "by_tp": "tp",
+    "by_dtype": "dtype",
+    "by_engine": "engine",
 }
-GROUPS = {"by_source": "source", "by_tp": "tp", "by_dtype": "dtype"}
 Predictor = Callable[[E2ERow, "str | HardwareSpec | None"], Mapping[str, float]]
 
 
@@ -54,6 +55,7 @@ class Case:
     predicted_spec: float = math.nan
     ratio_spec: float = math.nan
     tier: str = ""
+    engine: str = ""
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -78,6 +80,8 @@ class Validation:
     summary_spec: dict[str, dict[str, object]] = field(default_factory=dict)
     summary_by_source_holdout: dict[str, dict[str, object]] = field(default_factory=dict)
     tier: str = ""
+    summary_by_model_holdout: dict[str, dict[str, object]] = field(default_factory=dict)
+    summary_by_chip_holdout: dict[str, dict[str, object]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -85,6 +89,8 @@ class Validation:
             "summary": self.summary,
             "summary_spec": self.summary_spec,
             "summary_by_source_holdout": self.summary_by_source_holdout,
+            "summary_by_model_holdout": self.summary_by_model_holdout,
+            "summary_by_chip_holdout": self.summary_by_chip_holdout,
             "tier": self.tier,
             "skipped": [asdict(s) for s in self.skipped],
         }
@@ -93,15 +99,6 @@ class Validation:
 def abs_pct_error(predicted: float, measured: float) -> float:
     """|predicted − measured| / measured."""
     return abs(predicted - measured) / measured
-
-
-def measured_value(row: E2ERow, quantity: str) -> tuple[float, str] | None:
-    """(value, column) the row measured for ``quantity``, or None."""
-    for column in QUANTITIES[quantity][0]:
-        value = getattr(row, column)
-        if value is not None:
-            return float(value), column
-    return None
 
 
 def row_cases(row: E2ERow, predicted: Mapping[str, float], profile: str = "") -> list[Case]:
@@ -188,14 +185,27 @@ def shipped_profiles(rows: Sequence[E2ERow]) -> list[HardwareSpec]:
     return [load_hardware(f"{chip}-cal") for chip in sorted({r.hardware for r in rows}) if f"{chip}-cal" in names]
 
 
-def _with_predictions(cases: Sequence[Case], predictions: Mapping[tuple[str, str], float], tier: str) -> list[Case]:
+def _with_predictions(
+    cases: Sequence[Case], predictions: Mapping[tuple[str, str], float], how: Mapping[str, str], kind: str
+) -> list[Case]:
     """Cases whose prediction is replaced by ``predictions`` (held out); cases without one are dropped."""
     out = []
     for c in cases:
         value = predictions.get((c.id, c.quantity))
         if value is not None and math.isfinite(value) and value > 0:
-            out.append(replace(c, predicted=value, ratio=value / c.measured, tier=tier))
+            out.append(replace(c, predicted=value, ratio=value / c.measured, tier=f"{kind}: {how.get(c.id, '')}"))
     return out
+
+
+def case_tier(row: E2ERow, hw: HardwareSpec | None, engine: EngineTerms) -> str:
+    """Which data priced a row, and whether its engine entry was fitted on the row's source (in-sample)."""
+    kernels = f"calibrated profile {hw.name}" if hw is not None else "spec sheet"
+    if not engine.active:
+        return f"{kernels}, kernels only (no engine entry for {row.engine})"
+    if row.source in engine.fitted_sources:
+        return f"{kernels} + engine {engine.key}, fitted on this source's rows (in-sample)"
+    fitted = ", ".join(engine.fitted_sources) or "no rows: documented values"
+    return f"{kernels} + engine {engine.key}, held out (fitted on: {fitted})"
 
 
 def validate(
@@ -205,13 +215,15 @@ def validate(
     holdout: bool = False,
     shipped: bool = True,
 ) -> Validation:
-    """Predict every row with the spec sheet and with its chip's calibrated profile, and score both.
+    """Predict every row with the spec sheet and with its chip's calibrated profile, each with the row's
+    engine entry, and score both.
 
     The profile is the given one for the row's chip, else the shipped ``<chip>-cal`` (``shipped``).
-    With ``holdout`` the calibrated predictions use engine terms fitted without the row (k-fold by
-    case), and a by-source hold-out (engine terms fitted on the other sources) is summarised too.
-    Rows whose chip has no profile are skipped when profiles were given, else predicted on the spec
-    sheet only.  A row the model cannot run is skipped with the error's line as reason.
+    Each case says whether its engine entry was fitted on its source (in-sample) or not (held out).
+    With ``holdout`` the calibrated predictions use entries refitted without the row's source (the
+    cases and ``summary``), and summaries held out by model and by chip are added.  Rows whose chip has
+    no profile are skipped when profiles were given, else predicted on the spec sheet only.  A row the
+    model cannot run is skipped with the error's line as reason.
     """
     if len(rows) > MAX_VALIDATE_ROWS:
         raise E2EError(
@@ -226,19 +238,29 @@ def validate(
         if profiles and hw is None:
             skipped.append(Skipped(row.id, row.source, f"no --hardware profile for {row.hardware}"))
             continue
+        if overloaded(row):
+            failed = row.num_failed or 0
+            reason = (
+                f"overloaded: {failed} of {failed + (row.num_requests or 0)} requests failed at the client, and "
+                "the simulator has no client timeout yet"
+            )
+            skipped.append(Skipped(row.id, row.source, reason))
+            continue
         try:
             spec = predict(row, None)
             predicted = predict(row, hw) if hw is not None else spec
+            engine = row_engine(row, hw if hw is not None else load_hardware(row.hardware))
         except RooflineError as exc:
             skipped.append(Skipped(row.id, row.source, str(exc)))
             continue
-        tier = f"calibrated profile {hw.name}" if hw is not None else "spec sheet"
+        tier = case_tier(row, hw, engine)
         mine = [
             replace(
                 c,
                 predicted_spec=float(spec[QUANTITIES[c.quantity][1]]),
                 ratio_spec=float(spec[QUANTITIES[c.quantity][1]]) / c.measured,
                 tier=tier,
+                engine=engine.key,
             )
             for c in row_cases(row, predicted, hw.name if hw is not None else "")
             if QUANTITIES[c.quantity][1] in spec
@@ -247,26 +269,29 @@ def validate(
             skipped.append(Skipped(row.id, row.source, "no quantity both measured and predicted"))
         cases.extend(mine)
     spec_cases = [replace(c, predicted=c.predicted_spec, ratio=c.ratio_spec) for c in cases]
-    by_source: dict[str, dict[str, object]] = {}
-    label = "spec sheet and calibrated profiles (engine terms fitted on these rows: in-sample)"
+    held: dict[str, list[Case]] = {}
+    label = "spec sheet and calibrated profiles with each row's engine entry (each case says in-sample or held out)"
     if holdout and chosen:
-        from roofline.calibrate.engine.engine_fit import holdout_predictions, row_designs, source_holdout_predictions
+        from roofline.calibrate.engine.holdout import ATTRIBUTES, entry_groups, held_out_predictions
 
-        designs = row_designs(rows, {row.hardware: hw for row in rows if (hw := profile_for(row, chosen)) is not None})
-        held = _with_predictions(cases, holdout_predictions(designs), "held out by case")
-        dropped = len(cases) - len(held)
-        by_source = summarize(_with_predictions(cases, source_holdout_predictions(designs), "held out by source"))
-        cases = held
+        groups = entry_groups(rows, lambda r: profile_for(r, chosen))
+        for name, attribute in ATTRIBUTES.items():
+            preds, how = held_out_predictions(groups, attribute)
+            held[name] = _with_predictions(cases, preds, how, f"held out by {name}")
+        kept = {(c.id, c.quantity) for c in held["source"]}
+        dropped = sum((c.id, c.quantity) not in kept for c in cases)
+        cases = held["source"]
         label = (
-            "calibrated profiles with engine terms held out by case (5-fold, seeded; leave one row out "
-            "for an engine with too few rows for 5 folds)"
-            + (f"; {dropped} case(s) without a held-out fit dropped" if dropped else "")
+            "calibrated profiles with engine entries refitted without the row's source (an entry left with no "
+            "rows: its documented values)" + (f"; {dropped} case(s) without an engine entry dropped" if dropped else "")
         )
     return Validation(
         cases=cases,
         skipped=skipped,
         summary=summarize(cases),
         summary_spec=summarize(spec_cases),
-        summary_by_source_holdout=by_source,
+        summary_by_source_holdout=summarize(held["source"]) if held else {},
         tier=label,
+        summary_by_model_holdout=summarize(held["model"]) if held else {},
+        summary_by_chip_holdout=summarize(held["chip"]) if held else {},
     )

@@ -7,17 +7,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from roofline.calibrate.engine.json_cells import MAX_RATE_PER_S, MAX_TOKENS, latency_ms, value_of
 from roofline.calibrate.engine.schema import E2EError, E2ERow
-from roofline.core.checks import MAX_COUNT, check_number
-from roofline.core.errors import OptionError, nearest, shown
+from roofline.core.checks import MAX_COUNT
+from roofline.core.errors import nearest, shown
 from roofline.core.files import read_input_text
 from roofline.core.jsontext import load_json
-from roofline.core.units import DTYPE_BYTES, MS
-
-#: Largest latency (ms), token count or throughput a result may state; beyond any real run.
-MAX_MS = 1e10
-MAX_TOKENS = 1e15
-MAX_RATE_PER_S = 1e9
+from roofline.core.units import DTYPE_BYTES
 
 
 @dataclass(frozen=True)
@@ -39,6 +35,8 @@ class ImportOptions:
     output_len: float | None = None
     source: str | None = None
     license: str = ""
+    prefix_hit_rate: float | None = None
+    timeout_s: float | None = None
 
     def dtypes(self) -> tuple[str, str, str]:
         """(weights, KV, compute): KV defaults to bf16 (fp16 for fp16 weights), compute to the weights'
@@ -69,25 +67,6 @@ def read_vllm_json(path: Path) -> list[dict[str, object]]:
     return objects
 
 
-def _value(obj: dict[str, object], key: str, origin: str, maximum: float) -> float | None:
-    """A number the file gives for ``key``: None when absent, null or 0 (vLLM writes 0 for 'not
-    measured'); else a finite number in (0, maximum], or one line naming the key."""
-    value = obj.get(key)
-    if value is None or (type(value) in (int, float) and value == 0):
-        return None
-    try:
-        return check_number(value if not isinstance(value, str) else "", "", minimum=0.0, maximum=maximum)
-    except OptionError:
-        raise E2EError(
-            f"{origin}: key {key!r} is {shown(value)}; allowed: a number > 0 and at most {maximum:g}"
-        ) from None
-
-
-def _ms(obj: dict[str, object], key: str, origin: str = "") -> float | None:
-    value = _value(obj, key, origin, MAX_MS)
-    return None if value is None else value * MS
-
-
 def _vllm_lengths(obj: dict[str, object], origin: str = "") -> str:
     """``input:output:count,...`` from ``input_lens``/``output_lens`` when they vary (else '').
 
@@ -114,6 +93,8 @@ def vllm_model_name(model_id: str, origin: str) -> str:
     """A catalog name for a Hugging Face id: 'meta-llama/Llama-3.1-8B-Instruct' -> 'llama-3.1-8b'."""
     from roofline.specs import model_names
 
+    if not model_id.strip():
+        raise E2EError(f"{origin}: the result does not name its model; pass --model NAME, YAML or config.json")
     names = model_names()
     base = model_id.rstrip("/").split("/")[-1].lower()
     candidates = [base]
@@ -142,8 +123,8 @@ def _vllm_row(obj: dict[str, object], origin: str, rid: str, opt: ImportOptions)
     model = opt.model or vllm_model_name(str(obj.get("model_id") or ""), origin)
     w, kv, c = opt.dtypes()
     notes = [f"vLLM bench serve result; hardware, tp and dtypes from options (weights {w}, KV {kv}, compute {c})"]
-    inputs = opt.input_len or _ratio(_value(obj, "total_input_tokens", origin, MAX_TOKENS), completed)
-    outputs = opt.output_len or _ratio(_value(obj, "total_output_tokens", origin, MAX_TOKENS), completed)
+    inputs = opt.input_len or _ratio(value_of(obj, "total_input_tokens", origin, MAX_TOKENS), completed)
+    outputs = opt.output_len or _ratio(value_of(obj, "total_output_tokens", origin, MAX_TOKENS), completed)
     if inputs is None or outputs is None:
         raise E2EError(
             f"{origin}: keys 'total_input_tokens'/'total_output_tokens' missing; pass --input-len and --output-len"
@@ -152,7 +133,7 @@ def _vllm_row(obj: dict[str, object], origin: str, rid: str, opt: ImportOptions)
         notes.append("input_len, output_len = total tokens / completed")
     rate = obj.get("request_rate")
     is_inf = rate is None or (isinstance(rate, str) and rate.strip().lower() in ("inf", "infinity"))
-    rate_value = math.inf if is_inf else _value(obj, "request_rate", origin, MAX_RATE_PER_S)
+    rate_value = math.inf if is_inf else value_of(obj, "request_rate", origin, MAX_RATE_PER_S)
     concurrency = obj.get("max_concurrency")
     if concurrency is not None and (type(concurrency) is not int or not 1 <= concurrency <= MAX_COUNT):
         raise E2EError(
@@ -160,11 +141,11 @@ def _vllm_row(obj: dict[str, object], origin: str, rid: str, opt: ImportOptions)
             f"[1, {MAX_COUNT}]"
         )
     load = "concurrency" if concurrency is not None else "rate"
-    measured = {f"{m}_s": _ms(obj, f"mean_{m}_ms", origin) for m in ("ttft", "tpot", "itl")}
-    for m in ("ttft", "tpot"):
-        measured[f"{m}_p50_s"] = _ms(obj, f"median_{m}_ms", origin) or _ms(obj, f"p50_{m}_ms", origin)
-        measured[f"{m}_p90_s"] = _ms(obj, f"p90_{m}_ms", origin)
-        measured[f"{m}_p99_s"] = _ms(obj, f"p99_{m}_ms", origin)
+    measured = {f"{m}_s": latency_ms(obj, f"mean_{m}_ms", origin) for m in ("ttft", "tpot", "itl")}
+    for m, key in (("ttft", "ttft"), ("tpot", "tpot"), ("itl", "itl"), ("e2e", "e2el")):
+        measured[f"{m}_p50_s"] = latency_ms(obj, f"median_{key}_ms", origin) or latency_ms(obj, f"p50_{key}_ms", origin)
+        measured[f"{m}_p90_s"] = latency_ms(obj, f"p90_{key}_ms", origin)
+        measured[f"{m}_p99_s"] = latency_ms(obj, f"p99_{key}_ms", origin)
     return E2ERow(
         id=rid,
         source=opt.source or "vllm-bench-serve",
@@ -188,9 +169,11 @@ def _vllm_row(obj: dict[str, object], origin: str, rid: str, opt: ImportOptions)
         concurrency=concurrency if load == "concurrency" else None,
         arrival_rate=rate_value,
         num_requests=completed,
-        e2e_s=_ms(obj, "mean_e2el_ms", origin),
-        output_tokens_per_s=_value(obj, "output_throughput", origin, MAX_TOKENS),
-        requests_per_s=_value(obj, "request_throughput", origin, MAX_TOKENS),
+        e2e_s=latency_ms(obj, "mean_e2el_ms", origin),
+        prefix_hit_rate=opt.prefix_hit_rate,
+        timeout_s=opt.timeout_s,
+        output_tokens_per_s=value_of(obj, "output_throughput", origin, MAX_TOKENS),
+        requests_per_s=value_of(obj, "request_throughput", origin, MAX_TOKENS),
         notes="; ".join(notes),
         **measured,
     )

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
+
+if TYPE_CHECKING:
+    from roofline.calibrate.engine.fit import EntryFit
 
 from roofline.core.errors import RooflineError
 from roofline.specs import user_catalog
@@ -167,21 +172,10 @@ def fit_command(
     else:
         raise CalibrationError("end-to-end rows alone need --hardware (a spec or a calibrated profile to extend)")
     if e2e_files:
-        from roofline.calibrate.engine.profiles import with_engines
+        from roofline.calibrate.engine.entries import with_engines
 
         profile, engine_fits = with_engines(profile, [r for f in e2e_files for r in import_e2e(f)])
-        engines = {
-            k: {
-                "rows": f.rows,
-                **f.stats,
-                "terms": f.terms,
-                "at_bound": f.at_lower + f.at_upper,
-                "absent": f.at_lower,
-                "at_upper_bound": f.at_upper,
-                "large_collective_bytes": f.large_collective_bytes,
-            }
-            for k, f in engine_fits.items()
-        }
+        engines = {k: engine_summary(f) for k, f in engine_fits.items()}
     page = render_calibration_report(profile, fits, table) if (report and fits) else None
     text = dump_yaml(profile.model_dump(exclude_none=True))
     for target in (out, saved):
@@ -226,26 +220,14 @@ def fit_command(
             if fit.at_bound:
                 console.print(f"missing term? {key}: {', '.join(fit.at_bound)} at a bound")
         for key, e in engines.items():
-            terms = ", ".join(
-                f"{n} {v:.3g}"
-                + (
-                    f" (all-reduces from {e['large_collective_bytes'] / 2**20:g} MiB)"
-                    if n == "large_collective_s_per_byte"
-                    else ""
-                )
-                for n, v in e["terms"].items()
-                if v
-            )
+            terms = ", ".join(f"{n} {v:.3g} ± {e['spread'].get(n, 0.0):.2g}" for n, v in e["terms"].items())
             held = e.get("holdout_mape", float("nan"))
-            held_text = (
-                f"{held:.1%} held out by case" if held == held else "none held out (too few rows to fit without one)"
-            )
+            held_text = f"{held:.1%} held out by row" if held == held else "none held out (one row)"
             console.print(
-                f"engine {key}: {e['rows']} rows; MAPE {e['before_mape']:.1%} kernels only -> "
-                f"{e['after_mape']:.1%} fitted, {held_text}; {terms or 'no term needed'}; absent "
-                f"(at the lower bound): "
-                f"{', '.join(e['absent']) or 'none'}; at the upper bound (a missing term?): "
-                f"{', '.join(e['at_upper_bound']) or 'none'}",
+                f"engine {key}: {e['rows']} rows; MAPE {e['before_mape']:.1%} documented values -> "
+                f"{e['after_mape']:.1%} fitted, {held_text}; fitted {terms}; at the upper bound (a missing "
+                f"term?): {', '.join(e['at_upper_bound']) or 'none'}; not fitted: "
+                + ("; ".join(f"{n} ({why})" for n, why in e["not_fitted"].items()) or "none"),
                 highlight=False,
             )
         if report and fits:
@@ -333,3 +315,21 @@ def evaluate_command(
 def register(app: typer.Typer) -> None:
     """Plug ``calibrate`` (fit, evaluate; ``import`` from :mod:`.measure`) into the root app."""
     app.add_typer(calibrate_app, name="calibrate")
+
+
+def engine_summary(fit: EntryFit) -> dict[str, object]:
+    """``calibrate fit --json``'s view of an engine fit (keys kept from the earlier fit, new ones beside)."""
+    absent = [n for n in fit.fitted if fit.values[n] <= 0.0]
+    return {
+        "rows": fit.rows,
+        **fit.stats,
+        "terms": {n: fit.values[n] for n in fit.fitted},
+        "at_bound": sorted(absent + fit.at_upper),
+        "absent": absent,
+        "at_upper_bound": fit.at_upper,
+        "large_collective_bytes": 0.0,
+        "fitted": fit.fitted,
+        "not_fitted": fit.held,
+        "spread": fit.spread,
+        "entry": fit.values,
+    }

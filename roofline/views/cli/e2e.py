@@ -17,9 +17,16 @@ e2e_app = typer.Typer(
     "result.json --hardware h100-sxm --tp 1 --out runs.csv",
     no_args_is_help=True,
 )
-FILES = typer.Argument(..., help="Files to convert: vLLM bench serve JSON, published tables, schema CSV.")
+FILES = typer.Argument(
+    ...,
+    help="Files to convert: vLLM or SGLang bench JSON, genai-perf/aiperf exports, inference-perf summaries, "
+    "published tables, schema CSV.",
+)
 FORMAT = typer.Option(
-    "auto", "--format", help="auto, vllm, trtllm-static, trtllm-first-token, trtllm-perf-overview, splitwise or schema."
+    "auto",
+    "--format",
+    help="auto, vllm, sglang, genai-perf (also aiperf), inference-perf, trtllm-static, trtllm-first-token, "
+    "trtllm-perf-overview, splitwise or schema.",
 )
 OUT = typer.Option(..., "--out", help="Schema CSV to write (.csv or .csv.gz).")
 SOURCE_FILTER = typer.Option(None, "--source", help="Only this source (or sources starting with it).")
@@ -64,6 +71,15 @@ def import_command(
     ),
     source: str = typer.Option(None, "--source", help="Source name for the rows (vLLM: vllm-bench-serve)."),
     license_: str = typer.Option("", "--license", help="Licence of the numbers (empty for your own runs)."),
+    prefix_hit_rate: float = typer.Option(
+        None,
+        "--prefix-hit-rate",
+        parser=values.number(0.0, 0.999999, open_low=False),
+        help="Share of prompt tokens the prefix cache served (default: from the file, else none).",
+    ),
+    timeout: float = typer.Option(
+        None, "--timeout", parser=values.number(0.0, 1e9), help="The client's request timeout in seconds."
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Convert serving results into the end-to-end schema.
@@ -90,6 +106,8 @@ def import_command(
         output_len=output_len,
         source=source,
         license=license_,
+        prefix_hit_rate=prefix_hit_rate,
+        timeout_s=timeout,
     )
     rows = [r for f in files for r in import_file(f, fmt, opt)]
     cells = [row_cells(r) for r in rows]

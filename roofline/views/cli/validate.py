@@ -92,13 +92,21 @@ def validate_command(
             table.add_row(*row)
         console.print(table)
         console.print(f"prediction: {result.tier}", highlight=False)
-        if result.summary_by_source_holdout:
-            held = result.summary_by_source_holdout
-            console.print(
-                "held out by source (engine terms from the other sources on the chip): "
-                + "; ".join(f"{q} {e['mape']:.1%} (n {e['n']})" for q, e in held.items()),
-                highlight=False,
+        for name, held in (
+            ("source", result.summary_by_source_holdout),
+            ("model", result.summary_by_model_holdout),
+            ("chip", result.summary_by_chip_holdout),
+        ):
+            if not held:
+                continue
+            part = compact_table(
+                f"Held out by {name}: engine entries refitted without it (documented values when none is left)",
+                ["quantity", "group", "n", "MAPE", "median", "gmean"],
+                left=("group",),
             )
+            for row in summary_rows(held, None, ((f"by_{name}", name),)):
+                part.add_row(*row)
+            console.print(part)
         reasons = Counter(s.reason for s in result.skipped)
         for reason, n in reasons.most_common():
             console.print(f"skipped {n} row(s): {reason}", highlight=False)

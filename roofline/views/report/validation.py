@@ -87,8 +87,14 @@ def _ratio(value: object) -> str:
     return "-" if value is None else f"{float(value):.3f}"  # type: ignore[arg-type]
 
 
+#: The groups summary tables break each quantity into: (summary key, label).
+SUMMARY_GROUPS = (("by_source", "source"), ("by_tp", "tp"), ("by_dtype", "dtype"))
+
+
 def summary_rows(
-    summary: dict[str, dict[str, object]], spec: dict[str, dict[str, object]] | None = None
+    summary: dict[str, dict[str, object]],
+    spec: dict[str, dict[str, object]] | None = None,
+    groups: tuple[tuple[str, str], ...] = SUMMARY_GROUPS,
 ) -> list[list[str]]:
     """Rows (quantity, group, n, MAPE, median APE, gmean ratio[, spec-sheet MAPE]) for tables."""
     rows = []
@@ -106,8 +112,8 @@ def summary_rows(
                 *extra,
             ]
         )
-        for group, label in (("by_source", "source"), ("by_tp", "tp"), ("by_dtype", "dtype")):
-            for key, stats in entry[group].items():
+        for group, label in groups:
+            for key, stats in entry.get(group, {}).items():
                 other = base.get(group, {}).get(key) if base else None
                 extra = [] if spec is None else [_pct(other["mape"]) if other else "-"]
                 rows.append(

@@ -1,0 +1,188 @@
+"""A row measured at a rate or a concurrency, predicted by the simulator with its scheduler knobs.
+
+The step cost is the engine-free kernel table of the row's deployment with the entry's host terms laid
+over each step (:func:`roofline.terms.engine.engine_step_s`, the step model's own formula), so the fit
+can re-price a row at other engine terms without re-tabulating its kernels.  The request path (front
+end in and out, scheduling lag) delays requests without GPU time: open loop, it adds to TTFT and E2E
+after the run; closed loop, the round trip is client idle time (think time) too.  Simulations are cached
+by the entry's step-cost terms.
+
+Until the simulator takes a request path itself (issue 26), the scheduling lag is priced as lag x the
+run's mean step (its mean inter-token gap) added to TTFT and E2E.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from roofline.analyses.lengths import parse_lengths
+from roofline.analyses.simulate import ClosedLoop, OpenLoop, SchedulerConfig, SimulationResult, Trace, simulate
+from roofline.analyses.simulate.adapter import DeploymentStepCost
+from roofline.calibrate.engine.schema import E2ERow
+from roofline.deploy import NO_ENGINE, Deployment, EngineTerms
+from roofline.deploy.engine_registry import terms_of
+from roofline.model import memory
+from roofline.terms.engine import device_engine, engine_step_s, step_shape
+from roofline.terms.work import Work
+
+#: Most requests one row's simulation runs (a longer run is sampled: its first 10% warm the engine up).
+MAX_REQUESTS = 2000
+#: Block size of the simulated paged KV cache (vLLM's and the shared runs' default).
+BLOCK_SIZE = 16
+
+
+@dataclass
+class EngineOverlayCost:
+    """A step cost: the engine-free kernel table plus the entry's host terms on every step."""
+
+    base: DeploymentStepCost
+    engine: EngineTerms
+
+    @property
+    def kv_capacity_tokens(self) -> int:
+        return self.base.kv_capacity_tokens
+
+    @property
+    def source(self) -> str:
+        return f"{self.base.source}; {self.engine.source}"
+
+    def step_time_s(
+        self, decode_seqs: ArrayLike, decode_kv_tokens: ArrayLike, prefill_tokens: ArrayLike, pairs: ArrayLike
+    ) -> np.ndarray:
+        """The kernel table's step, then max(device + step terms, floor terms) (one prompt chunk a step)."""
+        device = self.base.step_time_s(decode_seqs, decode_kv_tokens, prefill_tokens, pairs)
+        tokens = np.asarray(prefill_tokens, dtype=float)
+        work = Work(decode_seqs=decode_seqs, prefill_seqs=np.where(tokens > 0, 1.0, 0.0), prefill_len=tokens)
+        shape = step_shape(float(self.base.dep.model.num_layers), work)
+        return np.asarray(engine_step_s(self.engine, shape, device), dtype=float)
+
+    def kv_transfer_time_s(self, tokens: float) -> float:
+        return self.base.kv_transfer_time_s(tokens)
+
+
+def step_cost_key(engine: EngineTerms) -> tuple[float, ...]:
+    """The entry's terms that change a step's time (step and floor terms and what they read)."""
+    names = sorted({t.name for kind in ("step", "floor") for t in terms_of(kind)} | {"cuda_graph_max_tokens"})
+    return tuple(round(engine.value(n), 12) for n in names) if engine.registry_entry else ()
+
+
+def knob(row_value: float | None, engine: EngineTerms, name: str) -> int:
+    """A scheduler knob: the row's own, else the entry's (its documented default)."""
+    return int(row_value) if row_value else int(engine.value(name))
+
+
+@dataclass
+class SimulatedRow:
+    """How one rate or concurrency row runs in the simulator; ``predict`` at any entry of its engine."""
+
+    row: E2ERow
+    dep: Deployment  # the row's replica, engine-free
+    requests: int
+    warmup: int
+    seed: int = 0
+    cache: dict[tuple[float, ...], SimulationResult] = field(default_factory=dict)
+    tables: dict[tuple[float, ...], DeploymentStepCost] = field(default_factory=dict)
+
+    def scheduler(self, engine: EngineTerms) -> SchedulerConfig:
+        seqs = knob(self.row.max_num_seqs, engine, "max_num_seqs")
+        tokens = max(knob(self.row.max_num_batched_tokens, engine, "max_num_batched_tokens"), seqs)
+        hit = min(self.row.prefix_hit_rate or 0.0, 0.999)
+        return SchedulerConfig(
+            max_num_seqs=seqs, max_num_batched_tokens=tokens, block_size=BLOCK_SIZE, prefix_hit_rate=hit
+        )
+
+    def base_cost(self, engine: EngineTerms) -> DeploymentStepCost:
+        """The engine-free kernel table (built once per memory setting); KV capacity within the entry's memory
+        share, less its reserve."""
+        budget = knob(self.row.max_num_batched_tokens, engine, "max_num_batched_tokens")
+        share = engine.value("memory_utilization") if engine.registry_entry else 0.9
+        key = (budget, share, engine.value("memory_reserve_bytes"), float(engine.gqa_kv_reread))
+        if key not in self.tables:
+            self.tables[key] = self._table(budget, share, key[2], device_engine(engine))
+        return self.tables[key]
+
+    def _table(self, budget: int, share: float, reserve: float, device: EngineTerms) -> DeploymentStepCost:
+        dep = replace(self.dep, memory_utilization=share, engine=device)
+        kv_token = float(memory.kv_cache_bytes_per_token(dep.model, dep.precision.kv_bytes))
+        usable = float(dep.usable_hbm_bytes(float(budget))) - dep.weight_bytes - reserve
+        context = float(self.row.mean_input_len + self.row.mean_output_len) * 2.0 + 64.0
+        return DeploymentStepCost(
+            dep=dep,
+            kv_capacity_tokens=max(int(usable // kv_token), 1),
+            max_context=context,
+            source=f"step model of {dep.par.describe()} on {dep.hw.name}",
+        )
+
+    def run(self, engine: EngineTerms) -> SimulationResult:
+        """The simulation at ``engine``'s step-cost terms (cached)."""
+        key = (*step_cost_key(engine), *self.scheduler(engine).__dict__.values())
+        if key not in self.cache:
+            cost = EngineOverlayCost(self.base_cost(engine), engine)
+            self.cache[key] = simulate(
+                cost,
+                self.load(engine),
+                self.lengths(),
+                requests=self.requests,
+                seed=self.seed,
+                scheduler=self.scheduler(engine),
+                warmup=self.warmup,
+            )
+        return self.cache[key]
+
+    def lengths(self):  # noqa: ANN201 - a LengthDistribution
+        r = self.row
+        return parse_lengths(r.lengths) if r.lengths else parse_lengths(f"{r.input_len:g}:{r.output_len:g}:1")
+
+    def load(self, engine: EngineTerms) -> OpenLoop | ClosedLoop | Trace:
+        r = self.row
+        if r.load == "concurrency":
+            clients = max(int(math.ceil((r.concurrency or 1) / r.dp)), 1)
+            return ClosedLoop(clients, think_time_s=round_trip_s(engine))
+        rate = r.arrival_rate or math.inf
+        if math.isinf(rate):  # all at once: a max-throughput run
+            n = self.requests
+            inp, out = (np.full(n, max(int(round(v)), 1)) for v in (r.mean_input_len, r.mean_output_len))
+            return Trace(np.zeros(n), inp, out, source="all requests at t = 0")
+        return OpenLoop(rate / r.dp)
+
+    def predict(self, engine: EngineTerms) -> dict[str, float]:
+        """ttft_s, tpot_s, itl_s, e2e_s (with the request path), tokens/s and requests/s of the deployment."""
+        res = self.run(engine)
+        delay = request_delay_s(engine, res.itl_s.mean)
+        out = {
+            "ttft_s": res.ttft_s.mean + delay,
+            "tpot_s": res.tpot_s.mean,
+            "itl_s": res.itl_s.mean,
+            "e2e_s": res.e2e_s.mean + delay,
+            "output_tokens_per_s": res.output_tokens_per_s * self.row.dp,
+            "requests_per_s": res.requests_per_s * self.row.dp,
+        }
+        for q, p in (("ttft", res.ttft_s), ("e2e", res.e2e_s)):
+            out.update({f"{q}_p50_s": p.p50 + delay, f"{q}_p90_s": p.p90 + delay, f"{q}_p99_s": p.p99 + delay})
+        return out
+
+
+def round_trip_s(engine: EngineTerms) -> float:
+    """Front end in + out: what a request spends outside the engine core, with no GPU time."""
+    return engine.frontend_in_s + engine.frontend_out_s if engine.registry_entry else 0.0
+
+
+def request_delay_s(engine: EngineTerms, mean_step_s: float) -> float:
+    """What the request path adds to TTFT and E2E: the front end's round trip + lag x the mean step."""
+    if not engine.registry_entry:
+        return 0.0
+    lag = engine.schedule_lag_steps * (mean_step_s if math.isfinite(mean_step_s) else 0.0)
+    return round_trip_s(engine) + lag
+
+
+def simulated_row(row: E2ERow, dep: Deployment, seed: int = 0) -> SimulatedRow:
+    """A row's simulation plan: the run's own request count when it is known and small, else a sample."""
+    known = (row.num_requests or 0) + (row.num_failed or 0)
+    whole = 0 < known <= MAX_REQUESTS
+    requests = known if whole else MAX_REQUESTS
+    warmup = 0 if whole else requests // 10
+    return SimulatedRow(row, replace(dep, engine=NO_ENGINE), requests, warmup, seed)
