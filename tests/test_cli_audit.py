@@ -152,8 +152,16 @@ def test_a_long_field_path_is_shown_whole(tmp_path):
     assert_refused(run, path, "'calibration.ops.allreduce/fp16.memory_efficiency'", "1.5", "7")
 
 
+def profile_with_engine(tmp_path: Path, fused: str) -> str:
+    """The shipped H100 profile plus an engine entry trtllm/0.5.0 whose fused_parallel_block is ``fused``
+    (the shipped profiles hold no engine entries: the built-in ones live in roofline/data/engines/)."""
+    path = tmp_path / "edited-cal.yaml"
+    path.write_text(PROFILE.read_text() + f"engine:\n  trtllm/0.5.0:\n    fused_parallel_block: {fused}\n")
+    return str(path)
+
+
 def test_a_long_value_is_what_gets_shortened(tmp_path):
-    path = edited_profile(tmp_path, "fused_parallel_block: false", "fused_parallel_block: " + "x" * 300)
+    path = profile_with_engine(tmp_path, "x" * 300)
     run = run_roofline("step", *M8, "--hardware", path)
     assert_refused(run, "'engine.trtllm/0.5.0.fused_parallel_block'", "true or false")
     assert "x" * 60 not in run.stderr
@@ -161,12 +169,12 @@ def test_a_long_value_is_what_gets_shortened(tmp_path):
 
 @pytest.mark.parametrize("text", ['"no"', "no_thanks", "0", '"false"'])
 def test_fused_parallel_block_is_strict_like_gated_mlp(tmp_path, text):
-    path = edited_profile(tmp_path, "fused_parallel_block: false", f"fused_parallel_block: {text}")
+    path = profile_with_engine(tmp_path, text)
     assert_refused(run_roofline("step", *M8, "--hardware", path), path, "fused_parallel_block", "true or false")
 
 
 def test_the_edited_profile_loads_when_the_edit_is_valid(tmp_path):
-    path = edited_profile(tmp_path, "fused_parallel_block: false", "fused_parallel_block: true")
+    path = profile_with_engine(tmp_path, "true")
     assert run_json("step", *M8, "--hardware", path)["fits"] is True
 
 

@@ -347,6 +347,8 @@ NOT_FUZZED: dict[tuple[str, str], str] = {
     ("e2e import", "--source"): "free text",
     ("e2e import", "--license"): "free text",
     ("e2e import", "--input-len"): "checked, but only after the input file is read",
+    ("e2e import", "--prefix-hit-rate"): "a number in [0, 1) checked by its parser (values.number)",
+    ("e2e import", "--timeout"): "a number of seconds > 0 checked by its parser (values.number)",
     ("e2e import", "--output-len"): "checked, but only after the input file is read",
     ("calibrate import", "--hardware"): "free text naming the rows' hardware",
     ("calibrate fit", "--hardware"): "loaded before the measurements; a missing file names itself",

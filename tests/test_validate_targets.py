@@ -1,4 +1,8 @@
-"""End-to-end accuracy on the shipped public rows, engine terms held out by case (issue targets)."""
+"""End-to-end accuracy on the shipped public rows, engine entries held out (issue 25's figures).
+
+The figures asserted are the ones `roofline validate --holdout` prints (docs/guides/validation.md),
+with a little room for the simulator's seeded sampling.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,9 @@ import pytest
 
 from roofline.calibrate.engine.data import load_shipped
 from roofline.calibrate.engine.validate import validate
+from roofline.deploy.engine_builtin import builtin_entries
 
-pytestmark = pytest.mark.slow  # fits or validates whole profiles: only in the full run
+pytestmark = pytest.mark.slow  # fits and validates whole profiles: only in the full run
 
 
 @pytest.fixture(scope="module")
@@ -15,21 +20,36 @@ def held_out():
     return validate(load_shipped(), holdout=True)
 
 
-def test_held_out_errors_meet_the_targets(held_out):
-    s = held_out.summary
-    # Targets (issue "Validated end to end"): TPOT <= 15%, TTFT <= 20%, output tokens/s <= 15% MAPE.
-    assert s["tpot_s"]["mape"] <= 0.15 and s["tpot_s"]["n"] >= 140
-    assert s["ttft_s"]["mape"] <= 0.20 and s["ttft_s"]["n"] >= 150
-    assert s["throughput"]["mape"] <= 0.15 and s["throughput"]["n"] >= 140
-    # The spec sheet alone is far off: the calibrated profile and engine terms carry the accuracy.
-    assert all(held_out.summary_spec[q]["mape"] > 0.4 for q in ("ttft_s", "tpot_s", "throughput"))
+def by_source(summary: dict, quantity: str, source: str) -> float:
+    return summary[quantity]["by_source"][source]["mape"]
 
 
-def test_tensor_parallel_error_meets_the_target(held_out):
-    # Issue target: TP > 1 no worse than 1.25x the TP1 error, for TTFT and throughput (TP1, 2, 4, 8 rows);
-    # TPOT has no TP1 row.
-    for quantity in ("ttft_s", "throughput"):
-        by_tp = held_out.summary[quantity]["by_tp"]
-        assert by_tp["1"]["n"] >= 8
-        for tp in ("2", "4", "8"):
-            assert by_tp[tp]["mape"] <= 1.25 * by_tp["1"]["mape"], (quantity, tp)
+def test_the_real_vllm_runs_held_out_by_source_are_within_15_percent(held_out):
+    # Without the vLLM rows the vllm/0.15.1 entry has only its documented values (front end 2 + 2 ms,
+    # one step of async-scheduling lag, no host time): measured 11.5% TTFT, 4.5% TPOT, 4.6% E2E, 0.4% tokens/s.
+    s = held_out.summary_by_source_holdout
+    assert by_source(s, "ttft_s", "vllm-serving-h100") <= 0.15
+    assert by_source(s, "tpot_s", "vllm-serving-h100") <= 0.08
+    assert by_source(s, "e2e_s", "vllm-serving-h100") <= 0.08
+    assert by_source(s, "throughput", "vllm-serving-h100") <= 0.05
+    # the static TensorRT-LLM batches, their entries refitted without them: 7.5%
+    assert by_source(s, "throughput", "trtllm-static-batch") <= 0.10
+
+
+def test_the_overloaded_run_is_skipped_with_its_reason(held_out):
+    (skip,) = [s for s in held_out.skipped if "reasoning" in s.id]
+    assert skip.reason.startswith("overloaded: 4068 of 4800 requests failed at the client")
+
+
+def test_the_fitted_vllm_entry_transfers_across_its_load_stages():
+    # Fitted on the five non-overloaded stages (5 to 20 req/s): each stage held out once, 1.1% over
+    # TTFT, TPOT, E2E and tokens/s; two terms fitted, both inside their physical range.
+    entry = builtin_entries()["vllm/0.15.1"]
+    assert entry.rows == 5 and entry.fit["holdout_mape"] <= 0.03 and not entry.at_upper_bound
+    assert 1e-4 < entry.terms["step_host_s"] < 1e-3 and 2e-3 < entry.terms["frontend_out_s"] < 8e-3
+
+
+def test_every_held_out_case_says_how_its_entry_was_got(held_out):
+    assert all(c.tier.startswith("held out by source: ") for c in held_out.cases)
+    vllm = [c for c in held_out.cases if c.source == "vllm-serving-h100"]
+    assert vllm and all("documented values" in c.tier for c in vllm)

@@ -20,8 +20,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from roofline.analyses.request import _NODES, _WEIGHTS
 from roofline.analyses.serve import mixed_work
-from roofline.analyses.step import _NODES, _WEIGHTS
 from roofline.deploy import Deployment, EngineTerms
 from roofline.deploy.engine_registry import StepShape
 from roofline.deploy.layout import replica_loads

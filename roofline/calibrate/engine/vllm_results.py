@@ -60,7 +60,8 @@ MAX_RESULT_BYTES = 64 * 2**20
 def read_vllm_json(path: Path) -> list[dict[str, object]]:
     """The result objects of a ``--save-result`` file: one JSON object, a list, or one per line."""
     text = read_input_text(path, MAX_RESULT_BYTES, E2EError, "result")
-    data = load_json(text, str(path), E2EError, lines=True)
+    # Infinity is allowed (SGLang writes request_rate Infinity); every key read is checked on its own.
+    data = load_json(text, str(path), E2EError, lines=True, finite=False)
     objects = data if isinstance(data, list) else [data]
     if not objects or not all(isinstance(o, dict) for o in objects):
         raise E2EError(f"{path}: expected a vLLM benchmark result object (or one per line)")

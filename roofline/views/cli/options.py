@@ -124,8 +124,8 @@ ENGINE = typer.Option(
     None,
     "--engine",
     parser=values.name,
-    help="Engine entry of a calibrated profile's engine: section, e.g. trtllm/1.0 "
-    "(default: its only entry, else none).",
+    help="Engine entry: built-in (vllm, sglang, trtllm; or with a version, vllm/0.15.1) or the profile's own "
+    "from calibrate fit, which wins (default: the profile's only entry, else none).",
 )
 
 

@@ -17,6 +17,7 @@ BAND = 0.20
 UNITS: dict[str, tuple[str, float]] = {
     "ttft_s": ("time to first token (ms)", 1e3),
     "tpot_s": ("time per output token (ms)", 1e3),
+    "e2e_s": ("end-to-end latency (s)", 1.0),
     "throughput": ("output tokens/s (whole deployment)", 1.0),
 }
 HOVER = (
