@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from roofline.analyses.bands import band_line, bands_for
 from roofline.analyses.serve import serve
 from roofline.core.fmt import format_bytes, format_seconds
 from roofline.formulas.serving import MODES
@@ -155,6 +156,9 @@ def serve_command(
         **res.as_dict(),
     }
     explanations = explanations_into(data, explain_serve(res, batch, output_len) if explain else [])
+    data["bands"] = bands_for(
+        dep, {"ttft_s": res.ttft_s, "tpot_s": res.tpot_s, "tokens_per_s_per_chip": res.tokens_per_s_per_chip}
+    )
 
     def render() -> None:
         default = " (the default --mode)" if mode == "disaggregated" else ""
@@ -224,6 +228,7 @@ def serve_command(
         for row in rows:
             table.add_row(*row)
         console.print(table)
+        console.print(band_line(data["bands"]), highlight=False)  # type: ignore[arg-type]
         if res.continuous:
             console.print(f"[dim]queueing: {res.continuous['queueing_model']}[/]")
         print_assumptions(mfu=mfu, sources=res.sources)

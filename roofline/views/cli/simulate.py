@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from roofline.analyses.bands import band_line, bands_for
 from roofline.analyses.lengths import LengthDistribution, check_within_context, lengths_from_options
 from roofline.analyses.simulate.bounds import check_engine_tp, check_work
 from roofline.core.errors import RooflineError
@@ -161,6 +162,9 @@ def simulate_command(
         "chips_per_replica": par.group_chips,
         **res.as_dict(),
     }
+    data["bands"] = bands_for(
+        cost.dep, {"ttft_s": res.ttft_s.mean, "tpot_s": res.tpot_s.mean, "output_tokens_per_s": res.output_tokens_per_s}
+    )
     title = f"{m.name} on {par.group_chips}x {hw.name}"
     data["sources"] = {**data["sources"], **notes}
     data.pop("time_series")  # in the --html page; too long for a terminal
@@ -172,7 +176,8 @@ def simulate_command(
         from roofline.views.report.simulate_page import write_simulate_page
 
         write_simulate_page(html_path, res, f"{title}: {res.load}")
-    emit(data, as_json, lambda: _render(res, title, replicas, memory_utilization, html_path, requests_csv))
+    band = band_line(data["bands"])  # type: ignore[arg-type]
+    emit(data, as_json, lambda: _render(res, title, replicas, memory_utilization, html_path, requests_csv, band))
 
 
 def _check_work(
@@ -343,12 +348,15 @@ def _config(
     return config, notes
 
 
-def _render(res: SimulationResult, title: str, replicas: int, mu: float, html: str | None, csv: str | None) -> None:
+def _render(
+    res: SimulationResult, title: str, replicas: int, mu: float, html: str | None, csv: str | None, band: str
+) -> None:
     table = compact_table(f"{title} x {replicas} replica(s): {res.load}", ["latency", "mean", "p50", "p90", "p99"])
     for key, label in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("itl_s", "ITL"), ("e2e_s", "end-to-end")):
         p = getattr(res, key)
         table.add_row(label, *(format_seconds(v) for v in (p.mean, p.p50, p.p90, p.p99)))
     console.print(table)
+    console.print(band, highlight=False)
     if res.stages:
         stages = compact_table("per stage", ["stage", "sent", "done", "failed", "TTFT", "E2E", "tok/s", "hits"])
         for s in res.stages:

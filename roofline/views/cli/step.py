@@ -241,6 +241,7 @@ def request_command(
 
     Example: roofline request --model llama-3-8b --hardware h100-sxm --input-len 2048 --output-len 256
     """
+    from roofline.analyses.bands import band_line, bands_for
     from roofline.analyses.lengths import (  # request only: keeps `step` start-up lean
         averaged_request,
         lengths_from_options,
@@ -296,6 +297,8 @@ def request_command(
     if explain:
         from roofline.views.explain import explain_request  # only when asked: keeps start-up lean
     explanations = explanations_into(data, explain_request(dep, batch, mfu, res) if explain else [])
+    keys = ("ttft_s", "tpot_s", "tokens_per_s_per_chip")
+    data["bands"] = bands_for(dep, {k: float(data[k]) for k in keys if isinstance(data.get(k), (int, float))})
 
     def render() -> None:
         table = quantity_table(f"{m.name} on {chips}x {hw.name}: {shape}, batch {batch}")
@@ -325,6 +328,7 @@ def request_command(
             )
         table.add_row("fits at the final context", "yes" if data["fits"] == 1 else "[bold red]NO[/]")
         console.print(table)
+        console.print(band_line(data["bands"]), highlight=False)  # type: ignore[arg-type]
         print_assumptions(mfu=mfu, sources=data.get("sources"), memory_utilization=memory_utilization)
         if explain:
             print_explanations(explanations, "where each number comes from")

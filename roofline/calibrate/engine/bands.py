@@ -1,0 +1,123 @@
+"""Build the uncertainty bands (``roofline/data/engines/bands.yaml``) from held-out end-to-end rows.
+
+Per data tier, the shipped rows are predicted as that tier would price them:
+
+* spec sheet: the chip's spec sheet with the row's engine entry;
+* calibrated kernels: the chip's shipped calibrated profile, no engine entry;
+* fitted engine entry: the calibrated profile with the row's entry refitted without the row's source.
+
+For each tier and quantity (TTFT, TPOT, output tokens/s) the file keeps quantiles of
+log(measured / predicted), and the coverage of the p10-p90 band on rows held out by source: each
+source's rows checked against the band built from the other sources' rows.
+
+``python -m roofline.calibrate.engine.bands`` rebuilds the file.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections import defaultdict
+from collections.abc import Sequence
+
+import numpy as np
+
+from roofline.calibrate.engine.data import load_shipped
+from roofline.calibrate.engine.predict import predict_row
+from roofline.calibrate.engine.schema import E2ERow
+from roofline.calibrate.engine.validate import profile_for, shipped_profiles, validate
+from roofline.core.errors import RooflineError
+from roofline.core.files import write_bytes_atomic
+from roofline.deploy import NO_ENGINE
+from roofline.deploy.bands import BANDS_FILE, QUANTITIES, TIERS
+
+#: Cumulative probabilities the file keeps quantiles at.
+LEVELS = (0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98)
+#: A residual: (source, quantity, log(measured / predicted)).
+Residual = tuple[str, str, float]
+
+
+def _log_ratio(measured: float, predicted: float | None) -> float | None:
+    if predicted is None or not (math.isfinite(predicted) and predicted > 0):
+        return None
+    return math.log(measured / predicted)
+
+
+def tier_residuals(rows: Sequence[E2ERow]) -> dict[str, list[Residual]]:
+    """Held-out residuals of every tier (see the module doc)."""
+    out: dict[str, list[Residual]] = defaultdict(list)
+    held = validate(rows, holdout=True)
+    for c in held.cases:
+        if c.quantity in QUANTITIES and (r := _log_ratio(c.measured, c.predicted)) is not None:
+            out[TIERS[2]].append((c.source, c.quantity, r))
+    spec = validate(rows, shipped=False)
+    for c in spec.cases:
+        if c.quantity in QUANTITIES and (r := _log_ratio(c.measured, c.predicted)) is not None:
+            out[TIERS[0]].append((c.source, c.quantity, r))
+    profiles = shipped_profiles(rows)
+    for row in rows:
+        hw = profile_for(row, profiles)
+        if hw is None:
+            continue
+        try:
+            pred = predict_row(row, hw, NO_ENGINE)
+        except RooflineError:
+            continue
+        for c in (x for x in held.cases if x.id == row.id and x.quantity in QUANTITIES):
+            key = {"throughput": "output_tokens_per_s"}.get(c.quantity, c.quantity)
+            if (r := _log_ratio(c.measured, pred.get(key))) is not None:
+                out[TIERS[1]].append((row.source, c.quantity, r))
+    return dict(out)
+
+
+def coverage(residuals: Sequence[Residual], quantity: str) -> float:
+    """Share of one quantity's residuals inside the p10-p90 band built without their own source."""
+    mine = [(s, r) for s, q, r in residuals if q == quantity]
+    inside = total = 0
+    for source in {s for s, _ in mine}:
+        others = [r for s, r in mine if s != source]
+        if len(others) < 5:
+            continue
+        lo, hi = np.quantile(others, [0.1, 0.9])
+        test = [r for s, r in mine if s == source]
+        inside += sum(lo <= r <= hi for r in test)
+        total += len(test)
+    return inside / total if total else float("nan")
+
+
+def bands_yaml(residuals: dict[str, list[Residual]]) -> str:
+    """The bands file: per tier and quantity the quantiles, n and the held-out coverage."""
+    lines = [
+        "# Uncertainty bands written by `python -m roofline.calibrate.engine.bands` (do not edit by hand):",
+        "# per data tier and quantity, quantiles of log(measured / predicted) over held-out end-to-end rows",
+        "# (roofline/data/e2e/), and the coverage of the p10-p90 band on rows held out by source.",
+        f"levels_note: {LEVELS!r}  # cumulative probabilities of the quantiles below",
+        "tiers:",
+    ]
+    for tier in TIERS:
+        res = residuals.get(tier, [])
+        if not res:
+            continue
+        lines.append(f"  {tier}:")
+        for q in QUANTITIES:
+            values = [r for _, qq, r in res if qq == q]
+            if len(values) < 5:
+                continue
+            quant = [float(v) for v in np.quantile(values, LEVELS)]
+            lines.append(f"    {q}:")
+            lines.append(f"      levels: {list(LEVELS)!r}  # cumulative probabilities")
+            lines.append(f"      log_ratios: {[round(v, 5) for v in quant]!r}  # quantiles of log(measured/predicted)")
+            lines.append(f"      n: {len(values)}  # held-out cases")
+            lines.append(f"      coverage: {coverage(res, q):.4f}  # p10-p90 coverage, held out by source")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    text = bands_yaml(tier_residuals(load_shipped()))
+    write_bytes_atomic(BANDS_FILE, text.encode("utf-8"))
+    print(f"wrote {BANDS_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
