@@ -40,7 +40,9 @@ def main() -> None:
         pred = fit_rows([row], hw)[0].predict(truth)
         noise = rng.normal(1.0, 0.03, 3)
         rows.append(
-            replace(row, ttft_s=pred["ttft_s"] * noise[0], tpot_s=pred["tpot_s"] * noise[1], e2e_s=pred["e2e_s"] * noise[2])
+            replace(
+                row, ttft_s=pred["ttft_s"] * noise[0], tpot_s=pred["tpot_s"] * noise[1], e2e_s=pred["e2e_s"] * noise[2]
+            )
         )
     start, cpu = time.perf_counter(), time.process_time()
     fit = fit_entry("vllm/bench", fit_rows(rows, hw), replace(base, values={**base.values, "step_host_s": 0.0}))
