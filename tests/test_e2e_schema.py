@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from roofline.calibrate.engine.schema import COLUMNS, E2EError, E2ERow, read_rows, rows_csv, write_rows
+from roofline.calibrate.engine.rows_out import rows_csv, write_rows
+from roofline.calibrate.engine.schema import COLUMNS, E2EError, E2ERow, read_rows
 
 FIXTURES = Path(__file__).parent / "fixtures" / "e2e"
 HEADER = "id,source,model,hardware,weight_dtype,kv_dtype,compute_dtype,engine,load,batch,input_len,output_len,ttft_s"

@@ -10,7 +10,8 @@ import pytest
 from roofline.analyses.simulate.adapter import DeploymentStepCost
 from roofline.calibrate.engine.fit import fit_entry, fit_rows, with_values
 from roofline.calibrate.engine.predict import predict_row, row_deployment, row_engine
-from roofline.calibrate.engine.schema import E2ERow, write_rows
+from roofline.calibrate.engine.rows_out import write_rows
+from roofline.calibrate.engine.schema import E2ERow
 from roofline.calibrate.engine.simulated import EngineOverlayCost, simulated_row
 from roofline.core.errors import RooflineError
 from roofline.deploy import NO_ENGINE, deployment

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 from roofline.calibrate.engine.importers import ImportOptions, import_file
-from roofline.calibrate.engine.schema import E2EError, E2ERow, read_rows, write_rows
+from roofline.calibrate.engine.rows_out import write_rows
+from roofline.calibrate.engine.schema import E2EError, E2ERow, read_rows
 from roofline.specs import hardware_names
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "e2e"

@@ -32,7 +32,8 @@ from pathlib import Path
 
 from roofline.calibrate.engine.bench_results import genai_perf_row, is_genai_perf, is_sglang, sglang_row
 from roofline.calibrate.engine.inference_perf import import_inference_perf, is_inference_perf
-from roofline.calibrate.engine.schema import E2EError, E2ERow, is_schema_header, parse_rows, read_csv_dicts, row_cells
+from roofline.calibrate.engine.rows_out import row_cells
+from roofline.calibrate.engine.schema import E2EError, E2ERow, is_schema_header, parse_rows, read_csv_dicts
 from roofline.calibrate.engine.splitwise_table import (
     E2E_CONSISTENCY,
     SPLITWISE_COLUMNS,

@@ -54,18 +54,25 @@ Measured (seconds, tokens/s, requests/s; at least one given, every one > 0)
 from __future__ import annotations
 
 import csv
-import gzip
 import io
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from roofline.analyses.lengths import LengthDistribution, parse_lengths
-from roofline.core.checks import MAX_COUNT, check_count, check_number
-from roofline.core.errors import OptionError, RooflineError, shown
-from roofline.core.files import read_input_text, write_bytes_atomic
-from roofline.core.tables import MAX_CELL_CHARS, SafeDictWriter, unescape_cell
+from roofline.calibrate.engine.cells import (
+    E2EError,
+    bad_cell,
+    cell_text,
+    count_cell,
+    hit_rate_cell,
+    positive_cell,
+    zero_count_cell,
+)
+from roofline.core.checks import MAX_COUNT
+from roofline.core.errors import RooflineError
+from roofline.core.files import read_input_text
+from roofline.core.tables import MAX_CELL_CHARS, unescape_cell
 from roofline.core.units import DTYPE_BYTES
 
 LOADS = ("static", "concurrency", "rate")
@@ -149,10 +156,6 @@ DTYPE_COLUMNS = ("weight_dtype", "kv_dtype", "compute_dtype")
 LOAD_NEEDS = {"static": "batch", "concurrency": "concurrency", "rate": "arrival_rate"}
 
 
-class E2EError(RooflineError):
-    """A malformed end-to-end measurement file or row."""
-
-
 @dataclass(frozen=True)
 class E2ERow:
     """One measured serving run in the schema above (numbers SI; None = not given)."""
@@ -232,7 +235,7 @@ class E2ERow:
         load = {
             "static": f"static batch {self.batch}",
             "concurrency": f"concurrency {self.concurrency}",
-            "rate": f"rate {_fmt(self.arrival_rate)} req/s",
+            "rate": f"rate {cell_text(self.arrival_rate)} req/s",
         }[self.load]
         par = f"tp {self.tp}" + "".join(
             f" {k} {v}" for k, v in (("pp", self.pp), ("ep", self.ep), ("dp", self.dp)) if v > 1
@@ -241,69 +244,11 @@ class E2ERow:
         return (
             f"{self.model} on {self.chips}x {self.hardware} ({par}), weights {self.weight_dtype}, "
             f"KV {self.kv_dtype}, compute {self.compute_dtype}, {engine}, "
-            f"{_fmt(self.mean_input_len)} in / {_fmt(self.mean_output_len)} out, {load}"
+            f"{cell_text(self.mean_input_len)} in / {cell_text(self.mean_output_len)} out, {load}"
         )
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
-
-
-def _fmt(value: float | None) -> str:
-    if value is None:
-        return ""
-    if math.isinf(value):
-        return "inf"
-    return str(int(value)) if value == int(value) and abs(value) < 1e15 else format(value, ".10g")
-
-
-# --------------------------------------------------------------------------- parsing one row
-
-
-def _bad(origin: str, line: int, column: str, value: str, allowed: str) -> E2EError:
-    return E2EError(f"{origin}: row {line}: column {column!r} is {shown(value)}; allowed: {allowed}")
-
-
-#: Largest value of each numeric column (beyond any real run, far from overflow).
-MAX_SECONDS = 1e7  # about four months
-MAX_RATE = 1e15  # tokens/s or requests/s of a whole deployment
-
-
-def _positive_float(
-    text: str, origin: str, line: int, column: str, allow_inf: bool = False, maximum: float | None = None
-) -> float:
-    if allow_inf and text.strip().lower() in ("inf", "infinity"):
-        return math.inf
-    high = maximum if maximum is not None else (MAX_SECONDS if column.endswith("_s") else MAX_RATE)
-    allowed = f"a number > 0 and at most {high:g}" + (" or inf" if allow_inf else "")
-    try:
-        return check_number(text, "", minimum=0.0, maximum=high)
-    except OptionError:
-        raise _bad(origin, line, column, text, allowed) from None
-
-
-def _positive_int(text: str, origin: str, line: int, column: str) -> int:
-    try:
-        return check_count(text, "")
-    except OptionError:
-        raise _bad(origin, line, column, text, f"a whole number >= 1 and at most {MAX_COUNT}") from None
-
-
-def _count(text: str, origin: str, line: int, column: str) -> int:
-    """A whole number >= 0 (a count that may be zero)."""
-    return 0 if text.strip() in ("0", "0.0") else _positive_int(text, origin, line, column)
-
-
-def _hit_rate(text: str, origin: str, line: int) -> float | None:
-    """The prefix-cache hit rate in [0, 1), or None for an empty cell."""
-    if not text:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0.0 <= value < 1.0:
-        raise _bad(origin, line, "prefix_hit_rate", text, "a share in [0, 1)")
-    return value
 
 
 def parse_row(cells: dict[str, str], origin: str, line: int) -> E2ERow:
@@ -313,32 +258,36 @@ def parse_row(cells: dict[str, str], origin: str, line: int) -> E2ERow:
     for name in TEXT_COLUMNS:
         values[name] = unescape_cell(get.get(name, ""))
         if len(str(values[name])) > MAX_CELL_CHARS or any(ord(c) < 32 for c in str(values[name])):
-            raise _bad(origin, line, name, str(values[name]), f"one line of text, at most {MAX_CELL_CHARS} characters")
+            raise bad_cell(
+                origin, line, name, str(values[name]), f"one line of text, at most {MAX_CELL_CHARS} characters"
+            )
     for name in REQUIRED:
         if not values[name]:
             raise E2EError(f"{origin}: row {line}: column {name!r} is empty (required)")
     for name in DTYPE_COLUMNS:
         if values[name] not in DTYPE_BYTES:
-            raise _bad(origin, line, name, str(values[name]), ", ".join(DTYPE_BYTES))
+            raise bad_cell(origin, line, name, str(values[name]), ", ".join(DTYPE_BYTES))
     if values["load"] not in LOADS:
-        raise _bad(origin, line, "load", str(values["load"]), ", ".join(LOADS))
+        raise bad_cell(origin, line, "load", str(values["load"]), ", ".join(LOADS))
     for name in DEGREE_COLUMNS:
-        values[name] = _positive_int(get[name], origin, line, name) if get.get(name) else 1
+        values[name] = count_cell(get[name], origin, line, name) if get.get(name) else 1
     for name in COUNT_COLUMNS:
-        values[name] = _positive_int(get[name], origin, line, name) if get.get(name) else None
+        values[name] = count_cell(get[name], origin, line, name) if get.get(name) else None
     values["arrival_rate"] = (
-        _positive_float(get["arrival_rate"], origin, line, "arrival_rate", allow_inf=True, maximum=1e9)
+        positive_cell(get["arrival_rate"], origin, line, "arrival_rate", allow_inf=True, maximum=1e9)
         if get.get("arrival_rate")
         else None
     )
     for name in ("input_len", "output_len"):
-        values[name] = _positive_float(get[name], origin, line, name, maximum=MAX_COUNT) if get.get(name) else None
+        values[name] = positive_cell(get[name], origin, line, name, maximum=MAX_COUNT) if get.get(name) else None
         if values[name] is not None and values[name] < 1:  # type: ignore[operator]
-            raise _bad(origin, line, name, get[name], f"a number of tokens >= 1 and at most {MAX_COUNT}")
+            raise bad_cell(origin, line, name, get[name], f"a number of tokens >= 1 and at most {MAX_COUNT}")
     for name in (*MEASURED_COLUMNS, *CONDITION_COLUMNS):
-        values[name] = _positive_float(get[name], origin, line, name) if get.get(name) else None
-    values["num_failed"] = _count(get["num_failed"], origin, line, "num_failed") if get.get("num_failed") else None
-    values["prefix_hit_rate"] = _hit_rate(get.get("prefix_hit_rate", ""), origin, line)
+        values[name] = positive_cell(get[name], origin, line, name) if get.get(name) else None
+    values["num_failed"] = (
+        zero_count_cell(get["num_failed"], origin, line, "num_failed") if get.get("num_failed") else None
+    )
+    values["prefix_hit_rate"] = hit_rate_cell(get.get("prefix_hit_rate", ""), origin, line)
     _check_lengths(values, origin, line)
     need = LOAD_NEEDS[str(values["load"])]
     if values[need] is None:
@@ -354,7 +303,7 @@ def _check_lengths(values: dict[str, object], origin: str, line: int) -> None:
             parse_lengths(str(values["lengths"]))
         except RooflineError as exc:
             detail = str(exc).removeprefix("--lengths: ")
-            raise _bad(
+            raise bad_cell(
                 origin,
                 line,
                 "lengths",
@@ -422,30 +371,6 @@ def read_rows(path: str | Path) -> list[E2ERow]:
     path = Path(path)
     header, rows = read_csv_dicts(path)
     return parse_rows(header, rows, str(path))
-
-
-def row_cells(row: E2ERow) -> dict[str, str]:
-    """A row as CSV strings (empty for None; defaults of 1 written out)."""
-    data = row.as_dict()
-    return {c: (v if isinstance(v, str) else _fmt(v)) for c, v in data.items()}  # type: ignore[arg-type]
-
-
-def rows_csv(rows: Iterable[E2ERow]) -> str:
-    """The CSV text of rows, header first, columns in schema order."""
-    buffer = io.StringIO()
-    writer = SafeDictWriter(buffer, fieldnames=list(COLUMNS), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(row_cells(r) for r in rows)
-    return buffer.getvalue()
-
-
-def write_rows(rows: Iterable[E2ERow], path: str | Path) -> Path:
-    """Write rows atomically (``.gz`` suffix -> gzip); no partial file on failure."""
-    path = Path(path)
-    data = rows_csv(rows).encode("utf-8")
-    if path.suffix == ".gz":
-        data = gzip.compress(data, mtime=0)
-    return write_bytes_atomic(path, data)
 
 
 assert {f.name for f in fields(E2ERow)} == set(COLUMNS), "E2ERow fields and COLUMNS must agree"

@@ -87,7 +87,8 @@ def import_command(
     Example: roofline e2e import result.json --hardware h100-sxm --tp 2 --weights fp8 --out runs.csv
     """
     from roofline.calibrate.engine.importers import ImportOptions, import_file
-    from roofline.calibrate.engine.schema import parse_rows, row_cells, write_rows
+    from roofline.calibrate.engine.rows_out import row_cells, write_rows
+    from roofline.calibrate.engine.schema import parse_rows
 
     check_outputs([("--out", out)])
     opt = ImportOptions(
