@@ -15,9 +15,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "roofline"
 #: Lines a module may have: "about 400" (docs/contributing.md), with a little slack for a docstring.
 MODULE_LINES = 420
 #: Modules still over it, each with its ceiling (split them by concern, then drop the line).
-OVERSIZED = {
-    "calibrate/engine/engine_fit.py": 450,
-}
+OVERSIZED: dict[str, int] = {}
 #: Lines of the package that mention ``Any`` (the issue's count: grep -rn "\bAny\b" roofline | wc -l).
 MAX_ANY_LINES = 49
 #: String literals below views/cli that name a CLI flag (docstrings excepted); the goal is 0.

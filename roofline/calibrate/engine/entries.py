@@ -72,7 +72,7 @@ def with_engines(profile: HardwareSpec, rows: Sequence[E2ERow]) -> tuple[Hardwar
     if not mine:
         chips = ", ".join(sorted({r.hardware for r in rows}))
         raise RooflineError(
-            f"no end-to-end row is on {profile.name} (rows are on: {chips}); pass --hardware for their chip"
+            f"no end-to-end row is on {profile.name} (rows are on: {chips}); give a profile of their chip"
         )
     fits: dict[str, EntryFit] = {}
     entries = {}

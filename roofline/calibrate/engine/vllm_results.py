@@ -10,7 +10,7 @@ from pathlib import Path
 from roofline.calibrate.engine.json_cells import MAX_RATE_PER_S, MAX_TOKENS, latency_ms, value_of
 from roofline.calibrate.engine.schema import E2EError, E2ERow
 from roofline.core.checks import MAX_COUNT
-from roofline.core.errors import nearest, shown
+from roofline.core.errors import OptionError, nearest, shown
 from roofline.core.files import read_input_text
 from roofline.core.jsontext import load_json
 from roofline.core.units import DTYPE_BYTES
@@ -43,9 +43,9 @@ class ImportOptions:
         dtype when the chip can multiply in it (bf16, fp16, fp8, fp4), else bf16 (weight-only int)."""
         kv = self.kv_dtype or ("fp16" if self.weights == "fp16" else "bf16")
         compute = self.compute_dtype or (self.weights if self.weights in ("bf16", "fp16", "fp8", "fp4") else "bf16")
-        for flag, value in (("--weights", self.weights), ("--kv-dtype", kv), ("--compute-dtype", compute)):
+        for name, value in (("weights", self.weights), ("kv_dtype", kv), ("compute_dtype", compute)):
             if value not in DTYPE_BYTES:
-                raise E2EError(f"{flag} is {value!r}; allowed: {', '.join(DTYPE_BYTES)}")
+                raise OptionError(f"{name} is {value!r}; allowed: {', '.join(DTYPE_BYTES)}", parameters=(name,))
         return self.weights, kv, compute
 
 
@@ -95,7 +95,7 @@ def vllm_model_name(model_id: str, origin: str) -> str:
     from roofline.specs import model_names
 
     if not model_id.strip():
-        raise E2EError(f"{origin}: the result does not name its model; pass --model NAME, YAML or config.json")
+        raise E2EError(f"{origin}: the result does not name its model; give the model (a name, YAML or config.json)")
     names = model_names()
     base = model_id.rstrip("/").split("/")[-1].lower()
     candidates = [base]
@@ -117,7 +117,7 @@ def _vllm_row(obj: dict[str, object], origin: str, rid: str, opt: ImportOptions)
     if type(completed) is not int or not 1 <= completed <= MAX_COUNT:
         raise E2EError(
             f"{origin}: key 'completed' is {completed!r}; allowed: a whole number >= 1 "
-            "(is this a vllm bench serve --save-result file?)"
+            "(is this a result file saved by vllm bench serve?)"
         )
     if not opt.hardware:
         raise E2EError(f"{origin}: a vLLM result does not say which hardware ran it; pass --hardware NAME or YAML")
