@@ -30,7 +30,7 @@ def bands_for(dep: Deployment, values: Mapping[str, float]) -> dict[str, object]
     table = band_table().get(tier, {})
     out: dict[str, object] = {"tier": tier}
     if not table:
-        out["source"] = f"no band for the {tier} tier (roofline/data/engines/bands.yaml has none)"
+        out["source"] = f"no band for the {tier} tier (roofline/data/bands.yaml has none)"
         return out
     first = next(iter(table.values()))
     out["source"] = (

@@ -1,6 +1,6 @@
 """Uncertainty bands: how far measured runs fall from predictions, per data tier, read from package data.
 
-``roofline/data/engines/bands.yaml`` (written by ``python -m roofline.calibrate.engine.bands``) holds, per
+``roofline/data/bands.yaml`` (written by ``python -m roofline.calibrate.engine.bands``) holds, per
 data tier and quantity, quantiles of log(measured / predicted) over held-out end-to-end rows.  A
 deployment's tier (:func:`data_tier`) is what priced it: the spec sheet, calibrated kernels, or calibrated
 kernels with a fitted engine entry.
@@ -17,7 +17,7 @@ import numpy as np
 from roofline.deploy.deployment import Deployment
 from roofline.specs.files import read_yaml
 
-BANDS_FILE = Path(__file__).resolve().parent.parent / "data" / "engines" / "bands.yaml"
+BANDS_FILE = Path(__file__).resolve().parent.parent / "data" / "bands.yaml"
 #: The data tiers, from least to most calibrated.
 TIERS = ("spec sheet", "calibrated kernels", "fitted engine entry")
 #: The quantities a band covers (latencies, and a rate whose pessimistic edge is its low one).

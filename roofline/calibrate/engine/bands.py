@@ -1,4 +1,4 @@
-"""Build the uncertainty bands (``roofline/data/engines/bands.yaml``) from held-out end-to-end rows.
+"""Build the uncertainty bands (``roofline/data/bands.yaml``) from held-out end-to-end rows.
 
 Per data tier, the shipped rows are predicted as that tier would price them:
 
