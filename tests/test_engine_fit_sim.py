@@ -12,9 +12,9 @@ from roofline.calibrate.engine.fit import fit_entry, fit_rows, with_values
 from roofline.calibrate.engine.predict import predict_row, row_deployment, row_engine
 from roofline.calibrate.engine.rows_out import write_rows
 from roofline.calibrate.engine.schema import E2ERow
-from roofline.calibrate.engine.simulated import EngineOverlayCost, simulated_row
+from roofline.calibrate.engine.simulated import simulated_row
 from roofline.core.errors import RooflineError
-from roofline.deploy import NO_ENGINE, deployment
+from roofline.deploy import NO_ENGINE
 from roofline.deploy.engine_registry import REGISTRY
 from roofline.specs import load_hardware, load_model
 
@@ -33,38 +33,46 @@ ENTRY = replace(
 )
 
 
-def test_the_overlay_cost_is_the_step_model_with_the_entry():
-    # Kernel table + the entry's host terms == the step model priced with the entry, bit for bit: a
-    # decode-only row (8 decodes), a graph-captured mixed step (8 + 256 tokens) and an eager one (8 + 1024).
-    dep = deployment(SEVEN_B, H100, 1)
-    base = DeploymentStepCost(dep=dep, kv_capacity_tokens=100000, max_context=8192, source="t")
+def test_the_simulated_rows_cost_is_the_step_model_with_the_entry():
+    # The row's kernel table re-priced at an entry (with_engine: device grids shared) == the step model priced
+    # with the entry, bit for bit: a decode-only row (8 decodes), a graph-captured mixed step (8 + 256 tokens)
+    # and an eager one (8 + 1024).
+    dep = row_deployment(RATE_ROW, H100, NO_ENGINE)
+    sim = simulated_row(RATE_ROW, dep)
+    priced = sim.base_cost(ENTRY).with_engine(ENTRY)
     with_entry = DeploymentStepCost(
-        dep=replace(dep, engine=ENTRY), kv_capacity_tokens=100000, max_context=8192, source="t"
+        dep=replace(sim.dep, memory_utilization=ENTRY.value("memory_utilization"), engine=ENTRY),
+        kv_capacity_tokens=priced.kv_capacity_tokens,
+        max_context=priced.max_context,
+        source="t",
     )
-    overlay = EngineOverlayCost(base, ENTRY)
     for n, tokens in ((8, 0), (8, 256), (8, 1024)):
         pairs = tokens * (tokens + 1) / 2
-        a = overlay.step_time_s(n, n * 700.0, tokens, pairs)
+        a = priced.step_time_s(n, n * 700.0, tokens, pairs)
         b = with_entry.step_time_s(n, n * 700.0, tokens, pairs)
         assert np.array_equal(a, b), (n, tokens)
     # the eager step takes the launch floor: 32 layers x 0.6 ms = 19.2 ms, more than its device work
     # (2 x 6.74e9 x 1032 FLOPs / 989 TFLOP/s = 14.1 ms of matmuls, + attention) + 1 ms of host time
-    assert float(overlay.step_time_s(8, 5600.0, 1024, 1024 * 1025 / 2)) == pytest.approx(32 * 6e-4, rel=1e-12)
+    assert float(priced.step_time_s(8, 5600.0, 1024, 1024 * 1025 / 2)) == pytest.approx(32 * 6e-4, rel=1e-12)
 
 
 def test_the_request_path_adds_to_ttft_and_e2e_but_not_tpot_by_hand():
-    # At 0.5 req/s nothing queues.  The entry's front end (in 3 ms + out 5 ms) and one step of scheduling lag
-    # (the run's mean step) add to TTFT and E2E alone: TPOT, tokens/s and requests/s are unchanged.
+    # At 0.5 req/s nothing queues.  The entry's front end (in 3 ms + out 5 ms) adds to TTFT and E2E alone, with
+    # no new simulation (an open loop's arrivals shifted by a constant); TPOT, tokens/s and requests/s are
+    # unchanged.  One step of scheduling lag runs in the simulator: a request waits up to one more step
+    # before it joins (at most one 7B decode step at batch <= 2, under 10 ms on the spec sheet).
     dep = row_deployment(RATE_ROW, H100, NO_ENGINE)
     sim = simulated_row(RATE_ROW, dep)
     plain = with_values(replace(NO_ENGINE, key="t/1"), {"frontend_in_s": 0.0, "frontend_out_s": 0.0})
-    path = with_values(plain, {"frontend_in_s": 3e-3, "frontend_out_s": 5e-3, "schedule_lag_steps": 1.0})
-    a, b = sim.predict(plain), sim.predict(path)
-    step = sim.run(path).itl_s.mean
-    assert b["ttft_s"] - a["ttft_s"] == pytest.approx(8e-3 + step, rel=1e-9)
-    assert b["e2e_s"] - a["e2e_s"] == pytest.approx(8e-3 + step, rel=1e-9)
+    front = with_values(plain, {"frontend_in_s": 3e-3, "frontend_out_s": 5e-3})
+    a, b = sim.predict(plain), sim.predict(front)
+    assert b["ttft_s"] - a["ttft_s"] == pytest.approx(8e-3, rel=1e-9)
+    assert b["e2e_s"] - a["e2e_s"] == pytest.approx(8e-3, rel=1e-9)
     assert b["tpot_s"] == a["tpot_s"] and b["output_tokens_per_s"] == a["output_tokens_per_s"]
-    assert len(sim.cache) == 1  # one simulation: the request path is priced after the run
+    assert len(sim.cache) == 1  # one simulation: the front end is priced after the run
+    lagged = sim.predict(with_values(front, {"schedule_lag_steps": 1.0}))
+    assert len(sim.cache) == 2
+    assert 0.0 < lagged["ttft_s"] - b["ttft_s"] < 1e-2 and lagged["tpot_s"] == pytest.approx(b["tpot_s"], rel=0.02)
 
 
 def test_a_row_of_an_engine_version_without_an_entry_takes_the_nearest_and_says_so():

@@ -1,14 +1,15 @@
 """A row measured at a rate or a concurrency, predicted by the simulator with its scheduler knobs.
 
-The step cost is the engine-free kernel table of the row's deployment with the entry's host terms laid
-over each step (:func:`roofline.terms.engine.engine_step_s`, the step model's own formula), so the fit
-can re-price a row at other engine terms without re-tabulating its kernels.  The request path (front
-end in and out, scheduling lag) delays requests without GPU time: open loop, it adds to TTFT and E2E
-after the run; closed loop, the round trip is client idle time (think time) too.  Simulations are cached
-by the entry's step-cost terms.
-
-Until the simulator takes a request path itself (issue 26), the scheduling lag is priced as lag x the
-run's mean step (its mean inter-token gap) added to TTFT and E2E.
+The step cost is the row's deployment's step model with the entry's host terms laid over each step
+(:meth:`DeploymentStepCost.with_engine`: the device grids are tabulated once and shared by every entry
+the fit tries; :func:`roofline.terms.engine.engine_step_s` is the step model's own formula).  The
+request path: the scheduling lag runs inside the simulator (a request that reaches the queue during a
+step joins no earlier than the second step after it); the front end (in and out) delays a request
+without GPU time, so open loop it is a constant shift added to TTFT and E2E after the run, and closed
+loop the round trip is also the time a client waits before its next request (think time), exactly what
+the simulator's :class:`~roofline.analyses.simulate.config.RequestPath` would do.  Simulations are
+cached by what changes them (step-cost terms, scheduler, lag, closed-loop round trip), so a change of
+the front end alone re-runs nothing on an open loop.
 """
 
 from __future__ import annotations
@@ -17,51 +18,28 @@ import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from roofline.analyses.lengths import parse_lengths
-from roofline.analyses.simulate import ClosedLoop, OpenLoop, SchedulerConfig, SimulationResult, Trace, simulate
+from roofline.analyses.simulate import (
+    ClosedLoop,
+    OpenLoop,
+    SchedulerConfig,
+    SimConfig,
+    SimulationResult,
+    Trace,
+    simulate,
+)
 from roofline.analyses.simulate.adapter import DeploymentStepCost
+from roofline.analyses.simulate.config import RequestPath
 from roofline.calibrate.engine.schema import E2ERow
 from roofline.deploy import NO_ENGINE, Deployment, EngineTerms
 from roofline.deploy.engine_registry import terms_of
 from roofline.model import memory
-from roofline.terms.engine import device_engine, engine_step_s, step_shape
-from roofline.terms.work import Work
 
 #: Most requests one row's simulation runs (a longer run is sampled: its first 10% warm the engine up).
 MAX_REQUESTS = 2000
 #: Block size of the simulated paged KV cache (vLLM's and the shared runs' default).
 BLOCK_SIZE = 16
-
-
-@dataclass
-class EngineOverlayCost:
-    """A step cost: the engine-free kernel table plus the entry's host terms on every step."""
-
-    base: DeploymentStepCost
-    engine: EngineTerms
-
-    @property
-    def kv_capacity_tokens(self) -> int:
-        return self.base.kv_capacity_tokens
-
-    @property
-    def source(self) -> str:
-        return f"{self.base.source}; {self.engine.source}"
-
-    def step_time_s(
-        self, decode_seqs: ArrayLike, decode_kv_tokens: ArrayLike, prefill_tokens: ArrayLike, pairs: ArrayLike
-    ) -> np.ndarray:
-        """The kernel table's step, then max(device + step terms, floor terms) (one prompt chunk a step)."""
-        device = self.base.step_time_s(decode_seqs, decode_kv_tokens, prefill_tokens, pairs)
-        tokens = np.asarray(prefill_tokens, dtype=float)
-        work = Work(decode_seqs=decode_seqs, prefill_seqs=np.where(tokens > 0, 1.0, 0.0), prefill_len=tokens)
-        shape = step_shape(float(self.base.dep.model.num_layers), work)
-        return np.asarray(engine_step_s(self.engine, shape, device), dtype=float)
-
-    def kv_transfer_time_s(self, tokens: float) -> float:
-        return self.base.kv_transfer_time_s(tokens)
 
 
 def step_cost_key(engine: EngineTerms) -> tuple[float, ...]:
@@ -102,11 +80,11 @@ class SimulatedRow:
         share = engine.value("memory_utilization") if engine.registry_entry else 0.9
         key = (budget, share, engine.value("memory_reserve_bytes"), float(engine.gqa_kv_reread))
         if key not in self.tables:
-            self.tables[key] = self._table(budget, share, key[2], device_engine(engine))
+            self.tables[key] = self._table(budget, share, key[2], engine)
         return self.tables[key]
 
-    def _table(self, budget: int, share: float, reserve: float, device: EngineTerms) -> DeploymentStepCost:
-        dep = replace(self.dep, memory_utilization=share, engine=device)
+    def _table(self, budget: int, share: float, reserve: float, engine: EngineTerms) -> DeploymentStepCost:
+        dep = replace(self.dep, memory_utilization=share, engine=engine)
         kv_token = float(memory.kv_cache_bytes_per_token(dep.model, dep.precision.kv_bytes))
         usable = float(dep.usable_hbm_bytes(float(budget))) - dep.weight_bytes - reserve
         context = float(self.row.mean_input_len + self.row.mean_output_len) * 2.0 + 64.0
@@ -119,18 +97,20 @@ class SimulatedRow:
 
     def run(self, engine: EngineTerms) -> SimulationResult:
         """The simulation at ``engine``'s step-cost terms (cached)."""
-        key = (*step_cost_key(engine), *self.scheduler(engine).__dict__.values())
+        lag = int(round(engine.schedule_lag_steps)) if engine.registry_entry else 0
+        closed = round_trip_s(engine) if self.row.load == "concurrency" else 0.0
+        key = (*step_cost_key(engine), *self.scheduler(engine).__dict__.values(), lag, round(closed, 12))
         if key not in self.cache:
-            cost = EngineOverlayCost(self.base_cost(engine), engine)
-            self.cache[key] = simulate(
-                cost,
-                self.load(engine),
-                self.lengths(),
+            cost = self.base_cost(engine).with_engine(engine)
+            config = SimConfig(
+                lengths=self.lengths(),
                 requests=self.requests,
                 seed=self.seed,
                 scheduler=self.scheduler(engine),
+                path=RequestPath(schedule_lag_steps=lag),
                 warmup=self.warmup,
             )
+            self.cache[key] = simulate(cost, self.load(engine), config)
         return self.cache[key]
 
     def lengths(self):  # noqa: ANN201 - a LengthDistribution
@@ -152,7 +132,7 @@ class SimulatedRow:
     def predict(self, engine: EngineTerms) -> dict[str, float]:
         """ttft_s, tpot_s, itl_s, e2e_s (with the request path), tokens/s and requests/s of the deployment."""
         res = self.run(engine)
-        delay = request_delay_s(engine, res.itl_s.mean)
+        delay = round_trip_s(engine)
         out = {
             "ttft_s": res.ttft_s.mean + delay,
             "tpot_s": res.tpot_s.mean,
@@ -169,14 +149,6 @@ class SimulatedRow:
 def round_trip_s(engine: EngineTerms) -> float:
     """Front end in + out: what a request spends outside the engine core, with no GPU time."""
     return engine.frontend_in_s + engine.frontend_out_s if engine.registry_entry else 0.0
-
-
-def request_delay_s(engine: EngineTerms, mean_step_s: float) -> float:
-    """What the request path adds to TTFT and E2E: the front end's round trip + lag x the mean step."""
-    if not engine.registry_entry:
-        return 0.0
-    lag = engine.schedule_lag_steps * (mean_step_s if math.isfinite(mean_step_s) else 0.0)
-    return round_trip_s(engine) + lag
 
 
 def simulated_row(row: E2ERow, dep: Deployment, seed: int = 0) -> SimulatedRow:
