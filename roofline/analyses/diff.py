@@ -85,7 +85,8 @@ def _terms_of(r: StepResult) -> dict[str, float]:
         _scalar(r.weight_time_s),
         _scalar(r.gemm_time_s),
         _scalar(r.comms_exposed_s),
-        _scalar(r.overhead_time_s) + _scalar(r.small_kernels_time_s),  # an MoE/MLA model's small kernels
+        # an MoE/MLA model's small kernels, and an engine entry's host time (registry terms) beside its overheads
+        _scalar(r.overhead_time_s) + _scalar(r.small_kernels_time_s) + _scalar(r.engine_host_s),
     )
 
 
