@@ -348,5 +348,5 @@ def test_report_takes_an_engine_and_a_compute_dtype_as_sweep_does(tmp_path):
     run = run_roofline(
         "report", *REPORT_SMALL, "--hardware", "h100-sxm-cal,h100-sxm", "--out", str(out), "--engine", "tgi/2.0"
     )
-    assert_refused(run, "--engine", "'tgi/2.0'", "no such engine entry")
+    assert_refused(run, "'tgi/2.0'", "no such engine entry", "entries: sglang/0.5, trtllm/0.5.0")
     assert not out.exists()
