@@ -36,7 +36,7 @@ kind, path = sys.argv[1], sys.argv[2]
 if kind == "csv":
     from roofline.calibrate.kernels.importers import import_file as load
 elif kind == "trace":
-    from roofline.analyses.simulate.load import read_trace as load
+    from roofline.analyses.simulate import read_trace as load
 elif kind == "lengths":
     from roofline.analyses.lengths import read_lengths_csv as load
 elif kind == "e2e":

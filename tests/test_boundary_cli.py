@@ -70,9 +70,9 @@ def test_concurrency_must_be_a_whole_number(here, value):
 
 def test_row_limits(here, monkeypatch):
     from roofline.analyses import lengths
-    from roofline.analyses.simulate import load
+    from roofline.analyses.simulate import trace_io
 
-    monkeypatch.setattr(load, "MAX_TRACE_ROWS", 5)
+    monkeypatch.setattr(trace_io, "MAX_TRACE_ROWS", 5)
     monkeypatch.setattr(lengths, "MAX_LENGTH_ROWS", 5)
     (here / "t.csv").write_text(TRACE_HEADER + "0,64,8\n" * 6)
     assert_refused(run_roofline(*SIM, "--trace", "t.csv"), "more than 5 rows; trace files are limited to 5 rows")

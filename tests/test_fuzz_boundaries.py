@@ -51,7 +51,7 @@ def _one_line(exc: BaseException, *needles: str) -> str:
 @at_most(40)
 @given(column=st.sampled_from(["arrival_time_s", "input_len", "output_len"]), cell=CELLS)
 def test_trace_cell_is_read_or_refused_with_its_line_and_column(tmp_path_factory, column, cell):
-    from roofline.analyses.simulate.load import read_trace
+    from roofline.analyses.simulate import read_trace
 
     row = {"arrival_time_s": "0.5", "input_len": "64", "output_len": "8", column: cell}
     path = tmp_path_factory.mktemp("t") / "t.csv"

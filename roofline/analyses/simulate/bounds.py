@@ -1,4 +1,4 @@
-"""Ceilings on simulated work, checked before the event loop starts (issue 28).
+"""Ceilings on simulated work, checked before the event loop starts and while it runs (issue 28).
 
 The event loop's cost grows with the engine steps it runs (each step moves every running request
 by a token or a prompt chunk) times the replicas it scans per event.  Two figures bound it up front:
@@ -9,7 +9,11 @@ by a token or a prompt chunk) times the replicas it scans per event.  Two figure
   these, so it bounds the steps (at the ~30,000 steps/s of one core, a run at the ceiling with a
   mean batch of 30 takes about two minutes).
 
-A run over either is refused at once with its figure and what to lower.  Tensor parallelism must
+A run over either is refused at once with its figure and what to lower.  A third,
+**engine steps** (all replicas) <= :data:`MAX_ENGINE_STEPS`, is refused up front when even full
+batches would need more, and stops a run that passes it (a load that keeps batches small): the
+loop checks it every :data:`CHECK_TURNS` turns (:class:`Watch`, which also reports progress to
+the view's callback; the analysis prints nothing).  Tensor parallelism must
 also divide the attention heads (and the KV heads divide or be divided by it), as serving engines
 require (vLLM: "Total number of attention heads must be divisible by tensor parallel size").
 """
@@ -17,9 +21,15 @@ require (vLLM: "Total number of attention heads must be divisible by tensor para
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from roofline.core.errors import OptionError
 from roofline.specs import ModelSpec
+
+if TYPE_CHECKING:
+    from roofline.analyses.executors import Progress
+    from roofline.analyses.simulate.engine import Engine
 
 #: Most requests x replicas (decode + prefill) one simulation may hold.
 MAX_REQUEST_REPLICAS = 50_000_000
@@ -30,6 +40,8 @@ MAX_SIMULATED_TOKENS = 100_000_000
 MAX_ENGINE_STEPS = 10_000_000
 #: Runs above this many simulated tokens show a progress bar on a terminal.
 PROGRESS_TOKENS = 2_000_000
+#: The event loop checks the step ceiling (and reports progress) once every this many turns.
+CHECK_TURNS = 4096
 
 
 def simulated_tokens(requests: int, mean_input: float, mean_output: float, chunk_tokens: int) -> float:
@@ -58,23 +70,56 @@ def check_work(requests: int, replicas: int, mean_input: float, mean_output: flo
     return tokens
 
 
-def check_steps_lower_bound(tokens: float, max_num_seqs: int, replicas: int) -> None:
-    """Refuse up front when even full batches on every replica need more than MAX_ENGINE_STEPS steps."""
-    fewest = tokens / max(max_num_seqs * replicas, 1)
+def check_steps_lower_bound(tokens: float, max_num_seqs: int, replicas: int, per_sequence: float = 1.0) -> None:
+    """Refuse up front when even full batches on every replica need more than MAX_ENGINE_STEPS steps:
+    fewest steps = tokens / (max_num_seqs x replicas x per_sequence), ``per_sequence`` being the most
+    tokens one sequence gains in a step (1; draft_len + 1 with speculative decoding)."""
+    fewest = tokens / max(max_num_seqs * replicas * per_sequence, 1.0)
     if fewest > MAX_ENGINE_STEPS:
         raise OptionError(
-            f"--requests: {tokens:,.0f} simulated tokens need at least {fewest:,.0f} engine steps (batches of "
-            f"--max-num-seqs {max_num_seqs} on {replicas} replica(s)), over the simulator's ceiling of "
-            f"{MAX_ENGINE_STEPS:,}; give fewer --requests"
+            f"requests: {tokens:,.0f} simulated tokens need at least {fewest:,.0f} engine steps (batches of "
+            f"max_num_seqs={max_num_seqs} on {replicas} replica(s)), over the simulator's ceiling of "
+            f"{MAX_ENGINE_STEPS:,}; give fewer requests",
+            parameters=("requests", "max_num_seqs"),
         )
 
 
-def steps_exceeded(steps: int, done: int, total: int) -> OptionError:
-    """The refusal of a run that passed MAX_ENGINE_STEPS while running (small batches)."""
+def steps_exceeded(steps: int, done: int, total: int | None) -> OptionError:
+    """The refusal of a run that passed MAX_ENGINE_STEPS while running (a load that keeps batches small);
+    ``total`` None: a staged load, whose stages set the count."""
+    if total is None:
+        return OptionError(
+            f"stages: the simulation passed the ceiling of {MAX_ENGINE_STEPS:,} engine steps ({steps:,}) after "
+            f"{done:,} requests (its load keeps batches small); shorten the stages",
+            parameters=("stages",),
+        )
     return OptionError(
-        f"--requests: the simulation passed the ceiling of {MAX_ENGINE_STEPS:,} engine steps after {done:,} of "
-        f"{total:,} requests (its load keeps batches small); give fewer --requests"
+        f"requests: the simulation passed the ceiling of {MAX_ENGINE_STEPS:,} engine steps ({steps:,}) after "
+        f"{done:,} of {total:,} requests (its load keeps batches small); give fewer requests",
+        parameters=("requests",),
     )
+
+
+class Watch:
+    """A running simulation's ceiling on engine steps, and its progress ``(done, total)`` for a view's bar:
+    requests done of ``total``, or (``span_s`` given: a staged load) whole simulated seconds of its span."""
+
+    def __init__(self, total: int, span_s: float | None, progress: Progress | None) -> None:
+        self.total, self.span_s, self.progress = total, span_s, progress
+
+    def check(self, engines: Sequence[Engine], done: int, final: bool = False) -> None:
+        """Raise :func:`steps_exceeded` past the ceiling (not once the run is over: ``final``); else tell
+        ``progress`` how far the run is."""
+        steps = sum(e.steps for e in engines)
+        if steps > MAX_ENGINE_STEPS and not final:
+            raise steps_exceeded(steps, done, None if self.span_s is not None else self.total)
+        if self.progress is None:
+            return
+        if self.span_s is None:
+            self.progress(self.total if final else min(done, self.total), self.total)
+        else:
+            span = math.ceil(self.span_s)
+            self.progress(span if final else min(int(max(e.clock for e in engines)), span), span)
 
 
 def check_engine_tp(model: ModelSpec, tp: int) -> None:

@@ -12,9 +12,11 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_right
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from roofline.analyses.simulate.bounds import CHECK_TURNS, Watch
 from roofline.analyses.simulate.cache import HostTier
 from roofline.analyses.simulate.config import SimConfig
 from roofline.analyses.simulate.cost import StepCost, pricer_for
@@ -35,6 +37,9 @@ from roofline.analyses.simulate.results import SimulationResult
 from roofline.analyses.simulate.sources import RequestSource
 from roofline.analyses.simulate.state import Records, Req
 from roofline.core.errors import OptionError, RooflineError
+
+if TYPE_CHECKING:
+    from roofline.analyses.executors import Progress
 
 DEFAULT_WARMUP_FRACTION = 0.1
 #: Records a replica keeps over the span of known sends (finer ones are skipped; see records.Timeline).
@@ -69,9 +74,18 @@ def warmup_count(requests: int, warmup: int | None) -> tuple[int, str]:
 
 
 def simulate(
-    cost: StepCost, load: Load, config: SimConfig = DEFAULT_CONFIG, *, prefill_cost: StepCost | None = None
+    cost: StepCost,
+    load: Load,
+    config: SimConfig = DEFAULT_CONFIG,
+    *,
+    prefill_cost: StepCost | None = None,
+    progress: Progress | None = None,
 ) -> SimulationResult:
-    """Simulate ``load`` on replicas priced by ``cost`` as ``config`` says; deterministic per seed."""
+    """Simulate ``load`` on replicas priced by ``cost`` as ``config`` says; deterministic per seed.
+
+    ``progress(done, total)`` (a view's bar) hears of requests done, or of a staged load's simulated
+    seconds, every few thousand loop turns; a run past MAX_ENGINE_STEPS raises (analyses.simulate.bounds).
+    """
     source = RequestSource(load, config)
     sends = _open_sends(load, config, source)
     staged = load if isinstance(load, Staged) else None
@@ -90,7 +104,7 @@ def simulate(
         known = sends.size if sends is not None else source.limit
         warm, rule = warmup_count(known, config.warmup)
     horizon = float(sends[-1]) if sends is not None and sends.size else 0.0
-    run = _Run(cost, load, config, source, warm, prefill_cost, horizon / RECORDS_PER_RUN)
+    run = _Run(cost, load, config, source, warm, prefill_cost, horizon / RECORDS_PER_RUN, progress)
     if config.timeout_s is not None:
         step_s = run.engines[-1].pricer.mixed_s(1, 1.0, 0, 0.0)
         if config.timeout_s < step_s:
@@ -169,6 +183,7 @@ class _Run:
         warm: int,
         prefill_cost: StepCost | None,
         record_dt: float = 0.0,
+        progress: Progress | None = None,
     ) -> None:
         self.record_dt = record_dt
         self.cost, self.config, self.source, self.warm = cost, config, source, warm
@@ -195,6 +210,7 @@ class _Run:
         self.closed = load if isinstance(load, ClosedLoop) else None
         self.target = self.active = 0
         self.think_rng = np.random.default_rng([config.seed, 3])
+        self.watch = Watch(source.limit, self.end_s if self.staged else None, progress)
 
     def _cache_note(self) -> str:
         s = self.config.scheduler
@@ -244,9 +260,13 @@ class _Run:
         send_list = sends.tolist() if sends is not None else []
         self._schedule_clients()
         ptr, engines, n_open = 0, self.engines, len(enter)
-        events = self.events
+        events, watch, turns = self.events, self.watch, 0
         only = engines[0] if len(engines) == 1 else None
         while True:
+            turns += 1
+            if turns == CHECK_TURNS:  # the step ceiling, and progress for the view
+                turns = 0
+                watch.check(engines, self.done_count)
             t_arr = enter[ptr] if ptr < n_open else math.inf
             t_ext = events[0][0] if events and events[0][0] < t_arr else t_arr
             if only is not None:  # one replica: no scan
@@ -282,6 +302,7 @@ class _Run:
                     self.set_clients(int(payload), t)  # type: ignore[call-overload]
         for e in engines:
             e.tl.record(e, force=True)
+        watch.check(engines, self.done_count, final=True)
         accounted = self.done_count
         if accounted != self.sent:
             raise RuntimeError(f"simulator lost requests: {accounted} accounted for of {self.sent} sent")

@@ -3,9 +3,10 @@
 Header ``arrival_time_s,input_len,output_len`` and optionally ``prefix_id`` (a name shared by
 requests whose prompts start alike), ``prefix_len`` (how many tokens they share; default: the
 whole prompt) and ``session_id`` (a multi-turn conversation: each request's prompt continues the
-previous one of its session).  At most :data:`MAX_TRACE_BYTES` and
-:data:`~roofline.analyses.simulate.load.MAX_REQUESTS` rows; a bad cell is one line naming the
-file, the line, the column, the value and what is allowed (:func:`roofline.core.tables.read_table`).
+previous one of its session).  At most :data:`MAX_TRACE_BYTES` and :data:`MAX_TRACE_ROWS` rows
+(a simulation's :data:`~roofline.analyses.simulate.load.MAX_REQUESTS`); a bad cell is one line
+naming the file, the line, the column, the value and what is allowed
+(:func:`roofline.core.tables.read_table`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from roofline.core.tables import Column, read_table
 TRACE_FIELDS = ("arrival_time_s", "input_len", "output_len")
 #: Largest trace file read, after gzip decompression (a million rows with ids fit within it).
 MAX_TRACE_BYTES = 128 * 2**20
+#: Most rows a trace may hold (one request each; read at each call, so a test may lower it).
+MAX_TRACE_ROWS = MAX_REQUESTS
 COLUMNS = (
     Column("arrival_time_s", "seconds", minimum=0.0),
     Column("input_len", "count"),
@@ -34,7 +37,8 @@ COLUMNS = (
 def read_trace(path: str | Path) -> Trace:
     """A trace file -> :class:`Trace` sorted by arrival (stable), or a one-line :class:`RooflineError`."""
     try:
-        table = read_table(path, COLUMNS, max_rows=MAX_REQUESTS, what="trace", kind="trace", max_bytes=MAX_TRACE_BYTES)
+        rows, size = MAX_TRACE_ROWS, MAX_TRACE_BYTES
+        table = read_table(path, COLUMNS, max_rows=rows, what="trace", kind="trace", max_bytes=size)
     except RooflineError as exc:
         raise OptionError(str(exc), parameters=("trace",)) from None
     cols = table.columns

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -200,3 +201,30 @@ def write_records_csv(path: str | Path, records: list[dict[str, object]]) -> Non
         writer.writerows([to_jsonable(r.get(k)) for k in keys] for r in records)
 
     write_atomic(path, rows)
+
+
+@contextmanager
+def progress_bar(label: str, enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A ``progress(done, total)`` callback drawing a transient bar on stderr when it is a terminal
+    (None: no bar, when not ``enabled``, e.g. with ``--json``, or when stderr is a pipe or a file)."""
+    import sys
+
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console.real(),
+        transient=True,
+    ) as bar:
+        task = bar.add_task(label, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update

@@ -17,13 +17,13 @@ from roofline.views.cli._common import (
     emit,
     print_assumptions,
     print_explanations,
+    progress_bar,
     write_records_csv,
 )
 from roofline.views.cli.plan_views import (
     day_data,
     mix_best,
     mix_data,
-    progress_bar,
     render_day,
     render_mix,
     render_resilience,

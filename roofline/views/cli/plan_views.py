@@ -2,46 +2,18 @@
 
 Helpers of :mod:`roofline.views.cli.plan` (not a command module): each ``*_data`` builds the JSON
 object from an analysis result, each ``render_*`` prints it for people (tables within 80 columns).
-:func:`progress_bar` draws a rich bar on a terminal (nothing in ``--json`` or a pipe).
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import asdict
 
 from roofline.analyses.plan.capacity import PlanCandidate, Resilience
 from roofline.analyses.plan.day import DayCandidate, DayPlan
 from roofline.analyses.plan.mix import MixPlan
 from roofline.core.fmt import format_seconds
-from roofline.views.cli._common import compact_table, console, err_console
+from roofline.views.cli._common import compact_table, console
 from roofline.views.report.day_page import clock
-
-
-@contextmanager
-def progress_bar(label: str, enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
-    """A ``progress(done, total)`` callback drawing a transient bar on stderr when it is a terminal."""
-    if not enabled or not sys.stderr.isatty():
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn(label),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console.real(),
-        transient=True,
-    ) as bar:
-        task = bar.add_task(label, total=None)
-
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        yield update
 
 
 def shape_text(d: PlanCandidate) -> str:

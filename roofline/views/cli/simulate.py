@@ -12,13 +12,13 @@ import typer
 
 from roofline.analyses.bands import band_line, bands_for
 from roofline.analyses.lengths import LengthDistribution, check_within_context, lengths_from_options
-from roofline.analyses.simulate.bounds import check_engine_tp, check_work
+from roofline.analyses.simulate.bounds import PROGRESS_TOKENS, check_engine_tp, check_steps_lower_bound, check_work
 from roofline.core.errors import RooflineError
 from roofline.core.fmt import format_seconds
 from roofline.specs import ModelSpec
 from roofline.views.cli import simulate_options as so
 from roofline.views.cli import values
-from roofline.views.cli._common import JSON_OPTION, compact_table, console, emit, print_assumptions
+from roofline.views.cli._common import JSON_OPTION, compact_table, console, emit, print_assumptions, progress_bar
 from roofline.views.cli.options import (
     ACHIEVABLE,
     ATTENTION_DP,
@@ -124,7 +124,7 @@ def simulate_command(
         lengths_csv, workload, requests, seed,
     )  # fmt: skip
     spec = _speculative(draft, draft_len, acceptance)
-    _check_work(load, dist, reqs, requests, replicas + prefill_replicas, max_num_batched_tokens)
+    work = _check_work(load, dist, reqs, requests, replicas + prefill_replicas, max_num_batched_tokens)
     draft_model = None if draft is None else ("mtp" if draft == "mtp" else load_model_option(draft, "--draft"))
     given = {"max_num_seqs": max_num_seqs, "max_num_batched_tokens": max_num_batched_tokens, "policy": policy}
     cost = cost_for(
@@ -145,7 +145,11 @@ def simulate_command(
     )
     flags = dict(locals(), requests=requests if trace is not None or stages is not None else (requests or 1000))
     config, notes = _config(cost.dep, given, flags, dist, reqs, spec)
-    res = simulate(cost, load, config)
+    per_sequence = 1.0 if spec is None else spec.draft_len + 1.0  # tokens a sequence may gain in one step
+    check_steps_lower_bound(work, config.scheduler.max_num_seqs, replicas + prefill_replicas, per_sequence)
+    label = "simulated seconds" if stages is not None else "simulating requests"
+    with progress_bar(label, not as_json and work > PROGRESS_TOKENS) as progress:
+        res = simulate(cost, load, config, progress=progress)
     if res.completed == 0 and res.dropped == res.arrived:
         raise RooflineError(
             f"no request completed: all {res.dropped} need more KV cache than one replica holds "
@@ -182,8 +186,8 @@ def simulate_command(
 
 def _check_work(
     load: object, dist: LengthDistribution | None, reqs: object, requests: int | None, replicas: int, budget: int | None
-) -> None:
-    """The simulator's work ceilings (analyses.simulate.bounds), checked before anything runs."""
+) -> float:
+    """The simulator's work ceilings (analyses.simulate.bounds), checked before anything runs; its simulated tokens."""
     import numpy as np
 
     from roofline.analyses.simulate import Staged
@@ -198,7 +202,7 @@ def _check_work(
         n, mean_in, mean_out = requests or 1000, dist.mean_input, dist.mean_output
         if isinstance(load, Staged):
             n = sum(round((s.rate_per_s or 0) * s.duration_s) for s in load.stages) or n
-    check_work(n, replicas, mean_in, mean_out, budget or int(DEFAULT_SCHEDULER["max_num_batched_tokens"]))
+    return check_work(n, replicas, mean_in, mean_out, budget or int(DEFAULT_SCHEDULER["max_num_batched_tokens"]))
 
 
 def _load(
