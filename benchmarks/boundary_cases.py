@@ -295,8 +295,9 @@ def _encodings(body: bytes, kind: str) -> dict[str, object]:
 
 @functools.cache
 def _bomb() -> bytes:
-    """A gzip member of 80 MB of newlines (about 80 kB): appended to a file's own member."""
-    return gzip.compress(b"\n" * 80_000_000, compresslevel=9)
+    """A gzip member of 200 MB of newlines (about 200 kB), over every input's size limit (the largest, a
+    trace's, is 128 MiB): appended to a file's own member."""
+    return gzip.compress(b"\n" * 200_000_000, compresslevel=9)
 
 
 def _latin1(body: bytes, kind: str) -> bytes:

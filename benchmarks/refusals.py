@@ -121,7 +121,7 @@ def cases(folder: Path) -> list[tuple[str, str, Path, bool]]:
         "trace_rows.csv",
         trace_head + b"0.001,64,8\n" * 1_000_001,
     )
-    add("trace, 100 MB (over the size limit)", "trace", "big.csv", trace_head + b"0,64,8\n" * 15_000_000)
+    add("trace, 140 MB (over the 128 MiB limit)", "trace", "big.csv", trace_head + b"0,64,8\n" * 20_000_000)
     add("trace as UTF-16", "trace", "u16.csv", (trace_head + b"0,64,8\n" * 1000).decode().encode("utf-16"))
     add("trace gzip bomb (1 GB of newlines)", "trace", "bomb.csv", gzip.compress(trace_head + b"\n" * 10**9, 1))
     out.append(("trace /dev/zero", "trace", Path("/dev/zero"), True))

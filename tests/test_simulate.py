@@ -257,6 +257,15 @@ def test_trace_is_sorted_by_arrival(tmp_path: Path):
     assert trace.arrival_s.tolist() == [1.0, 2.0] and trace.input_len.tolist() == [20, 10]
 
 
+def test_trace_columns_outside_the_schema_are_ignored(tmp_path: Path):
+    # traces from elsewhere carry ids and other columns (docs/guides/input-boundaries.md); the schema's are read
+    p = tmp_path / "t.csv"
+    p.write_text("request_id,arrival_time_s,input_len,model,output_len\nr1,1.0,20,x,4\nr0,0.5,10,y,3\n")
+    trace = read_trace(p)
+    assert trace.arrival_s.tolist() == [0.5, 1.0] and trace.input_len.tolist() == [10, 20]
+    assert trace.output_len.tolist() == [3, 4] and trace.lines.tolist() == [3, 2]
+
+
 def test_bad_scheduler_settings():
     # The Python API names its parameters; the CLI shows its flags (tests/test_simulate_clients.py).
     with pytest.raises(RooflineError, match=r"^max_num_batched_tokens=32 must be at least max_num_seqs=64"):

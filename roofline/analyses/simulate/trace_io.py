@@ -3,10 +3,10 @@
 Header ``arrival_time_s,input_len,output_len`` and optionally ``prefix_id`` (a name shared by
 requests whose prompts start alike), ``prefix_len`` (how many tokens they share; default: the
 whole prompt) and ``session_id`` (a multi-turn conversation: each request's prompt continues the
-previous one of its session).  At most :data:`MAX_TRACE_BYTES` and :data:`MAX_TRACE_ROWS` rows
-(a simulation's :data:`~roofline.analyses.simulate.load.MAX_REQUESTS`); a bad cell is one line
-naming the file, the line, the column, the value and what is allowed
-(:func:`roofline.core.tables.read_table`).
+previous one of its session); other columns are ignored (a trace from elsewhere may carry ids).
+At most :data:`MAX_TRACE_BYTES` and :data:`MAX_TRACE_ROWS` rows (a simulation's
+:data:`~roofline.analyses.simulate.load.MAX_REQUESTS`); a bad cell is one line naming the file,
+the line, the column, the value and what is allowed (:func:`roofline.core.tables.read_table`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def read_trace(path: str | Path) -> Trace:
     """A trace file -> :class:`Trace` sorted by arrival (stable), or a one-line :class:`RooflineError`."""
     try:
         rows, size = MAX_TRACE_ROWS, MAX_TRACE_BYTES
-        table = read_table(path, COLUMNS, max_rows=rows, what="trace", kind="trace", max_bytes=size)
+        table = read_table(path, COLUMNS, max_rows=rows, what="trace", kind="trace", max_bytes=size, extra_columns=True)
     except RooflineError as exc:
         raise OptionError(str(exc), parameters=("trace",)) from None
     cols = table.columns
