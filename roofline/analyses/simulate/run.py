@@ -25,11 +25,7 @@ from roofline.analyses.simulate.load import (
     MAX_REQUESTS,
     ClosedLoop,
     Load,
-    OpenLoop,
     Staged,
-    Trace,
-    open_loop_arrivals_s,
-    stage_arrivals_s,
 )
 from roofline.analyses.simulate.metrics import RunFacts, Window, summarize
 from roofline.analyses.simulate.policies import make_policy
@@ -82,12 +78,9 @@ def simulate(
     progress: Progress | None = None,
 ) -> SimulationResult:
     """Simulate ``load`` on replicas priced by ``cost`` as ``config`` says; deterministic per seed.
-
-    ``progress(done, total)`` (a view's bar) hears of requests done, or of a staged load's simulated
-    seconds, every few thousand loop turns; a run past MAX_ENGINE_STEPS raises (analyses.simulate.bounds).
-    """
+    ``progress(done, total)`` hears of requests done (a staged load: simulated seconds); see bounds.Watch."""
     source = RequestSource(load, config)
-    sends = _open_sends(load, config, source)
+    sends = source.open_sends(load, config.seed)
     staged = load if isinstance(load, Staged) else None
     if staged is not None:
         warm, rule = (
@@ -144,21 +137,6 @@ def simulate(
         sources,
     )
     return summarize(run.records, run.engines, run.back.engines, run.transfers, facts)
-
-
-def _open_sends(load: Load, config: SimConfig, source: RequestSource) -> np.ndarray | None:
-    """Send times of the open-loop requests (trace, open loop, open stages), sorted; None: closed loop only."""
-    rng = np.random.default_rng([config.seed, 1])
-    if isinstance(load, Trace):
-        return load.arrival_s[: source.limit]
-    if isinstance(load, OpenLoop):
-        return open_loop_arrivals_s(load, source.limit, rng)
-    if isinstance(load, Staged):
-        parts = [
-            stage_arrivals_s(s, start, rng) for start, s in zip(load.starts_s, load.stages, strict=True) if not s.closed
-        ]
-        return np.concatenate(parts) if parts else None
-    return None
 
 
 def _path_note(config: SimConfig) -> str:

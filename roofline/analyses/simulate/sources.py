@@ -9,7 +9,17 @@ from __future__ import annotations
 import numpy as np
 
 from roofline.analyses.simulate.config import SimConfig
-from roofline.analyses.simulate.load import MAX_REQUESTS, Load, Requests, Staged, Trace, sample_lengths
+from roofline.analyses.simulate.load import (
+    MAX_REQUESTS,
+    Load,
+    OpenLoop,
+    Requests,
+    Staged,
+    Trace,
+    open_loop_arrivals_s,
+    sample_lengths,
+    stage_arrivals_s,
+)
 from roofline.core.errors import OptionError, RooflineError
 
 #: Requests drawn at once from a length distribution.
@@ -63,6 +73,22 @@ class RequestSource:
                 reqs.session_id.tolist() if reqs.session_id is not None else none,
             ]
         self.shares = reqs is not None and reqs.shares
+
+    def open_sends(self, load: Load, seed: int) -> np.ndarray | None:
+        """Send times of the open-loop requests (trace, open loop, open stages), sorted; None: closed loop only."""
+        rng = np.random.default_rng([seed, 1])
+        if isinstance(load, Trace):
+            return load.arrival_s[: self.limit]
+        if isinstance(load, OpenLoop):
+            return open_loop_arrivals_s(load, self.limit, rng)
+        if isinstance(load, Staged):
+            parts = [
+                stage_arrivals_s(s, start, rng)
+                for start, s in zip(load.starts_s, load.stages, strict=True)
+                if not s.closed
+            ]
+            return np.concatenate(parts) if parts else None
+        return None
 
     def get(self, i: int) -> tuple[int, int, int, int, int]:
         cols = self.cols
