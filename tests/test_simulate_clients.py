@@ -184,7 +184,7 @@ def test_cli_refuses_a_trace_over_its_limits(tmp_path: Path, monkeypatch):
 
     p = tmp_path / "t.csv"
     p.write_text("arrival_time_s,input_len,output_len\n" + "0,10,5\n" * 4)
-    monkeypatch.setattr(trace_io, "MAX_REQUESTS", 3)
+    monkeypatch.setattr(trace_io, "MAX_TRACE_ROWS", 3)
     run = run_roofline("simulate", *M, "--trace", str(p))
     assert run.code == 2 and "more than 3 rows; trace files are limited to 3 rows" in run.stderr
     monkeypatch.setattr(trace_io, "MAX_TRACE_BYTES", 16)
