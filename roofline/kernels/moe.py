@@ -17,7 +17,9 @@ and ``active`` (its local experts with at least one token):
   expert-union formula (:func:`roofline.model.weight_bytes.expected_experts_touched`) over ep;
 * ``power_law_<alpha>``: expert popularity ~ a bounded power law of exponent alpha on [1, 0.8·T]
   (aiconfigurator's synthetic skew, its serving default alpha 1.01), the busiest of the ep GPUs set
-  by a small seeded Monte Carlo on a log grid of T, interpolated (deterministic, vectorised).
+  by a small seeded Monte Carlo on a log grid of T, interpolated (deterministic, vectorised); slots and
+  active experts never fall as T grows, and one GPU holding every expert never touches more than the
+  expert-union formula's experts (a skew concentrates the tokens; see :func:`power_law_grid`).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ BALANCED, UNIFORM, POWER_LAW = 0.0, 1.0, 2.0
 DEFAULT_ROUTING = "power_law_1.01"
 #: Token counts of the power-law grid (1 .. 2^22, log-spaced) and Monte Carlo draws per point.
 GRID_TOKENS = np.unique(np.round(np.geomspace(1.0, 2.0**22, 67)))
-DRAWS = 16
+DRAWS = 32
 
 
 def parse_routing(text: str) -> tuple[float, float]:
@@ -65,29 +67,57 @@ def _pareto_quantile(u: np.ndarray, alpha: float, low: np.ndarray, high: np.ndar
     return ((high**a - low**a) * u + low**a) ** (1.0 / a)
 
 
+def routed_loads(popularity: np.ndarray, tokens: int, top_k: int, rng: np.random.Generator) -> np.ndarray:
+    """Tokens per expert when ``tokens`` tokens each take ``top_k`` distinct experts at random by ``popularity``
+    (last axis; the router's top-k of log popularity + Gumbel noise), summed over the tokens."""
+    keys = np.log(popularity)[..., None, :] + rng.gumbel(size=popularity.shape[:-1] + (tokens, popularity.shape[-1]))
+    kth = np.partition(keys, -top_k, axis=-1)[..., -top_k : -top_k + 1 or None]
+    return (keys >= kth).sum(-2).astype(float)
+
+
 @functools.lru_cache(maxsize=256)
 def power_law_grid(top_k: int, num_experts: int, ep: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """(slots, active) of the busiest GPU at each :data:`GRID_TOKENS`, mean of :data:`DRAWS` seeded draws
     (a pure function of its arguments, the draws seeded by them: cached, the arrays read-only).
 
-    T·k > E: expert loads ~ bounded power law on [1, 0.8·T] scaled to T·k slots; T·k <= E: T·k slots
-    on distinct experts drawn uniformly.  The busiest of the ep GPUs (E/ep experts each) is kept;
-    an expert is active when its load rounds to at least one token.
+    Expert popularity ~ bounded power law on [1, 0.8·T].  T·k > E: loads = popularity scaled to T·k slots
+    (aiconfigurator's collector), an expert active when its load rounds to at least one token.  T·k <= E:
+    each token takes k distinct experts at random by popularity (:func:`routed_loads`), so a few tokens
+    touch no more than the expert-union formula's experts (exactly them without skew), not T·k distinct ones.
+    The busiest of the ep GPUs (E/ep experts each) is kept; running maxima over T (a larger batch never loads
+    the busiest GPU less nor touches fewer experts) keep the time monotone across the two regimes, and no GPU
+    touches more experts than the expert-union formula (uniform routing spreads the most).
     """
     local = num_experts // ep
     rng = np.random.default_rng(int(top_k) * 1_000_003 + int(num_experts) * 1009 + int(ep) * 7 + int(alpha * 1e4))
     tokens = GRID_TOKENS[:, None, None]
     high = np.maximum(0.8 * tokens, 1.0 + 1e-9)
     draws = _pareto_quantile(rng.random((1, DRAWS, num_experts)), alpha, np.ones_like(high), high)
-    loads = draws / draws.sum(-1, keepdims=True) * tokens * top_k
-    order = np.argsort(np.argsort(rng.random((1, DRAWS, num_experts)), axis=-1), axis=-1)
-    few = np.broadcast_to(order < tokens * top_k, loads.shape).astype(float)
-    loads = np.where(tokens * top_k <= num_experts, few, loads)
+    popularity = draws / draws.sum(-1, keepdims=True)
+    loads = popularity * tokens * top_k
+    for row, count in enumerate(GRID_TOKENS):
+        if count * top_k <= num_experts:
+            loads[row] = routed_loads(popularity[row], int(count), top_k, rng)
     ranks = loads[..., : local * ep].reshape(len(GRID_TOKENS), DRAWS, ep, local)
     busiest = np.take_along_axis(ranks, ranks.sum(-1).argmax(-1)[..., None, None], axis=2)[:, :, 0, :]
-    slots, active = busiest.sum(-1).mean(-1), np.maximum((busiest >= 0.5).sum(-1).mean(-1), 1.0)
+    slots = np.maximum.accumulate(busiest.sum(-1).mean(-1))
+    active = np.maximum.accumulate(np.maximum((busiest >= 0.5).sum(-1).mean(-1), 1.0))
+    active = np.minimum(active, expected_experts_touched(num_experts, top_k, GRID_TOKENS))  # random routing's most
     slots.flags.writeable = active.flags.writeable = False
     return slots, active
+
+
+def on_power_law_grid(
+    tokens: np.ndarray, top_k: int, experts: int, ep: int, alpha: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(slots, active) of the busiest GPU at ``tokens``: :func:`power_law_grid` interpolated in log-log (monotone
+    in T); past the grid's end the slots grow with T (the last point's share), the active experts stay."""
+    grid_slots, grid_active = power_law_grid(top_k, experts, ep, float(alpha))
+    where = np.log(np.maximum(tokens, 1.0))
+    log_grid = np.log(GRID_TOKENS)
+    beyond = np.maximum(1.0, np.asarray(tokens, float) / GRID_TOKENS[-1])
+    slots = np.exp(np.interp(where, log_grid, np.log(np.maximum(grid_slots, 1e-9)))) * beyond
+    return slots, np.minimum(np.exp(np.interp(where, log_grid, np.log(grid_active))), experts / ep)
 
 
 def routing_features(
@@ -99,11 +129,7 @@ def routing_features(
     if one and params[0].reshape(-1)[0] == POWER_LAW:  # one layer shape (a step, a sweep's part): no masks
         a, k, e, g = (p.reshape(-1)[0] for p in params[1:])
         shape = np.broadcast_shapes(np.shape(tokens), *(p.shape for p in params))
-        where = np.log(np.maximum(np.broadcast_to(np.asarray(tokens, float), shape), 1.0))
-        grid_slots, grid_active = power_law_grid(int(k), int(e), int(g), float(a))
-        log_grid = np.log(GRID_TOKENS)
-        slots = np.exp(np.interp(where, log_grid, np.log(np.maximum(grid_slots, 1e-9))))
-        active = np.minimum(np.exp(np.interp(where, log_grid, np.log(grid_active))), e / g)
+        slots, active = on_power_law_grid(np.broadcast_to(np.asarray(tokens, float), shape), int(k), int(e), int(g), a)
         return slots, np.maximum(active, np.minimum(1.0, slots))
     code, alpha, tokens, top_k, experts, ep = np.broadcast_arrays(
         *(np.asarray(x, float) for x in (code, alpha, tokens, top_k, experts, ep))
@@ -115,13 +141,9 @@ def routing_features(
     if skewed.any():
         slots, active = np.array(slots, dtype=float), np.array(active, dtype=float)
         combos = np.unique(np.stack([top_k[skewed], experts[skewed], ep[skewed], alpha[skewed]], -1), axis=0)
-        log_grid = np.log(GRID_TOKENS)
         for k, e, g, a in combos:
             rows = skewed & (top_k == k) & (experts == e) & (ep == g) & (alpha == a)
-            grid_slots, grid_active = power_law_grid(int(k), int(e), int(g), float(a))
-            where = np.log(np.maximum(tokens[rows], 1.0))
-            slots[rows] = np.exp(np.interp(where, log_grid, np.log(np.maximum(grid_slots, 1e-9))))
-            active[rows] = np.minimum(np.exp(np.interp(where, log_grid, np.log(grid_active))), local[rows])
+            slots[rows], active[rows] = on_power_law_grid(tokens[rows], int(k), int(e), int(g), a)
     return slots, np.maximum(active, np.minimum(1.0, slots))
 
 

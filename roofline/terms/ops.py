@@ -175,13 +175,12 @@ def _gemm_op(dep: Deployment, g: _Gemm, shards: float, flops_rate: float, bandwi
 
 def _moe_op(dep: Deployment, t: StepTerms, tokens: float, flops_rate: float, bandwidth: float) -> Op:
     """The routed experts of every MoE layer as the fused-MoE operator: its time from the step's term, its FLOPs
-    (2·T·k·mats·D·F a layer) and the touched experts' bytes."""
+    (2·T·k·mats·D·F a layer) and the active experts' bytes the operator reads (the step's)."""
     m = dep.model
     layers = float(memory.moe_layer_count(m))
     mats = 3 if m.gated_mlp else 2
     flops = layers * 2.0 * tokens * m.experts_per_token * mats * m.d_model * m.d_ff
-    touched = float(memory.expected_experts_touched(m.num_experts, m.experts_per_token, tokens))
-    weights = layers * touched * mats * m.d_model * m.d_ff * dep.precision.bytes_by_component["experts"]
+    weights = _scalar(t.moe_weight_bytes)
     return Op(
         "routed experts (fused MoE operator)",
         layers,

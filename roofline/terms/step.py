@@ -88,6 +88,8 @@ class StepTerms:
     dense_gemm_s: Number = 0.0
     #: Norms, RoPE, activations, router top-k of an MoE/MLA model at the achievable defaults (in local_s).
     small_kernels_s: Number = 0.0
+    #: Routed-expert bytes the fused-MoE operator reads (inside ``weight_read_bytes``: its busiest GPU's x chips).
+    moe_weight_bytes: Number = 0.0
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
@@ -206,7 +208,13 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
             memory.kv_cache_bytes_per_sequence(m, stage.prefill_cached, prec.kv_bytes),
         ),
     )
-    weights_read = share * memory.weight_bytes_read(m, prec.bytes_by_component, group_tokens)
+    moe_op, mla_op = operators.has_moe_operator(dep), operators.has_mla(dep)
+    ops = operators.operator_terms(dep, stage, group_tokens, layers, rank_shards, shards)
+    moe_bytes = shards * ops.moe_weight_bytes  # the fused-MoE operator's expert bytes, its busiest GPU's x chips
+    if moe_op:
+        weights_read = share * memory.dense_weight_bytes(m, prec.bytes_by_component) + moe_bytes
+    else:
+        weights_read = share * memory.weight_bytes_read(m, prec.bytes_by_component, group_tokens)
     if dp > 1:  # every rank reads its own copy of the dense weights
         weights_read = weights_read + share * (dp - 1) * memory.dense_weight_bytes(m, prec.bytes_by_component)
     state = times(dp, attention.state_bytes_per_step(dep, np.add(stage.decode_seqs, stage.prefill_seqs), layers))
@@ -217,8 +225,6 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     prefill_mm = 2.0 * share * matmul_params(dep, stage.prefill_tokens, group.prefill_tokens, counts.active)
     kv_time = plus(kv_read, state) / bw
     weight_time = (weights_read + kv_written) / bw
-    moe_op, mla_op = operators.has_moe_operator(dep), operators.has_mla(dep)
-    ops = operators.operator_terms(dep, stage, group_tokens, layers, rank_shards, shards)
     cal_prefill = rates.uses("attention_prefill")
     spec_attn_p = _zeros(tokens) if (cal_prefill or mla_op) else attn_p_flops
     if prec.mixed_compute:  # each component's matmuls at its own dtype's peak
@@ -365,6 +371,7 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
         moe_comms_s=times(pp, c.moe_time_s),
         dense_gemm_s=times(pp, dense_gemm),
         small_kernels_s=times(pp, small),
+        moe_weight_bytes=moe_bytes,
         sources={
             **rates.sources,
             **ops.sources,
