@@ -69,10 +69,10 @@ def _pareto_quantile(u: np.ndarray, alpha: float, low: np.ndarray, high: np.ndar
 
 def routed_loads(popularity: np.ndarray, tokens: int, top_k: int, rng: np.random.Generator) -> np.ndarray:
     """Tokens per expert when ``tokens`` tokens each take ``top_k`` distinct experts at random by ``popularity``
-    (last axis; the router's top-k of log popularity + Gumbel noise), summed over the tokens."""
-    keys = np.log(popularity)[..., None, :] + rng.gumbel(size=popularity.shape[:-1] + (tokens, popularity.shape[-1]))
-    kth = np.partition(keys, -top_k, axis=-1)[..., -top_k : -top_k + 1 or None]
-    return (keys >= kth).sum(-2).astype(float)
+    (last axis; successive sampling: the k smallest of Exp(1)/p, Efraimidis-Spirakis), summed over the tokens."""
+    keys = rng.standard_exponential(popularity.shape[:-1] + (tokens, popularity.shape[-1])) / popularity[..., None, :]
+    kth = np.partition(keys, top_k - 1, axis=-1)[..., top_k - 1 : top_k]
+    return (keys <= kth).sum(-2).astype(float)
 
 
 @functools.lru_cache(maxsize=256)

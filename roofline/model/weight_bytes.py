@@ -70,8 +70,14 @@ def mean_bytes_per_param(m: ModelShape, bytes_of: dict[str, float]) -> float:
     return model_weight_bytes(m, bytes_of) / param_counts(m).total
 
 
-def weight_bytes_read(m: ModelShape, bytes_of: dict[str, float], batch: ArrayLike) -> Number:
-    """Weights read in one step of B tokens: every component, routed experts × the touched fraction."""
+def weight_bytes_read(
+    m: ModelShape, bytes_of: dict[str, float], batch: ArrayLike, touched: ArrayLike | None = None
+) -> Number:
+    """Weights read in one step of B tokens: every component, routed experts × the touched fraction (the
+    expert-union formula's, or ``touched``: the fraction a fused-MoE operator's routing reads)."""
+    if touched is not None:
+        parts = component_bytes(m, bytes_of)
+        return dense_weight_bytes(m, bytes_of) + (parts["experts"] + parts["expert_other"]) * np.asarray(touched)
     if len(set(bytes_of.values())) == 1:
         return weight_bytes_read_per_step(m, param_counts(m).total, bytes_of["other"], batch)
     parts = component_bytes(m, bytes_of)

@@ -84,11 +84,13 @@ class OperatorTerms:
     """The operator terms of one stage's step (seconds on the busiest GPU; 0 where the model has no such layer).
 
     ``moe_s``: the routed experts of the stage's MoE layers; ``mla_decode_s`` / ``mla_prefill_s``: MLA attention
-    of its layers (``mla_bmm_s`` the absorb BMMs inside the decode time); the expert bytes that GPU reads.
+    of its layers (``mla_bmm_s`` the absorb BMMs inside the decode time); the expert bytes that GPU reads and
+    ``moe_expert_share``, the share of its local experts it touches (active x ep / experts: the stage's reads).
     """
 
     moe_s: Number = 0.0
     moe_weight_bytes: Number = 0.0
+    moe_expert_share: Number = 0.0
     mla_decode_s: Number = 0.0
     mla_prefill_s: Number = 0.0
     mla_bmm_s: Number = 0.0
@@ -117,6 +119,7 @@ def operator_terms(
         out.update(
             moe_s=moe_layers * term.time_s.reshape(tokens.shape),
             moe_weight_bytes=moe_layers * term.weight_bytes.reshape(tokens.shape),
+            moe_expert_share=term.active_experts.reshape(tokens.shape) * dep.par.ep / m.num_experts,
         )
         out["sources"]["moe"] = f"fused-MoE operator per layer: {term.source}"  # type: ignore[index]
     if has_mla(dep):

@@ -117,3 +117,20 @@ def prompt_step_floor(
         np.where(prompt_only, np.maximum(upper, least), upper),
         code,
     )
+
+
+def engine_sources(dep: Deployment) -> dict[str, str]:
+    """Source lines of the engine entry's step floors: the prompt-only step floor, the large all-reduces' cost."""
+    e, out = dep.engine, {}
+    if e.prefill_floor_s:
+        out["prefill_floor"] = (
+            f"a prompt-only step takes at least {e.prefill_floor_s * 1e3:.3g} ms "
+            "(the engine's prefill_floor_s: an eager step's host launches)"
+        )
+    if e.large_collective_s_per_byte:
+        out["large_collectives"] = (
+            f"all-reduces of messages ≥ {e.large_collective_bytes / 2**20:g} MiB take "
+            f"{e.large_collective_s_per_byte * 1e12:.3g} ps more per byte each chip moves "
+            "(the engine's large_collective_s_per_byte)"
+        )
+    return out

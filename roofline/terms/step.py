@@ -26,6 +26,7 @@ from roofline.terms.exact import all_zero, fits_into, nonnegative_finite, plus, 
 from roofline.terms.gemms import active_params_by_component, gemm_dtypes, gemm_source, matmul_params, matmul_time_s
 from roofline.terms.overheads import (
     engine_overhead_s,
+    engine_sources,
     gqa_kv_reread_s,
     large_collective_s,
     prompt_step_floor,
@@ -88,7 +89,7 @@ class StepTerms:
     dense_gemm_s: Number = 0.0
     #: Norms, RoPE, activations, router top-k of an MoE/MLA model at the achievable defaults (in local_s).
     small_kernels_s: Number = 0.0
-    #: Routed-expert bytes the fused-MoE operator reads (inside ``weight_read_bytes``: its busiest GPU's x chips).
+    #: Routed-expert bytes the fused-MoE operator reads (inside ``weight_read_bytes``; its busiest GPU's share).
     moe_weight_bytes: Number = 0.0
 
     def __post_init__(self) -> None:
@@ -210,11 +211,10 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
     )
     moe_op, mla_op = operators.has_moe_operator(dep), operators.has_mla(dep)
     ops = operators.operator_terms(dep, stage, group_tokens, layers, rank_shards, shards)
-    moe_bytes = shards * ops.moe_weight_bytes  # the fused-MoE operator's expert bytes, its busiest GPU's x chips
-    if moe_op:
-        weights_read = share * memory.dense_weight_bytes(m, prec.bytes_by_component) + moe_bytes
-    else:
-        weights_read = share * memory.weight_bytes_read(m, prec.bytes_by_component, group_tokens)
+    # Routed experts: the fraction the fused-MoE operator's routing reads (its busiest GPU's), else the union's.
+    touched = ops.moe_expert_share if moe_op else None
+    weights_read = share * memory.weight_bytes_read(m, prec.bytes_by_component, group_tokens, touched)
+    moe_bytes = weights_read - share * memory.dense_weight_bytes(m, prec.bytes_by_component) if moe_op else 0.0
     if dp > 1:  # every rank reads its own copy of the dense weights
         weights_read = weights_read + share * (dp - 1) * memory.dense_weight_bytes(m, prec.bytes_by_component)
     state = times(dp, attention.state_bytes_per_step(dep, np.add(stage.decode_seqs, stage.prefill_seqs), layers))
@@ -378,23 +378,7 @@ def step_terms(dep: Deployment, work: Work, mfu: float = 1.0) -> StepTerms:
             "gemm": gemm_source(dep),
             "comms": c.source,
             "engine": dep.engine.source,
-            **(
-                {
-                    "prefill_floor": f"a prompt-only step takes at least {dep.engine.prefill_floor_s * 1e3:.3g} ms "
-                    "(the engine's prefill_floor_s: an eager step's host launches)"
-                }
-                if dep.engine.prefill_floor_s
-                else {}
-            ),
-            **(
-                {
-                    "large_collectives": f"all-reduces of messages ≥ {dep.engine.large_collective_bytes / 2**20:g} "
-                    f"MiB take {dep.engine.large_collective_s_per_byte * 1e12:.3g} ps more per "
-                    "byte each chip moves (the engine's large_collective_s_per_byte)"
-                }
-                if dep.engine.large_collective_s_per_byte
-                else {}
-            ),
+            **engine_sources(dep),
             "overlap": f"collectives overlap {dep.comms_overlap:g} of local work "
             f"({'TPU: XLA overlaps' if dep.hw.kind == 'tpu' else 'GPU: on the critical path'})",
             "formulas": f"{BOOK}, 'Theoretical estimates for LLM latency and throughput'",
