@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from roofline.analyses.bands import bands_for, pessimistic
@@ -42,6 +44,33 @@ def test_bands_and_the_pessimistic_edge_by_hand(monkeypatch):
     assert pessimistic(dep, "ttft_s", 0.1, 0.9) == pytest.approx(0.15)
     assert pessimistic(dep, "tokens_per_s_per_chip", 1000.0, 0.9) == pytest.approx(800.0)
     assert pessimistic(deployment(LLAMA, SPEC, 1), "ttft_s", 0.1, 0.9) == 0.1  # no band for the tier: as is
+
+
+def test_plan_confidence_meets_the_slo_at_the_bands_pessimistic_edge(monkeypatch):
+    # A band whose 90th percentile of measured/predicted is 2 (TPOT) and 1.5 (TTFT): plan --confidence 0.9 prices
+    # every shape at twice its decode step and 1.5x its prefill (E[S^2] x 2.25), then sizes replicas as usual.
+    from roofline.analyses.lengths import lengths_from_options
+    from roofline.analyses.plan.capacity import Targets
+    from roofline.analyses.plan.shapes import SearchSpace, candidate_shapes
+
+    levels = (0.1, 0.5, 0.9)
+    table = {
+        "calibrated kernels": {
+            "tpot_s": Band(levels, (0.0, math.log(1.5), math.log(2.0)), 40, 0.8),
+            "ttft_s": Band(levels, (0.0, math.log(1.2), math.log(1.5)), 40, 0.8),
+        }
+    }
+    monkeypatch.setattr("roofline.analyses.bands.band_table", lambda: table)
+    work = [lengths_from_options(512, 128, None, None, LLAMA)]
+    space = SearchSpace(max_chips=2, batches=(8, 64), weights=("bf16",), kv_dtypes=("bf16",))
+    plain = candidate_shapes(LLAMA, [CAL], work, Targets(tpot_slo_s=0.02), space)
+    sure = candidate_shapes(LLAMA, [CAL], work, Targets(tpot_slo_s=0.02), replace(space, confidence=0.9))
+    assert np.allclose(sure.step_s, 2.0 * plain.step_s) and np.allclose(sure.prefill_mean_s, 1.5 * plain.prefill_mean_s)
+    assert np.allclose(sure.prefill_sq_s2, 2.25 * plain.prefill_sq_s2)
+    assert "90% pessimistic edge" in sure.sources["confidence"] and "confidence" not in plain.sources
+    args = ("plan", "-m", "llama-3-8b", "-H", "h100-sxm-cal", "--qps", "20", "-i", "512", "-o", "128")
+    out = json.loads(run_roofline(*args, "--tpot-slo", "20ms", "--confidence", "0.9", "--json").stdout)
+    assert out["best"]["tpot_s"] <= 0.020 and "confidence" in out["sources"]
 
 
 def test_request_serve_and_simulate_json_carry_bands():

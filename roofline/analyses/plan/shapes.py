@@ -53,6 +53,9 @@ class SearchSpace:
     memory_utilization: float = DEFAULT_MEMORY_UTILIZATION
     engine: str | None = None
     prices: Mapping[str, float] = field(default_factory=dict)
+    #: Price each shape at the pessimistic edge of its data tier's band at this confidence (None: as predicted):
+    #: latencies x the band's ``confidence`` quantile of measured/predicted (roofline.analyses.bands.pessimistic).
+    confidence: float | None = None
     #: Also try expert parallelism over each whole stage, with attention tensor- and data-parallel (None: for
     #: MoE models); :func:`roofline.analyses.sweep.options.expert_layouts`.
     wide_ep: bool | None = None
@@ -244,6 +247,10 @@ def candidate_shapes(
             :, None, :
         ]
     p_mean, p_sq, longest, usable_hbm = moments
+    if space.confidence is not None:
+        step_s, step_double_s, p_mean, p_sq = _pessimistic(
+            model, by_name, fields["hardware"], space, (step_s, step_double_s, p_mean, p_sq)
+        )
     table = ShapeTable(
         fields,
         price,
@@ -262,9 +269,43 @@ def candidate_shapes(
         tuple(workloads),
         sw.evaluated,
         (),
-        dict(sw.sources),
+        {**sw.sources, **_confidence_source(space)},
     )
     return _with_limits(table, targets, sw.evaluated // max(len(axis), 1), sw.dropped_out_of_memory, len(axis))
+
+
+def _pessimistic(
+    model: ModelSpec,
+    by_name: Mapping[str, HardwareSpec],
+    names: np.ndarray,
+    space: SearchSpace,
+    arrays: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Decode steps x the TPOT band's ``confidence`` quantile, prefill moments x the TTFT band's (E[S²] x its
+    square), per chip's data tier: the shapes priced at the band's pessimistic edge."""
+    from roofline.analyses.bands import pessimistic
+
+    step, double, mean, sq = (a.copy() for a in arrays)
+    assert space.confidence is not None
+    for name in np.unique(names):
+        dep = deployment(model, by_name[str(name)], 1, engine=space.engine)
+        r_tpot = pessimistic(dep, "tpot_s", 1.0, space.confidence)
+        r_ttft = pessimistic(dep, "ttft_s", 1.0, space.confidence)
+        rows = names == name
+        step[rows] *= r_tpot
+        double[rows] *= r_tpot
+        mean[rows] *= r_ttft
+        sq[rows] *= r_ttft**2
+    return step, double, mean, sq
+
+
+def _confidence_source(space: SearchSpace) -> dict[str, str]:
+    if space.confidence is None:
+        return {}
+    return {
+        "confidence": f"latencies at the {space.confidence:.0%} pessimistic edge of each chip's band (held-out "
+        "measured/predicted of its data tier, roofline/data/bands.yaml); a tier without a band as predicted"
+    }
 
 
 def join_tables(tables: Sequence[ShapeTable]) -> ShapeTable:

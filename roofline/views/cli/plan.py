@@ -135,6 +135,12 @@ def plan_command(
     lengths_csv: str = LENGTHS_CSV,
     ttft_slo: float = TTFT_SLO,
     tpot_slo: float = TPOT_SLO,
+    confidence: float = typer.Option(
+        None,
+        "--confidence",
+        parser=values.number(0.5, 0.99),
+        help="Meet the SLOs at the pessimistic edge of the prediction's band at this confidence, e.g. 0.9.",
+    ),
     price: str = typer.Option(None, "--price", help="$/chip-hour: 2.5 for all, or h100-sxm=2.5,tpu-v5e=1.1."),
     weights: str = typer.Option(",".join(WEIGHT_DTYPES), "--weights", help="Weight dtypes to try, comma-separated."),
     kv_dtype: str = typer.Option(",".join(KV_DTYPES), "--kv-dtype", help="KV-cache dtypes to try, comma-separated."),
@@ -232,6 +238,7 @@ def plan_command(
         memory_utilization=memory_utilization,
         engine=engine,
         prices=parse_prices(price, [h.name for h in hws]),
+        confidence=confidence,
     )
     run_on = ExecutorConfig(executor, workers, ray_address)
     runs = 2000 if requests is None else requests
