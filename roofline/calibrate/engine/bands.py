@@ -4,7 +4,8 @@ Per data tier, the shipped rows are predicted as that tier would price them:
 
 * spec sheet: the chip's spec sheet with the row's engine entry;
 * calibrated kernels: the chip's shipped calibrated profile, no engine entry;
-* fitted engine entry: the calibrated profile with the row's entry refitted without the row's source.
+* fitted engine entry: the calibrated profile with the row's entry refitted without the row (without its
+  fold of 10 above 10 rows): the fit's own held-out predictions.
 
 For each tier and quantity (TTFT, TPOT, output tokens/s) the file keeps quantiles of
 log(measured / predicted), and the coverage of the p10-p90 band on rows held out by source: each
@@ -23,7 +24,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from roofline.calibrate.engine.data import load_shipped
-from roofline.calibrate.engine.predict import predict_row
+from roofline.calibrate.engine.fit import measured
+from roofline.calibrate.engine.holdout import entry_groups, fitted_entries
+from roofline.calibrate.engine.predict import overloaded, predict_row
+from roofline.calibrate.engine.quantities import QUANTITIES as PREDICTED_BY
 from roofline.calibrate.engine.schema import E2ERow
 from roofline.calibrate.engine.validate import profile_for, shipped_profiles, validate
 from roofline.core.errors import RooflineError
@@ -31,6 +35,8 @@ from roofline.core.files import write_bytes_atomic
 from roofline.deploy import NO_ENGINE
 from roofline.deploy.bands import BANDS_FILE, QUANTITIES, TIERS
 
+#: quantity -> the prediction's key.
+PREDICTED = {q: PREDICTED_BY[q][1] for q in QUANTITIES}
 #: Cumulative probabilities the file keeps quantiles at.
 LEVELS = (0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98)
 #: A residual: (source, quantity, log(measured / predicted)).
@@ -44,12 +50,8 @@ def _log_ratio(measured: float, predicted: float | None) -> float | None:
 
 
 def tier_residuals(rows: Sequence[E2ERow]) -> dict[str, list[Residual]]:
-    """Held-out residuals of every tier (see the module doc)."""
+    """Residuals of every tier (see the module doc)."""
     out: dict[str, list[Residual]] = defaultdict(list)
-    held = validate(rows, holdout=True)
-    for c in held.cases:
-        if c.quantity in QUANTITIES and (r := _log_ratio(c.measured, c.predicted)) is not None:
-            out[TIERS[2]].append((c.source, c.quantity, r))
     spec = validate(rows, shipped=False)
     for c in spec.cases:
         if c.quantity in QUANTITIES and (r := _log_ratio(c.measured, c.predicted)) is not None:
@@ -57,16 +59,23 @@ def tier_residuals(rows: Sequence[E2ERow]) -> dict[str, list[Residual]]:
     profiles = shipped_profiles(rows)
     for row in rows:
         hw = profile_for(row, profiles)
-        if hw is None:
+        if hw is None or overloaded(row):
             continue
         try:
             pred = predict_row(row, hw, NO_ENGINE)
         except RooflineError:
             continue
-        for c in (x for x in held.cases if x.id == row.id and x.quantity in QUANTITIES):
-            key = {"throughput": "output_tokens_per_s"}.get(c.quantity, c.quantity)
-            if (r := _log_ratio(c.measured, pred.get(key))) is not None:
-                out[TIERS[1]].append((row.source, c.quantity, r))
+        for q in QUANTITIES:
+            m = measured(row, q)
+            if m is not None and (r := _log_ratio(m, pred.get(PREDICTED[q]))) is not None:
+                out[TIERS[1]].append((row.source, q, r))
+    by_id = {r.id: r for r in rows}
+    groups = entry_groups(rows, lambda r: profile_for(r, profiles))
+    for fit in fitted_entries(groups).values():
+        for (rid, q), p in fit.held_out.items():
+            m = measured(by_id[rid], q)
+            if q in QUANTITIES and m is not None and (r := _log_ratio(m, p)) is not None:
+                out[TIERS[2]].append((by_id[rid].source, q, r))
     return dict(out)
 
 

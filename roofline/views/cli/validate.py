@@ -24,8 +24,8 @@ CASES = typer.Option(False, "--cases", help="Also print one line per case.")
 HOLDOUT = typer.Option(
     False,
     "--holdout",
-    help="Engine terms held out: each row predicted by terms fitted "
-    "without it (5-fold by case); also a by-source hold-out. Slower (~1 min).",
+    help="Engine entries held out: each row predicted by its entry refitted without the row's source; "
+    "also summaries held out by model and by chip. Slower (minutes).",
 )
 
 
