@@ -71,6 +71,9 @@ def test_plan_confidence_meets_the_slo_at_the_bands_pessimistic_edge(monkeypatch
     args = ("plan", "-m", "llama-3-8b", "-H", "h100-sxm-cal", "--qps", "20", "-i", "512", "-o", "128")
     out = json.loads(run_roofline(*args, "--tpot-slo", "20ms", "--confidence", "0.9", "--json").stdout)
     assert out["best"]["tpot_s"] <= 0.020 and "confidence" in out["sources"]
+    # plan --json gives the best plan's bands: here TPOT in [1, 2] x its (pessimistic) prediction
+    assert out["bands"]["tier"] == "calibrated kernels"
+    assert out["bands"]["tpot_s"]["p90"] == pytest.approx(2.0 * out["best"]["tpot_s"])
 
 
 def test_request_serve_and_simulate_json_carry_bands():

@@ -7,8 +7,9 @@ from dataclasses import asdict
 
 from roofline.analyses.executors import ExecutorConfig
 from roofline.analyses.lengths import LengthDistribution
-from roofline.analyses.plan.capacity import PlanConfig, PlanResult, plan_with
+from roofline.analyses.plan.capacity import PlanCandidate, PlanConfig, PlanResult, plan_with
 from roofline.analyses.plan.load_profile import LoadProfile
+from roofline.analyses.plan.shapes import SearchSpace
 from roofline.core.fmt import format_bytes, format_seconds
 from roofline.specs import HardwareSpec, ModelSpec
 from roofline.views.cli._common import (
@@ -46,6 +47,16 @@ def header(
         "ttft_slo_s": config.targets.ttft_slo_s,
         "tpot_slo_s": config.targets.tpot_slo_s,
     }
+
+
+def best_bands(m: ModelSpec, hws: list[HardwareSpec], best: PlanCandidate, space: SearchSpace) -> dict[str, object]:
+    """The p10-p90 bands of the best plan's TTFT and TPOT (its chip's data tier; analyses.bands)."""
+    from roofline.analyses.bands import bands_for
+    from roofline.deploy import deployment
+
+    hw = next(h for h in hws if h.name == best.hardware)
+    dep = deployment(m, hw, 1, engine=space.engine)
+    return bands_for(dep, {"ttft_s": best.ttft_s, "tpot_s": best.tpot_s})
 
 
 def steady_command(
@@ -104,6 +115,8 @@ def steady_command(
     }
     if explain:
         data["explain"] = [e.as_dict() for e in explanations]
+    if res.best is not None:
+        data["bands"] = best_bands(m, hws, res.best, space)
 
     if csv_path is not None:
         write_records_csv(csv_path, [asdict(d) for d in res.candidates])
