@@ -238,6 +238,7 @@ KINDS_BY_FLAG: dict[tuple[str, str], str] = {
     ("plan", "--percentile"): "choice",
     ("plan", "--load-profile"): "path_in",
     ("plan", "--trough"): "probability",
+    ("plan", "--confidence"): "probability",
     ("plan", "--min-replicas"): "count0",
     ("plan", "--load-bandwidth"): "bytes/s",
     ("plan", "--spare"): "count0",
