@@ -90,12 +90,19 @@ def test_request_serve_and_simulate_json_carry_bands():
 
 
 @pytest.mark.skipif(not BANDS_FILE.is_file(), reason="bands not built (python -m roofline.calibrate.engine.bands)")
-def test_the_shipped_bands_cover_about_80_percent_of_rows_held_out_by_source():
-    # Issue 25: on held-out rows the p10-p90 band covers 80% +- 10%. The file records, per tier and quantity,
-    # the coverage of bands built without each source's rows on that source's rows.
+def test_the_shipped_bands_record_their_coverage_held_out_by_source():
+    # Issue 25 asks the p10-p90 band to cover 80% +- 10% of held-out rows.  The file records, per tier and
+    # quantity, how often a band built without a source covered that source's rows (docs/guides/validation.md):
+    # the calibrated-kernel tier's TTFT and tokens/s do (82%, 81%); TPOT does not in any tier (150 of its 155
+    # cases are one host-bound engine, splitwise-sim), which the guide says.
     table = band_table()
-    assert set(table) <= {"spec sheet", "calibrated kernels", "fitted engine entry"}
+    assert set(table) == {"spec sheet", "calibrated kernels", "fitted engine entry"}
+    for tier in table.values():
+        for band in tier.values():
+            assert band.n >= 20 and 0.0 <= band.coverage <= 1.0
+            assert band.quantile(0.1) < band.quantile(0.5) < band.quantile(0.9)
+    kernels = table["calibrated kernels"]
+    assert 0.7 <= kernels["ttft_s"].coverage <= 0.9 and 0.7 <= kernels["throughput"].coverage <= 0.9
+    # with a fitted entry held out by row, the median TPOT and tokens/s are within 10% of the prediction
     fitted = table["fitted engine entry"]
-    for quantity in ("ttft_s", "tpot_s", "throughput"):
-        band = fitted[quantity]
-        assert band.n >= 20 and band.quantile(0.1) < band.quantile(0.5) < band.quantile(0.9)
+    assert abs(fitted["tpot_s"].quantile(0.5) - 1) < 0.1 and abs(fitted["throughput"].quantile(0.5) - 1) < 0.1
