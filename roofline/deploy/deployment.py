@@ -294,7 +294,9 @@ def deployment(
 
     ``achievable`` prices the spec-sheet parts at the chip's achievable defaults (its YAML ``achievable:``
     fractions of peak); None: for models priced by their operator terms (MoE, MLA), whose fused-MoE and MLA
-    kernels run at those defaults too.  ``moe_routing`` is the experts' skew (default: power law, alpha 1.01).
+    kernels run at those defaults too, and with an engine entry in registry terms (a real engine's kernels
+    reach those fractions, not the peaks; the entry's terms are host time only and must not absorb them).
+    ``moe_routing`` is the experts' skew (default: power law, alpha 1.01).
 
     ``engine`` names an entry of the profile's ``engine:`` section (fitted engine terms), or gives
     the terms themselves; the engine's fitted collective overlap then applies.
@@ -332,7 +334,7 @@ def deployment(
     if not 0.0 <= overlap <= 1.0:
         raise OptionError(f"comms_overlap must be in [0, 1] (got {overlap})", parameters=("comms_overlap",))
     rates = rates or chip_rates(hw, precision.compute, kv_dtype=precision.kv)
-    if achievable if achievable is not None else operator_priced(model):
+    if achievable if achievable is not None else (operator_priced(model) or eng.registry_entry):
         rates = at_achievable(rates)
     return Deployment(
         model=model,

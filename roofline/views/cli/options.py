@@ -81,7 +81,7 @@ ACHIEVABLE = typer.Option(
     "--spec-speed",
     parser=values.choice("achievable", "peak"),
     help="Spec-sheet terms at the chip's achievable fractions of peak (its YAML achievable: block) or at its "
-    "peaks (default: achievable for MoE and MLA models, peak for the others).",
+    "peaks (default: achievable for MoE and MLA models and with --engine, peak for the others).",
 )
 TOPOLOGY = typer.Option(
     None, "--topology", parser=values.topology_text, help="TPU slice axes, e.g. 4x4 (the tp group spans it)."
