@@ -101,9 +101,15 @@ def static_rows(engine_values: dict[str, float]) -> list[E2ERow]:
 
 
 def test_fit_gives_back_known_terms_and_their_spread_is_small():
-    # 32 layers x 1 ms of launches = 32 ms binds the eager prompt steps of 1024 and 2048 tokens (15 and 30 ms on
-    # the device), not the 4096-token ones (60 ms) nor the graph-captured decodes.
-    truth = {"step_host_s": 2e-3, "seq_host_s": 3e-5, "cuda_graph_max_tokens": 512.0, "eager_launch_s_per_layer": 1e-3}
+    # 32 layers x 1.5 ms of launches = 48 ms binds the eager prompt steps of 1024 and 2048 tokens (19 and 38 ms on
+    # the device: the spec sheet at H100's achievable fractions, the default with an engine entry), not the
+    # 4096-token ones (78 ms) nor the graph-captured decodes.
+    truth = {
+        "step_host_s": 2e-3,
+        "seq_host_s": 3e-5,
+        "cuda_graph_max_tokens": 512.0,
+        "eager_launch_s_per_layer": 1.5e-3,
+    }
     rows = static_rows(truth)
     base = with_values(replace(NO_ENGINE, key="mine/1"), {"cuda_graph_max_tokens": 512.0})
     fit = fit_entry("mine/1", fit_rows(rows, H100), base)

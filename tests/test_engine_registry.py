@@ -38,9 +38,19 @@ def test_step_and_sequence_host_time_add_to_a_decode_step_by_hand():
     # sampled sequence = +1.08 ms exactly; the eager launch term does not bind (8 tokens <= 512).
     base = float(step_from(deployment(LLAMA2_7B, H100, 1), 8, 1024).step_time_s)
     eng = entry(step_host_s=1e-3, seq_host_s=1e-5, eager_launch_s_per_layer=1e-3)
-    got = step_from(deployment(LLAMA2_7B, H100, 1, engine=eng), 8, 1024)
+    got = step_from(deployment(LLAMA2_7B, H100, 1, engine=eng, achievable=False), 8, 1024)  # both at the peaks
     assert float(got.step_time_s) - base == pytest.approx(1.08e-3, rel=1e-12)
     assert float(got.engine_host_s) == pytest.approx(1.08e-3, rel=1e-12)
+
+
+def test_an_engine_entry_puts_the_spec_sheet_at_its_achievable_fractions():
+    # A real engine's kernels reach the chip's achievable fractions, not the peaks: with an entry in registry
+    # terms the spec sheet defaults to them (its host terms must not absorb the gap); achievable=False keeps
+    # the peaks; without an entry a dense model stays at the book's peaks.
+    eng = entry(step_host_s=0.0)
+    assert deployment(LLAMA2_7B, H100, 1, engine=eng).rates.achievable
+    assert not deployment(LLAMA2_7B, H100, 1, engine=eng, achievable=False).rates.achievable
+    assert not deployment(LLAMA2_7B, H100, 1).rates.achievable
 
 
 def test_an_eager_step_takes_the_launch_floor_by_hand():
@@ -51,14 +61,14 @@ def test_an_eager_step_takes_the_launch_floor_by_hand():
     device = float(step_terms(deployment(LLAMA2_7B, H100, 1), work).time_s)
     assert 0.0139 < device < 0.0170
     eng = entry(eager_launch_s_per_layer=6e-4, cuda_graph_max_tokens=512)
-    t = step_terms(deployment(LLAMA2_7B, H100, 1, engine=eng), work)
+    t = step_terms(deployment(LLAMA2_7B, H100, 1, engine=eng, achievable=False), work)
     assert float(t.time_s) == pytest.approx(32 * 6e-4, rel=1e-12)
     assert str(t.bound) == "host"
     # 256 tokens replay a graph: no floor.
     small = Work(prefill_seqs=1.0, prefill_len=256.0)
-    assert float(step_terms(deployment(LLAMA2_7B, H100, 1, engine=eng), small).time_s) == pytest.approx(
-        float(step_terms(deployment(LLAMA2_7B, H100, 1), small).time_s), rel=1e-12
-    )
+    assert float(
+        step_terms(deployment(LLAMA2_7B, H100, 1, engine=eng, achievable=False), small).time_s
+    ) == pytest.approx(float(step_terms(deployment(LLAMA2_7B, H100, 1), small).time_s), rel=1e-12)
 
 
 def test_a_toy_term_added_from_outside_the_package_reaches_step_json():
