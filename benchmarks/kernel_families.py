@@ -77,14 +77,29 @@ def report(chip: str, source: str, key: str, rows: Measurements, folds: int, max
     return lines
 
 
-def main() -> None:
+def options(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line: a shared folder that holds the tables, known chips and families, folds >= 2."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shared", default="../shared/measurements")
     parser.add_argument("--chips", default="h100-sxm,b200")
     parser.add_argument("--families", default="moe,mla_decode,mla_prefill,bmm")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--max-rows", type=int, default=3000)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    chips, families = sorted({c for c, _ in TABLES}), sorted({f for _, f in TABLES})
+    for flag, given, allowed in (("--chips", args.chips, chips), ("--families", args.families, families)):
+        bad = [v for v in given.split(",") if v not in allowed]
+        if bad:
+            parser.error(f"{flag}: unknown {bad[0]!r}; allowed: {', '.join(allowed)}")
+    if args.folds < 2 or args.max_rows < 1:
+        parser.error(f"--folds {args.folds} / --max-rows {args.max_rows}: need folds >= 2 and max-rows >= 1")
+    if not (Path(args.shared) / AIC).is_dir():
+        parser.error(f"--shared {args.shared}: no {AIC} folder there (the public measurement tables)")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = options(argv)
     head = ("chip", "table", "entry", "routing", "rows", "shapes held out", "excluded", "ideal roofline MAPE")
     print("| " + " | ".join(head) + " | held out by shape: MAPE / median / p90 |")
     print("|" + "---|" * (len(head) + 1))
