@@ -256,6 +256,7 @@ def _evaluate(
                 rates=blk.rates,
                 engine=engine,
             )
+            sources[f"hardware:{blk.name}"] = dep.rates.source  # what the points ran at (achievable with an entry)
             _, comms = evaluate_part(dep, batch_f, context_f, blk.counts[local], store, part, row_kept=row_kept[local])
             part += 1
             known[key] = comms
