@@ -75,6 +75,21 @@ def test_the_request_path_adds_to_ttft_and_e2e_but_not_tpot_by_hand():
     assert 0.0 < lagged["ttft_s"] - b["ttft_s"] < 1e-2 and lagged["tpot_s"] == pytest.approx(b["tpot_s"], rel=0.02)
 
 
+def test_a_run_whose_clients_timed_out_is_simulated_whole_with_their_timeout():
+    # 300 requests sent at 20 req/s of 512 + 512 tokens to one H100 spec sheet (past what it serves), the
+    # clients giving up after 10 s: every request is simulated (no sample, no warm-up), some fail at the
+    # timeout, the survivors' latencies stay under it, and no tokens/s is predicted (the measured one counts
+    # survivors over the load generator's own window).
+    row = replace(RATE_ROW, arrival_rate=20.0, output_len=512, num_requests=60, num_failed=240, timeout_s=10.0)
+    sim = simulated_row(row, row_deployment(row, H100, NO_ENGINE))
+    assert (sim.requests, sim.warmup) == (300, 0)
+    entry = with_values(replace(NO_ENGINE, key="t/1"), {})
+    res = sim.run(entry)
+    assert res.failed > 0 and res.completed > 0 and res.completed + res.failed == 300
+    pred = sim.predict(entry)
+    assert pred["e2e_s"] < 10.0 and "output_tokens_per_s" not in pred
+
+
 def test_a_row_of_an_engine_version_without_an_entry_takes_the_nearest_and_says_so():
     row = replace(RATE_ROW, engine_version="0.16.2")
     eng = row_engine(row, H100)

@@ -26,7 +26,8 @@ def by_source(summary: dict, quantity: str, source: str) -> float:
 
 def test_the_real_vllm_runs_held_out_by_source_are_within_15_percent(held_out):
     # Without the vLLM rows the vllm/0.15.1 entry has only its documented values (front end 2 + 2 ms,
-    # one step of async-scheduling lag, no host time): measured 11.5% TTFT, 4.0% TPOT, 4.1% E2E, 1.5% tokens/s.
+    # one step of async-scheduling lag, no host time): measured over the six stages 11.2% TTFT, 5.5% TPOT,
+    # 3.7% E2E, 1.5% tokens/s.
     s = held_out.summary_by_source_holdout
     assert by_source(s, "ttft_s", "vllm-serving-h100") <= 0.15
     assert by_source(s, "tpot_s", "vllm-serving-h100") <= 0.08
@@ -36,9 +37,15 @@ def test_the_real_vllm_runs_held_out_by_source_are_within_15_percent(held_out):
     assert by_source(s, "throughput", "trtllm-static-batch") <= 0.10
 
 
-def test_the_overloaded_run_is_skipped_with_its_reason(held_out):
-    (skip,) = [s for s in held_out.skipped if "reasoning" in s.id]
-    assert skip.reason.startswith("overloaded: 4068 of 4800 requests failed at the client")
+def test_the_overloaded_run_is_predicted_with_its_client_timeout(held_out):
+    # The reasoning stage (4 req/s of 1448-token outputs; 4068 of 4800 requests failed at the 300 s client
+    # timeout) runs whole through the simulator with that timeout: the survivors' TTFT (measured 106.6 s) and
+    # E2E (160.1 s) come out within 10% and 5% (116.6 s, 162.9 s with the documented vLLM values), and no
+    # tokens/s is compared (the load generator counts survivors over its own window).
+    cases = {c.quantity: c for c in held_out.cases if "reasoning" in c.id}
+    assert set(cases) == {"ttft_s", "tpot_s", "e2e_s"}
+    assert abs(cases["ttft_s"].ratio - 1) < 0.10 and abs(cases["e2e_s"].ratio - 1) < 0.05
+    assert not [s for s in held_out.skipped if "reasoning" in s.id]
 
 
 def test_the_fitted_vllm_entry_transfers_across_its_load_stages():

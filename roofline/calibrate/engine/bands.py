@@ -59,7 +59,7 @@ def tier_residuals(rows: Sequence[E2ERow]) -> dict[str, list[Residual]]:
     profiles = shipped_profiles(rows)
     for row in rows:
         hw = profile_for(row, profiles)
-        if hw is None or overloaded(row):
+        if hw is None or (overloaded(row) and row.timeout_s is None):
             continue
         try:
             pred = predict_row(row, hw, NO_ENGINE)

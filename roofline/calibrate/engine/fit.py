@@ -7,8 +7,8 @@ bounded by the registry's physical range; the rest keep their documented values,
 which terms the rows could not determine.  A term that ends at its upper bound is reported as a
 missing term (the rows want more than the physical range).  Spread: the standard deviation of each
 fitted term over refits without one row (without one of 10 folds above 10 rows), whose predictions are
-also the held-out errors.  Overloaded runs (over 5 % of requests failed at the client) are predicted but
-not fitted: the simulator has no client timeout yet.
+also the held-out errors.  Overloaded runs (over 5 % of requests failed at the client) are predicted, with
+the row's client timeout, but not fitted.
 
 Simulated rows are evaluated on a grid of the step-cost term (``step_host_s``) and interpolated
 linearly; the request path (front end, lag) enters them exactly, so a fit of tens of rows runs a few
@@ -63,8 +63,8 @@ class FitRow:
 
     @property
     def fittable(self) -> bool:
-        """Whether the fit may use the row: not an overloaded run whose clients gave up (the simulator has
-        no client timeout yet, issue 26), which ``validate`` still predicts."""
+        """Whether the fit may use the row: not an overloaded run whose clients gave up (its survivors'
+        latencies hang on the backlog, not on the engine terms), which ``validate`` still predicts."""
         return not overloaded(self.row)
 
     def predict(self, engine: EngineTerms) -> dict[str, float]:

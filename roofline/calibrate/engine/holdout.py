@@ -52,8 +52,8 @@ def entry_groups(rows: Sequence[E2ERow], profile: Callable[[E2ERow], HardwareSpe
             skipped[row.id] = f"no calibrated profile for {row.hardware}"
             continue
         entry = row_engine(row, hw)
-        if overloaded(row):
-            skipped[row.id] = "overloaded (clients timed out): not predicted without the simulator's client timeout"
+        if overloaded(row) and row.timeout_s is None:
+            skipped[row.id] = "overloaded (clients timed out) and no client timeout (timeout_s) to simulate it with"
             continue
         if not entry.registry_entry:
             skipped[row.id] = f"no engine entry for {row.engine} (kernel times only)"

@@ -126,7 +126,8 @@ OVERLOAD = 0.05
 
 def overloaded(row: E2ERow) -> bool:
     """Whether over 5% of the run's requests failed at the client (timeouts): the survivors' latencies are
-    what the clients measured, which the simulator cannot reproduce without a client timeout."""
+    what the clients measured; the simulator reproduces them with the row's client timeout (``timeout_s``),
+    but they are too sensitive to the backlog to fit engine terms on."""
     failed = row.num_failed or 0
     return failed > OVERLOAD * (failed + (row.num_requests or 0))
 

@@ -38,6 +38,9 @@ from roofline.model import memory
 
 #: Most requests one row's simulation runs (a longer run is sampled: its first 10% warm the engine up).
 MAX_REQUESTS = 2000
+#: Most requests of a run whose clients timed out, simulated whole (who times out depends on how long the
+#: backlog grew over the whole run, so it is not sampled).
+MAX_TIMED_OUT_REQUESTS = 20_000
 #: Block size of the simulated paged KV cache (vLLM's and the shared runs' default).
 BLOCK_SIZE = 16
 
@@ -109,6 +112,7 @@ class SimulatedRow:
                 scheduler=self.scheduler(engine),
                 path=RequestPath(schedule_lag_steps=lag),
                 warmup=self.warmup,
+                timeout_s=self.row.timeout_s,
             )
             self.cache[key] = simulate(cost, self.load(engine), config)
         return self.cache[key]
@@ -130,7 +134,11 @@ class SimulatedRow:
         return OpenLoop(rate / r.dp)
 
     def predict(self, engine: EngineTerms) -> dict[str, float]:
-        """ttft_s, tpot_s, itl_s, e2e_s (with the request path), tokens/s and requests/s of the deployment."""
+        """ttft_s, tpot_s, itl_s, e2e_s (with the request path), tokens/s and requests/s of the deployment.
+
+        A run whose clients timed out gives no tokens/s or requests/s: its measured ones count the survivors
+        over the load generator's own window (the stage plus its drain), which the simulator does not share.
+        """
         res = self.run(engine)
         delay = round_trip_s(engine)
         out = {
@@ -143,6 +151,8 @@ class SimulatedRow:
         }
         for q, p in (("ttft", res.ttft_s), ("e2e", res.e2e_s)):
             out.update({f"{q}_p50_s": p.p50 + delay, f"{q}_p90_s": p.p90 + delay, f"{q}_p99_s": p.p99 + delay})
+        if self.row.num_failed and self.row.timeout_s is not None:
+            del out["output_tokens_per_s"], out["requests_per_s"]
         return out
 
 
@@ -152,9 +162,11 @@ def round_trip_s(engine: EngineTerms) -> float:
 
 
 def simulated_row(row: E2ERow, dep: Deployment, seed: int = 0) -> SimulatedRow:
-    """A row's simulation plan: the run's own request count when it is known and small, else a sample."""
+    """A row's simulation plan: the run's own request count when it is known and small (or its clients timed
+    out: then up to MAX_TIMED_OUT_REQUESTS), else a sample; the clients' timeout is the row's."""
     known = (row.num_requests or 0) + (row.num_failed or 0)
-    whole = 0 < known <= MAX_REQUESTS
-    requests = known if whole else MAX_REQUESTS
+    timed_out = bool(row.num_failed) and row.timeout_s is not None
+    whole = 0 < known <= (MAX_TIMED_OUT_REQUESTS if timed_out else MAX_REQUESTS)
+    requests = known if whole else (MAX_TIMED_OUT_REQUESTS if timed_out else MAX_REQUESTS)
     warmup = 0 if whole else requests // 10
     return SimulatedRow(row, replace(dep, engine=NO_ENGINE), requests, warmup, seed)

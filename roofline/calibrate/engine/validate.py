@@ -238,11 +238,11 @@ def validate(
         if profiles and hw is None:
             skipped.append(Skipped(row.id, row.source, f"no --hardware profile for {row.hardware}"))
             continue
-        if overloaded(row):
+        if overloaded(row) and row.timeout_s is None:
             failed = row.num_failed or 0
             reason = (
                 f"overloaded: {failed} of {failed + (row.num_requests or 0)} requests failed at the client, and "
-                "the simulator has no client timeout yet"
+                "the row gives no client timeout (timeout_s) to simulate them with"
             )
             skipped.append(Skipped(row.id, row.source, reason))
             continue
