@@ -345,3 +345,20 @@ def test_old_csv_without_the_new_columns_still_loads(tmp_path):
     assert "prefix_hit_rate" not in old.splitlines()[0]
     (row, *_) = read_rows(FIXTURES / "schema_bom.csv")
     assert row.prefix_hit_rate is None and row.max_num_seqs is None and row.num_failed is None
+
+
+@pytest.mark.parametrize(
+    ("model_id", "name"),
+    [
+        ("meta-llama/Llama-2-7b-hf", "llama-2-7b"),
+        ("meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b"),
+        ("meta-llama/Meta-Llama-3-8B-Instruct", "llama-3-8b"),
+        ("mistralai/Mixtral-8x7B-Instruct-v0.1", "mixtral-8x7b"),  # version suffix after the variant
+        ("mistralai/Mixtral-8x7B-v0.1", "mixtral-8x7b"),
+        ("Qwen/Qwen3-32B", "qwen3-32b"),
+    ],
+)
+def test_hugging_face_ids_name_their_built_in_model(model_id: str, name: str):
+    from roofline.calibrate.engine.vllm_results import vllm_model_name
+
+    assert vllm_model_name(model_id, "x.json") == name

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,8 +100,10 @@ def vllm_model_name(model_id: str, origin: str) -> str:
     names = model_names()
     base = model_id.rstrip("/").split("/")[-1].lower()
     candidates = [base]
-    for suffix in ("-instruct", "-chat", "-hf", "-it", "-fp8", "-base"):
-        candidates += [c.removesuffix(suffix) for c in candidates]
+    stripped = base
+    while (shorter := re.sub(r"-(instruct|chat|hf|it|fp8|base|v\d+(\.\d+)*|\d{4})$", "", stripped)) != stripped:
+        stripped = shorter  # 'mixtral-8x7b-instruct-v0.1' -> 'mixtral-8x7b'; 'qwen2.5-7b-instruct-2507' too
+        candidates.append(stripped)
     candidates += [c.replace("meta-llama-", "llama-") for c in candidates]
     for c in candidates:
         if c in names:
