@@ -234,9 +234,14 @@ def test_simulated_work_is_refused_up_front_with_its_figure(here):
     run = run_roofline(
         *SIM[:-2], "--replicas", "4096", "--arrival-rate", "1e9", "--requests", "1000000", "-i", "64", "-o", "8"
     )
-    assert_refused(run, "1,000,000 requests x 4,096 replicas = 4,096,000,000", "ceiling of 50,000,000")
+    assert_refused(
+        run,
+        "--requests x replicas: 1,000,000 requests x 4,096 replicas = 4,096,000,000",
+        "ceiling of 50,000,000; give fewer --requests or --replicas (replicas",
+    )
     run = run_roofline(*SIM[:-2], "--qps", "100", "--requests", "1000000", "-i", "64", "-o", "8000")
-    assert_refused(run, "8,001,000,000 simulated tokens", "ceiling of 100,000,000", "at most 12,498 here")
+    assert_refused(run, "--requests: 1,000,000 requests", "8,001,000,000 simulated tokens", "ceiling of 100,000,000")
+    assert_refused(run, "give fewer --requests (at most 12,498 here)")
 
 
 def test_validate_refuses_too_many_rows_before_predicting(here):

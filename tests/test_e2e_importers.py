@@ -13,7 +13,7 @@ import pytest
 from roofline.calibrate.engine.data import build, load_shipped
 from roofline.calibrate.engine.importers import ImportOptions, import_file
 from roofline.calibrate.engine.schema import E2EError, read_rows
-from roofline.core.errors import RooflineError
+from roofline.core.errors import OptionError, RooflineError
 
 from .conftest import run_cli
 
@@ -114,7 +114,7 @@ def test_vllm_options_override_the_file():
 @pytest.mark.parametrize(
     ("name", "opt", "expected"),
     [
-        ("vllm_concurrency16.json", ImportOptions(), "does not say which hardware ran it; pass --hardware"),
+        ("vllm_concurrency16.json", ImportOptions(), "does not say which hardware ran it; pass hardware=NAME"),
         ("not_vllm.json", H100, "key 'completed' is None"),
         ("vllm_concurrency16.json", ImportOptions(hardware="h100-sxm", weights="fp9"), "weights is 'fp9'"),
     ],
@@ -133,8 +133,12 @@ def test_vllm_unknown_model_id_asks_for_model(tmp_path: Path):
         .replace("meta-llama/Llama-3.1-8B-Instruct", "acme/Widget-9B"),
         encoding="utf-8",
     )
-    with pytest.raises(E2EError, match=r"model_id 'acme/Widget-9B' is not a built-in model.*pass --model"):
+    with pytest.raises(E2EError, match=r"model_id 'acme/Widget-9B' is not a built-in model.*pass model=NAME") as exc:
         import_file(path, options=H100)
+    assert exc.value.parameters == ("model",)  # the CLI names its flag instead
+    cli = run_cli("e2e", "import", str(path), "--hardware", "h100-sxm", "--out", str(tmp_path / "x.csv"))
+    assert cli.returncode == 2 and "pass --model NAME, YAML or config.json" in cli.stderr
+    assert not (tmp_path / "x.csv").exists()
 
 
 def test_malformed_json_and_unknown_csv(tmp_path: Path):
@@ -144,8 +148,23 @@ def test_malformed_json_and_unknown_csv(tmp_path: Path):
         import_file(bad, options=H100)
     odd = tmp_path / "odd.csv"
     odd.write_text("a,b\n1,2\n", encoding="utf-8")
-    with pytest.raises(E2EError, match="cannot tell the format from the header"):
+    with pytest.raises(E2EError, match="cannot tell the format from the header.*; pass fmt=, one of: vllm"):
         import_file(odd)
+    with pytest.raises(OptionError, match="^fmt is 'nope'; allowed: auto, vllm"):
+        import_file(odd, "nope")
+
+
+def test_cli_names_the_format_flag(tmp_path: Path):
+    # The Python API names import_file's fmt parameter; the CLI shows its --format flag.
+    odd = tmp_path / "odd.csv"
+    odd.write_text("a,b\n1,2\n", encoding="utf-8")
+    out = str(tmp_path / "x.csv")
+    cli = run_cli("e2e", "import", str(odd), "--out", out)
+    assert (
+        cli.returncode == 2 and "cannot tell the format from the header (a, b...); pass --format, one of:" in cli.stderr
+    )
+    cli = run_cli("e2e", "import", str(odd), "--format", "nope", "--out", out)
+    assert cli.returncode == 2 and "error: --format is 'nope'; allowed: auto, vllm" in cli.stderr
 
 
 def test_schema_files_pass_through():

@@ -78,7 +78,7 @@ def test_profiles_pick_rows_and_errors_become_skips():
     result = validate(rows, [load_hardware("h100-sxm")])
     assert {c.id for c in result.cases} == {"r"}
     reasons = {s.id: s.reason for s in result.skipped}
-    assert reasons["a"] == "no --hardware profile for a100-80gb"
+    assert reasons["a"] == "no hardware profile given for a100-80gb"
     assert "unknown model 'no-such-model'" in reasons["x"]
 
 

@@ -90,6 +90,35 @@ def test_steps_lower_bound(tokens, seqs, replicas, per_sequence, refused):
         assert not refused
 
 
+def test_work_ceilings_name_parameters_not_flags():
+    # 1,000,000 requests x 4,096 replicas = 4,096,000,000 > 50 M held; 1,000,000 x (8,000 output tokens +
+    # ceil(64 / 8192) = 1 prompt chunk) = 8,001,000,000 > 100 M tokens, at most 100 M // 8,001 = 12,498 requests.
+    with pytest.raises(OptionError) as held:
+        bounds.check_work(1_000_000, 4096, 64, 8, 8192)
+    assert str(held.value).startswith("requests x replicas: 1,000,000 requests x 4,096 replicas = 4,096,000,000")
+    assert "give fewer requests= or replicas=" in str(held.value) and "--" not in str(held.value)
+    assert held.value.parameters == ("requests", "replicas")
+    with pytest.raises(OptionError) as tokens:
+        bounds.check_work(1_000_000, 1, 64, 8000, 8192)
+    assert str(tokens.value).startswith("requests: 1,000,000 requests x (8,000 output tokens + 1 prompt chunks)")
+    assert "give fewer requests= (at most 12,498 here)" in str(tokens.value) and "--" not in str(tokens.value)
+    assert tokens.value.parameters == ("requests",)
+
+
+def test_engine_tp_refusals_name_the_parameter():
+    from dataclasses import replace
+
+    from roofline.specs import load_model
+
+    llama = load_model("llama-3-8b")  # 32 attention heads, 8 KV heads
+    with pytest.raises(OptionError, match=r"^tp=3: llama-3-8b has 32 attention heads, .*allowed: 1, 2, 4, 8, 16, 32"):
+        bounds.check_engine_tp(llama, 3)
+    # 24 heads split 6 ways, but 8 KV heads neither divide 6 nor are divided by it
+    with pytest.raises(OptionError, match=r"^tp=6: llama-3-8b's 8 KV heads neither divide 6") as kv:
+        bounds.check_engine_tp(replace(llama, num_heads=24), 6)
+    assert kv.value.parameters == ("tp",)
+
+
 def test_progress_counts_requests_up_to_the_total_and_changes_nothing(monkeypatch):
     monkeypatch.setattr(run, "CHECK_TURNS", 1)
     calls: list[tuple[int, int]] = []

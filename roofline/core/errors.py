@@ -16,15 +16,7 @@ SHOWN_CHARS = 40
 
 
 class RooflineError(ValueError):
-    """Bad input or an impossible configuration; the CLI prints it on one line, exit 2."""
-
-
-class SpecError(RooflineError):
-    """A hardware or model spec (YAML) or a config.json that cannot be found, parsed or validated."""
-
-
-class OptionError(RooflineError):
-    """A bad CLI option or Python argument; the message names the flag or the parameter.
+    """Bad input or an impossible configuration; the CLI prints it on one line, exit 2.
 
     ``parameters`` lists the Python parameter names the message mentions (``batch``,
     ``price_per_chip_hour``), so the CLI can show its own flags (``--batch``, ``--price``)
@@ -34,6 +26,14 @@ class OptionError(RooflineError):
     def __init__(self, message: str, *, parameters: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.parameters = tuple(parameters)
+
+
+class SpecError(RooflineError):
+    """A hardware or model spec (YAML) or a config.json that cannot be found, parsed or validated."""
+
+
+class OptionError(RooflineError):
+    """A bad CLI option or Python argument; the message names the parameter (``parameters``)."""
 
 
 class MeasurementError(RooflineError):

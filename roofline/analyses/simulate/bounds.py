@@ -54,18 +54,20 @@ def check_work(requests: int, replicas: int, mean_input: float, mean_output: flo
     held = requests * replicas
     if held > MAX_REQUEST_REPLICAS:
         raise OptionError(
-            f"--requests x replicas: {requests:,} requests x {replicas:,} replicas = {held:,} is over the "
-            f"simulator's ceiling of {MAX_REQUEST_REPLICAS:,}; give fewer --requests or --replicas "
-            "(replicas serve alike: simulate one and scale its rate)"
+            f"requests x replicas: {requests:,} requests x {replicas:,} replicas = {held:,} is over the "
+            f"simulator's ceiling of {MAX_REQUEST_REPLICAS:,}; give fewer requests= or replicas= "
+            "(replicas serve alike: simulate one and scale its rate)",
+            parameters=("requests", "replicas"),
         )
     tokens = simulated_tokens(requests, mean_input, mean_output, chunk_tokens)
     if tokens > MAX_SIMULATED_TOKENS:
         chunks = math.ceil(mean_input / max(chunk_tokens, 1))
         raise OptionError(
-            f"--requests: {requests:,} requests x ({mean_output:,.0f} output tokens + {chunks} prompt chunks) = "
+            f"requests: {requests:,} requests x ({mean_output:,.0f} output tokens + {chunks} prompt chunks) = "
             f"{tokens:,.0f} simulated tokens is over the "
-            f"simulator's ceiling of {MAX_SIMULATED_TOKENS:,}; give fewer --requests (at most "
-            f"{int(MAX_SIMULATED_TOKENS // max(tokens / requests, 1)):,} here)"
+            f"simulator's ceiling of {MAX_SIMULATED_TOKENS:,}; give fewer requests= (at most "
+            f"{int(MAX_SIMULATED_TOKENS // max(tokens / requests, 1)):,} here)",
+            parameters=("requests",),
         )
     return tokens
 
@@ -128,8 +130,11 @@ def check_engine_tp(model: ModelSpec, tp: int) -> None:
     heads, kv = model.num_heads, model.num_kv_heads
     if heads % tp:
         raise OptionError(
-            f"--tp {tp}: {model.name} has {heads} attention heads, which {tp} does not divide; a serving engine "
-            f"splits heads evenly (allowed: {', '.join(str(d) for d in range(1, heads + 1) if heads % d == 0)})"
+            f"tp={tp}: {model.name} has {heads} attention heads, which {tp} does not divide; a serving engine "
+            f"splits heads evenly (allowed: {', '.join(str(d) for d in range(1, heads + 1) if heads % d == 0)})",
+            parameters=("tp",),
         )
     if kv and kv % tp and tp % kv:
-        raise OptionError(f"--tp {tp}: {model.name}'s {kv} KV heads neither divide {tp} nor are divided by it")
+        raise OptionError(
+            f"tp={tp}: {model.name}'s {kv} KV heads neither divide {tp} nor are divided by it", parameters=("tp",)
+        )

@@ -44,7 +44,10 @@ def is_genai_perf(obj: dict[str, Any]) -> bool:
 def _common(opt: ImportOptions, where: str, model_id: str) -> dict[str, object]:
     """The deployment fields a result lacks, from the options."""
     if not opt.hardware:
-        raise E2EError(f"{where}: the result does not say which hardware ran it; give the hardware (a name or YAML)")
+        raise E2EError(
+            f"{where}: the result does not say which hardware ran it; pass hardware=NAME or YAML",
+            parameters=("hardware",),
+        )
     w, kv, c = opt.dtypes()
     return {
         "hardware": opt.hardware,
@@ -79,7 +82,8 @@ def sglang_row(obj: dict[str, Any], where: str, rid: str, opt: ImportOptions) ->
     tokens = [number(obj, k, where, "tokens") for k in ("total_input_tokens", "total_output_tokens")]
     if opt.input_len is None and (tokens[0] is None or tokens[1] is None):
         raise E2EError(
-            f"{where}: fields 'total_input_tokens'/'total_output_tokens' missing; give the input and output lengths"
+            f"{where}: fields 'total_input_tokens'/'total_output_tokens' missing; pass input_len= and output_len=",
+            parameters=("input_len", "output_len"),
         )
     measured: dict[str, float | None] = {}
     for m, key in (("ttft", "ttft"), ("tpot", "tpot"), ("itl", "itl"), ("e2e", "e2e_latency")):

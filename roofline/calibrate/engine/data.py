@@ -12,7 +12,8 @@ from pathlib import Path
 
 from roofline.calibrate.engine.importers import ImportOptions, import_file
 from roofline.calibrate.engine.rows_out import write_rows
-from roofline.calibrate.engine.schema import E2EError, E2ERow, read_rows
+from roofline.calibrate.engine.schema import E2ERow, read_rows
+from roofline.core.errors import OptionError
 from roofline.specs import hardware_names
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "e2e"
@@ -52,7 +53,9 @@ def load_shipped(source: str | None = None) -> list[E2ERow]:
     picked = [r for r in rows if r.source == source or r.source.startswith(source)]
     if not picked:
         names = sorted({r.source for r in rows})
-        raise E2EError(f"--source {source!r} matches no shipped rows; allowed: {', '.join(names)}")
+        raise OptionError(
+            f"source {source!r} matches no shipped rows; allowed: {', '.join(names)}", parameters=("source",)
+        )
     return picked
 
 

@@ -61,7 +61,7 @@ from roofline.calibrate.engine.vllm_results import (
     read_vllm_json,
     vllm_model_name,
 )
-from roofline.core.errors import RooflineError
+from roofline.core.errors import OptionError, RooflineError
 
 __all__ = [
     "E2E_CONSISTENCY",
@@ -136,7 +136,8 @@ def detect_format(path: Path, header: list[str] | None) -> str:
         return "splitwise"
     raise E2EError(
         f"{path}: cannot tell the format from the header ({', '.join(sorted(cols)[:8])}...); "
-        f"pass --format, one of: {', '.join(FORMATS[1:])}"
+        f"pass fmt=, one of: {', '.join(FORMATS[1:])}",
+        parameters=("fmt",),
     )
 
 
@@ -201,7 +202,7 @@ def import_file(
     ``max_rows`` rows are refused before any is converted."""
     path, opt = Path(path), options or ImportOptions()
     if fmt not in FORMATS:
-        raise E2EError(f"--format is {fmt!r}; allowed: {', '.join(FORMATS)}")
+        raise OptionError(f"fmt is {fmt!r}; allowed: {', '.join(FORMATS)}", parameters=("fmt",))
     if fmt in JSON_FORMATS or (fmt == "auto" and path.suffix in (".json", ".jsonl")):
         return checked(_at_most(import_json(path, fmt, opt), max_rows, path), str(path))
     header, rows = read_csv_dicts(path)

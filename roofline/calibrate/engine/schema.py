@@ -302,7 +302,7 @@ def _check_lengths(values: dict[str, object], origin: str, line: int) -> None:
         try:
             parse_lengths(str(values["lengths"]))
         except RooflineError as exc:
-            detail = str(exc).removeprefix("--lengths: ")
+            detail = str(exc).removeprefix("lengths: ")
             raise bad_cell(
                 origin,
                 line,

@@ -236,7 +236,7 @@ def validate(
     for row in rows:
         hw = profile_for(row, chosen) if chosen else None
         if profiles and hw is None:
-            skipped.append(Skipped(row.id, row.source, f"no --hardware profile for {row.hardware}"))
+            skipped.append(Skipped(row.id, row.source, f"no hardware profile given for {row.hardware}"))
             continue
         if overloaded(row) and row.timeout_s is None:
             failed = row.num_failed or 0

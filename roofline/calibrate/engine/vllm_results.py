@@ -96,7 +96,10 @@ def vllm_model_name(model_id: str, origin: str) -> str:
     from roofline.specs import model_names
 
     if not model_id.strip():
-        raise E2EError(f"{origin}: the result does not name its model; give the model (a name, YAML or config.json)")
+        raise E2EError(
+            f"{origin}: the result does not name its model; pass model=NAME, YAML or config.json",
+            parameters=("model",),
+        )
     names = model_names()
     base = model_id.rstrip("/").split("/")[-1].lower()
     candidates = [base]
@@ -111,7 +114,8 @@ def vllm_model_name(model_id: str, origin: str) -> str:
     close = nearest(base, names)
     hint = f"; closest built-in: {', '.join(close)}" if close else ""
     raise E2EError(
-        f"{origin}: model_id {model_id!r} is not a built-in model{hint}; pass --model NAME, YAML or config.json"
+        f"{origin}: model_id {model_id!r} is not a built-in model{hint}; pass model=NAME, YAML or config.json",
+        parameters=("model",),
     )
 
 
@@ -123,7 +127,10 @@ def _vllm_row(obj: dict[str, object], origin: str, rid: str, opt: ImportOptions)
             "(is this a result file saved by vllm bench serve?)"
         )
     if not opt.hardware:
-        raise E2EError(f"{origin}: a vLLM result does not say which hardware ran it; pass --hardware NAME or YAML")
+        raise E2EError(
+            f"{origin}: a vLLM result does not say which hardware ran it; pass hardware=NAME or YAML",
+            parameters=("hardware",),
+        )
     model = opt.model or vllm_model_name(str(obj.get("model_id") or ""), origin)
     w, kv, c = opt.dtypes()
     notes = [f"vLLM bench serve result; hardware, tp and dtypes from options (weights {w}, KV {kv}, compute {c})"]
@@ -131,7 +138,8 @@ def _vllm_row(obj: dict[str, object], origin: str, rid: str, opt: ImportOptions)
     outputs = opt.output_len or _ratio(value_of(obj, "total_output_tokens", origin, MAX_TOKENS), completed)
     if inputs is None or outputs is None:
         raise E2EError(
-            f"{origin}: keys 'total_input_tokens'/'total_output_tokens' missing; pass --input-len and --output-len"
+            f"{origin}: keys 'total_input_tokens'/'total_output_tokens' missing; pass input_len= and output_len=",
+            parameters=("input_len", "output_len"),
         )
     if opt.input_len is None:
         notes.append("input_len, output_len = total tokens / completed")

@@ -17,7 +17,7 @@ import sys
 
 import typer
 
-from roofline.core.errors import OptionError, RooflineError
+from roofline.core.errors import RooflineError
 from roofline.core.fmt import set_byte_system
 from roofline.views.cli._coercion import use_direct_parsers
 from roofline.views.cli._common import err_console
@@ -131,9 +131,9 @@ def main() -> None:
         sys.exit(2)
     except UsageError as exc:
         _fail(usage_message(exc))
-    except OptionError as exc:
+    except RooflineError as exc:
         _fail(flag_message(exc))
-    except (RooflineError, ValueError) as exc:
+    except ValueError as exc:
         _fail(str(exc))
     if isinstance(code, int) and code:
         sys.exit(code)
@@ -177,6 +177,7 @@ PARAMETER_FLAGS = {
     "address": "--ray-address",
     "prices": "--price",
     "ops": "--op",
+    "fmt": "--format",
     # simulate
     "rate_per_s": "--arrival-rate",
     "clients": "--concurrency",
@@ -186,8 +187,8 @@ PARAMETER_FLAGS = {
 }
 
 
-def flag_message(exc: OptionError) -> str:
-    """An OptionError naming Python parameters, with the CLI's flags instead (batch -> --batch)."""
+def flag_message(exc: RooflineError) -> str:
+    """An error naming Python parameters (its ``parameters``), with the CLI's flags instead (batch -> --batch)."""
     import re
 
     text = str(exc)

@@ -56,7 +56,7 @@ def validate_command(
             for f in rows_files:
                 rows += import_file(f, max_rows=MAX_VALIDATE_ROWS - len(rows))
         except RooflineError as exc:
-            raise type(exc)(f"--rows: {exc}") from None
+            raise type(exc)(f"--rows: {exc}", parameters=exc.parameters) from None
         if source:
             rows = [r for r in rows if r.source == source or r.source.startswith(source)]
             if not rows:

@@ -84,8 +84,8 @@ def excluded_note(excluded: dict[str, int], scenario: Scenario) -> str:
         '<p class="note">Left out of the prediction traces by default: tensor parallelism across a '
         "scale-out network (tp above the chip's max_ici_domain_chips, e.g. 8 NVLink GPUs), whose "
         "per-layer all-reduces over InfiniBand no deployment uses; such a slice is served as replicas of "
-        f"a smaller tp group instead. Points left out: {html.escape(counts)}. `--scale-out-tp` keeps them; "
-        "the bound traces show them marked ✕.</p>"
+        f"a smaller tp group instead. Points left out: {html.escape(counts)}. The report's scale_out_tp "
+        "option keeps them; the bound traces show them marked ✕.</p>"
     )
 
 
