@@ -223,13 +223,19 @@ def test_vllm_results_become_an_engine_profile_the_commands_accept(tmp_path: Pat
     assert "engine vllm/any: 4 rows" in proc.stdout and "held out by row" in " ".join(proc.stdout.split())
     fitted = run_json("calibrate", "fit", str(rows), "--hardware", "h100-sxm-cal", "--out", str(mine))
     entry = fitted["engines"]["vllm/any"]
-    assert entry["after_mape"] <= entry["before_mape"] and entry["holdout_cases"] > 0
+    # The fit minimises the log residuals: they cannot grow (MAPE may, on rows it cannot all fit).
+    assert entry["after_rms_log_error"] <= entry["before_rms_log_error"] * (1 + 1e-9) and entry["holdout_cases"] > 0
     assert set(entry["fitted"]) <= {"step_host_s", "frontend_out_s"} and set(entry["spread"]) == set(entry["fitted"])
     args = ("--model", "qwen3-32b", "-i", "512", "-o", "256")
     with_engine = run_json("request", *args, "--hardware", str(mine), "--engine", "vllm/any")
-    kernels_only = run_json("request", *args, "--hardware", "h100-sxm-cal")
     assert "calibrated engine vllm/any" in with_engine["sources"]["engine"]
-    assert with_engine["ttft_s"] != kernels_only["ttft_s"]
+    # Under load the entry's request path (front end in 2 ms + its fitted front end out, a step of
+    # scheduling lag) lies on every request's TTFT: at least the fitted frontend_out_s more than kernels alone.
+    load = ("--qps", "1", "--requests", "20")
+    sim_engine = run_json("simulate", *args, *load, "--hardware", str(mine), "--engine", "vllm/any")
+    sim_kernels = run_json("simulate", *args, *load, "--hardware", "h100-sxm-cal")
+    front = entry["terms"]["frontend_out_s"]
+    assert sim_engine["ttft_s"]["mean"] >= sim_kernels["ttft_s"]["mean"] + front
     plan = run_json("plan", *args, "--hardware", str(mine), "--engine", "vllm/any", "--qps", "2")
     assert plan["best"]["hardware"] == "h100-sxm-cal"
 

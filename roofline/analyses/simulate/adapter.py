@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from numpy.typing import ArrayLike
 
-from roofline.analyses.simulate.config import OffloadConfig, RequestPath
+from roofline.analyses.simulate.config import OffloadConfig, RequestPath, SchedulerConfig
 from roofline.analyses.simulate.table import KernelGrids, PostFn, PriceFn, StepTable
 from roofline.analyses.step_memory import replica_need, step_memory
 from roofline.core.errors import OptionError, RooflineError
@@ -221,6 +221,25 @@ def kv_token_bytes(dep: Deployment) -> float:
     return float(step_memory(dep, 1.0, 1.0).kv_only_bytes_per_sequence) * float(dep.kv_copies)
 
 
+def kv_capacity(
+    dep: Deployment, reserve_tokens: float, max_num_seqs: int, draft_dep: Deployment | None = None
+) -> tuple[int, float]:
+    """(KV tokens one replica holds, the weights it holds): (HBM·u − activations of a step of the token
+    budget − weights − the entry's memory_reserve_bytes) / KV bytes per token (each held kv_copies times;
+    a draft model's weights and KV besides).  The step samples one row per sequence (vLLM's profiling run:
+    max_num_seqs logit rows), so the fp32 logits are reserved for min(token budget, max_num_seqs) rows."""
+    sampled = min(reserve_tokens, float(max_num_seqs))
+    weights, usable = (float(x) for x in replica_need(dep, 1.0, 0.0, reserve_tokens, sampled))
+    kv_token = kv_token_bytes(dep)
+    if draft_dep is not None:
+        kv_token += kv_token_bytes(draft_dep)
+        weights += float(draft_dep.held_weight_bytes)
+    usable -= weights + float((getattr(dep.engine, "values", {}) or {}).get("memory_reserve_bytes", 0.0))
+    if kv_token <= 0:  # no attention KV (a state-space model): tokens never fill the cache
+        kv_token = 1e-300
+    return (int(min(usable // kv_token, 1 << 40)) if usable > 0 else 0), weights
+
+
 def mtp_model(model: ModelSpec) -> ModelSpec:
     """A multi-token-prediction head priced as one more decoder layer of the model (DeepSeek-V3's MTP
     module is one transformer block sharing the embeddings and the LM head)."""
@@ -277,18 +296,8 @@ def cost_for(
         assert not isinstance(draft_model, str)
         draft_rates = chip_rates(dep.hw, dep.precision.compute, kv_dtype=dep.precision.kv)
         draft_dep = replace(dep, model=draft_model, rates=draft_rates)
-    # The step memory's accounting: the weights one replica holds and the HBM it may fill with a step of
-    # the token budget; each token's KV held kv_copies times (a draft model's weights and KV besides).
-    weights, usable = (float(x) for x in replica_need(dep, 1.0, 0.0, reserve_tokens))
-    kv_token = kv_token_bytes(dep)
-    if draft_dep is not None:
-        kv_token += kv_token_bytes(draft_dep)
-        weights += float(draft_dep.held_weight_bytes)
-    reserve = float((getattr(dep.engine, "values", {}) or {}).get("memory_reserve_bytes", 0.0))
-    usable -= weights + reserve
-    if kv_token <= 0:  # no attention KV (a state-space model): tokens never fill the cache
-        kv_token = 1e-300
-    capacity = int(min(usable // kv_token, 1 << 40)) if usable > 0 else 0
+    seqs = int(str(scheduler_defaults(dep).get("max_num_seqs", SchedulerConfig.max_num_seqs)))
+    capacity, weights = kv_capacity(dep, reserve_tokens, seqs, draft_dep)
     if capacity < 1:
         raise RooflineError(
             f"{model.name} weights ({weights / 1e9:.1f} GB) leave no KV cache in "

@@ -224,6 +224,9 @@ def fit_entry(
     stats = {
         "before_mape": float(np.mean(np.abs(np.expm1(before)))),
         "after_mape": float(np.mean(np.abs(np.expm1(after)))),
+        # the quantity the fit minimises (log residuals); MAPE need not fall with it
+        "before_rms_log_error": float(np.sqrt(np.mean(np.square(before)))),
+        "after_rms_log_error": float(np.sqrt(np.mean(np.square(after)))),
     }
     if held_out:
         apes = [abs(p / measured(r.row, q) - 1) for r in rows for q in r.cases() if (p := held_out.get((r.row.id, q)))]

@@ -29,12 +29,11 @@ from roofline.analyses.simulate import (
     Trace,
     simulate,
 )
-from roofline.analyses.simulate.adapter import DeploymentStepCost
+from roofline.analyses.simulate.adapter import DeploymentStepCost, kv_capacity
 from roofline.analyses.simulate.config import RequestPath
 from roofline.calibrate.engine.schema import E2ERow
 from roofline.deploy import NO_ENGINE, Deployment, EngineTerms
 from roofline.deploy.engine_registry import terms_of
-from roofline.model import memory
 
 #: Most requests one row's simulation runs (a longer run is sampled: its first 10% warm the engine up).
 MAX_REQUESTS = 2000
@@ -80,20 +79,20 @@ class SimulatedRow:
         """The engine-free kernel table (built once per memory setting); KV capacity within the entry's memory
         share, less its reserve."""
         budget = knob(self.row.max_num_batched_tokens, engine, "max_num_batched_tokens")
+        seqs = knob(self.row.max_num_seqs, engine, "max_num_seqs")
         share = engine.value("memory_utilization") if engine.registry_entry else 0.9
-        key = (budget, share, engine.value("memory_reserve_bytes"), float(engine.gqa_kv_reread))
+        key = (budget, seqs, share, engine.value("memory_reserve_bytes"), float(engine.gqa_kv_reread))
         if key not in self.tables:
-            self.tables[key] = self._table(budget, share, key[2], engine)
+            self.tables[key] = self._table(budget, seqs, share, engine)
         return self.tables[key]
 
-    def _table(self, budget: int, share: float, reserve: float, engine: EngineTerms) -> DeploymentStepCost:
+    def _table(self, budget: int, seqs: int, share: float, engine: EngineTerms) -> DeploymentStepCost:
         dep = replace(self.dep, memory_utilization=share, engine=engine)
-        kv_token = float(memory.kv_cache_bytes_per_token(dep.model, dep.precision.kv_bytes))
-        usable = float(dep.usable_hbm_bytes(float(budget))) - dep.weight_bytes - reserve
+        capacity, _ = kv_capacity(dep, float(budget), seqs)
         context = float(self.row.mean_input_len + self.row.mean_output_len) * 2.0 + 64.0
         return DeploymentStepCost(
             dep=dep,
-            kv_capacity_tokens=max(int(usable // kv_token), 1),
+            kv_capacity_tokens=max(capacity, 1),
             max_context=context,
             source=f"step model of {dep.par.describe()} on {dep.hw.name}",
         )
