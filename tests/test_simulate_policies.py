@@ -62,5 +62,8 @@ def test_prefill_first_runs_prompts_in_steps_of_their_own():
 
 
 def test_unknown_policy_lists_the_registered_ones():
-    with pytest.raises(RooflineError, match="^policy: unknown 'fifo'; allowed: decode-first, prefill-first"):
+    # Every registered policy is listed, sorted: the built-ins and any a test (or a plugin) registered.
+    with pytest.raises(RooflineError, match="^policy: unknown 'fifo'; allowed: ") as info:
         SchedulerConfig(policy="fifo")
+    allowed = str(info.value).split("allowed: ", 1)[1].split(", ")
+    assert allowed == sorted(POLICIES) and {"decode-first", "prefill-first"} <= set(allowed)
