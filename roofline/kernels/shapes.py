@@ -7,6 +7,7 @@ family's ``features`` derive once (the busiest GPU's slots and active experts).
 
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -117,6 +118,12 @@ def shapes(table: Measurements) -> dict[str, np.ndarray]:
     return out
 
 
+@functools.lru_cache(maxsize=512)
+def _default_columns(size: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """Every shape column at its default (NaN where none) as read-only views of ``size`` (shared: never written)."""
+    return {name: np.broadcast_to(np.float64(DEFAULTS.get(name, np.nan)), size) for name in SHAPE_COLUMNS}
+
+
 def shape_arrays(op: str, dtype: str, shape: dict[str, object]) -> dict[str, np.ndarray]:
     """Broadcast shape keywords of one op into model arrays (one-line errors for bad input).
 
@@ -142,7 +149,7 @@ def shape_arrays(op: str, dtype: str, shape: dict[str, object]) -> dict[str, np.
     def const(value: float) -> np.ndarray:  # a read-only view: no array of the grid's size per column
         return np.broadcast_to(np.float64(value), size)
 
-    s = {name: const(DEFAULTS.get(name, np.nan)) for name in SHAPE_COLUMNS}
+    s = dict(_default_columns(size))
     s.update(zip(shape, arrays, strict=True))
     width, out_width = widths(op, dtype)
     s["width"], s["out_width"] = const(width), const(out_width)
