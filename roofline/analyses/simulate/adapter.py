@@ -260,17 +260,19 @@ def cost_for(
     pp: int | None = None,
     ep: int | None = None,
     max_context: float = 1 << 17,
-    reserve_tokens: float = 8192,
+    reserve_tokens: float | None = None,
     engine: str | None = None,
     attention_dp: int | None = None,
     draft: ModelSpec | str | None = None,
     moe_routing: str | None = None,
     achievable: bool | None = None,
+    reserve_seqs: int | None = None,
 ) -> DeploymentStepCost:
     """The step cost of one replica (tp·attention_dp·pp chips), its KV capacity in tokens within the usable
     HBM (the step memory's: the weights it holds, each token's cache ``kv_copies`` times), less the engine
     entry's memory reserve and a draft model's weights and KV when given (``draft='mtp'``: one more layer
-    of the model itself)."""
+    of the model itself).  The activations reserved are a step of ``reserve_tokens`` tokens sampling
+    ``reserve_seqs`` rows (each: given, else the engine entry's scheduler setting, else the default)."""
     tp_d = tp or 1
     dp = attention_dp_for(tp_d, ep or 1, attention_dp, model.num_experts)
     chips = tp_d * dp * (pp or 1)
@@ -296,8 +298,10 @@ def cost_for(
         assert not isinstance(draft_model, str)
         draft_rates = chip_rates(dep.hw, dep.precision.compute, kv_dtype=dep.precision.kv)
         draft_dep = replace(dep, model=draft_model, rates=draft_rates)
-    seqs = int(str(scheduler_defaults(dep).get("max_num_seqs", SchedulerConfig.max_num_seqs)))
-    capacity, weights = kv_capacity(dep, reserve_tokens, seqs, draft_dep)
+    entry = scheduler_defaults(dep)
+    tokens = reserve_tokens or _entry_int(entry, "max_num_batched_tokens", SchedulerConfig.max_num_batched_tokens)
+    seqs = reserve_seqs or _entry_int(entry, "max_num_seqs", SchedulerConfig.max_num_seqs)
+    capacity, weights = kv_capacity(dep, float(tokens), seqs, draft_dep)
     if capacity < 1:
         raise RooflineError(
             f"{model.name} weights ({weights / 1e9:.1f} GB) leave no KV cache in "
@@ -333,6 +337,12 @@ def scheduler_defaults(dep: Deployment) -> dict[str, object]:
     if getattr(e, "policy", ""):
         found["policy"] = e.policy
     return found
+
+
+def _entry_int(found: dict[str, object], key: str, default: int) -> int:
+    """``found[key]`` (an entry's scheduler setting) as an int, else ``default``."""
+    value = found.get(key)
+    return value if isinstance(value, int) else default
 
 
 def offload_config(dep: Deployment, host_bytes: float, bandwidth_bytes_per_s: float | None) -> OffloadConfig:

@@ -139,7 +139,8 @@ def simulate_command(
         moe_routing=moe_routing,
         achievable=spec_speed(achievable),
         max_context=_longest(load, dist, reqs) + 1.0,
-        reserve_tokens=max_num_batched_tokens or DEFAULT_SCHEDULER["max_num_batched_tokens"],  # type: ignore[arg-type]
+        reserve_tokens=max_num_batched_tokens,
+        reserve_seqs=max_num_seqs,
         engine=engine,
         draft=draft_model,
     )
