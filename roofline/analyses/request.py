@@ -23,6 +23,7 @@ from roofline.model import memory
 from roofline.model.memory import Number
 from roofline.specs import HardwareSpec, ModelSpec
 from roofline.terms import decode_work, prefill_work, step_terms
+from roofline.terms.engine import frontend_s
 from roofline.terms.step import BOOK
 
 
@@ -58,6 +59,11 @@ class RequestResult:
     attention_dp: int = 1
     moe_tp: int = 1
     kv_copies: float = 1.0
+    #: The engine entry's front end in + out (HTTP, tokenise; detokenise, stream): on the client's path, no GPU time.
+    frontend_s: Number = 0.0
+    #: TTFT and end-to-end latency as the client sees them on an idle engine: the GPU figures + ``frontend_s``.
+    client_ttft_s: Number = 0.0
+    client_latency_s: Number = 0.0
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -112,7 +118,11 @@ def request(
 def request_from(
     dep: Deployment, input_len: ArrayLike, output_len: ArrayLike, batch: ArrayLike = 1, mfu: float = 1.0
 ) -> RequestResult:
-    """A whole request on ``dep``: the prefill step's terms, then the decode steps' terms."""
+    """A whole request on ``dep``: the prefill step's terms, then the decode steps' terms.
+
+    ``ttft_s`` and ``latency_s`` are GPU time (what serve and plan queue on); the client's figures add the
+    entry's front end in and out.  An idle engine has no step running, so async scheduling's lag is 0 steps.
+    """
     mfu = _check_request(dep, input_len, output_len, batch, mfu)
     m, prec = dep.model, dep.precision
     counts = memory.param_counts(m)
@@ -125,6 +135,7 @@ def request_from(
     last = step_terms(dep, decode_work(batch, np.maximum(i + o - 2.0, i)))
     ttft = prefill.time_s
     latency = np.add(ttft, decode)
+    front = float(sum(frontend_s(dep.engine)))
     chips = np.asarray(dep.chips, dtype=float)
     weights = dep.weight_bytes
     rates = dep.rates
@@ -160,10 +171,25 @@ def request_from(
         pp=dep.par.pp,
         ep=dep.par.ep,
         **layout_fields(dep),
+        frontend_s=front,
+        client_ttft_s=np.add(ttft, front),
+        client_latency_s=np.add(latency, front),
         sources={
             **result_sources(dep, prefill),
             "formulas": f"{BOOK}, prefill/generation sections (MFU {mfu:g})",
+            "client": _client_note(dep, front),
             "no_cache": "spec-sheet roofline of the book's no-KV-cache comparison (chips × peak "
             f"FLOP/s × MFU {mfu:g}, chips × HBM bandwidth), whatever the profile",
         },
+    )
+
+
+def _client_note(dep: Deployment, front: float) -> str:
+    """Where the client's TTFT and end-to-end latency come from."""
+    if not front:
+        return "client TTFT / end-to-end = the GPU's (no engine entry gives a front end)"
+    fin, fout = frontend_s(dep.engine)
+    return (
+        f"client TTFT / end-to-end = GPU + front end {fin * 1e3:.3g} ms in + {fout * 1e3:.3g} ms out "
+        f"({dep.engine.key}); idle engine: no scheduling lag"
     )

@@ -50,6 +50,13 @@ def host_terms_s(engine: EngineTerms, shape: StepShape) -> tuple[Number, Number]
     return add, floor
 
 
+def frontend_s(engine: EngineTerms) -> tuple[float, float]:
+    """(front end in, front end out) in seconds: the request path outside the GPU steps where the entry gives it
+    (HTTP and tokenising before the scheduler; detokenising and streaming after a step), else (0, 0)."""
+    given = engine.values or {}
+    return float(given.get("frontend_in_s", 0.0)), float(given.get("frontend_out_s", 0.0))
+
+
 def engine_step_s(engine: EngineTerms, shape: StepShape, device_s: Number) -> Number:
     """max(device + Σ step terms, Σ floor terms): a replica's step with the engine's host time."""
     host = host_terms_s(engine, shape)

@@ -28,7 +28,7 @@ from roofline.formulas.serving import speculative_round_time_s
 from roofline.model.memory import Number
 from roofline.specs import HardwareSpec, ModelSpec
 from roofline.terms import Work, step_terms
-from roofline.terms.engine import engine_step_s, step_shape
+from roofline.terms.engine import engine_step_s, frontend_s, step_shape
 
 DEFAULT_PRECISION = Precision()
 #: Decode-context grid points per row (the step is interpolated linearly between them).
@@ -322,11 +322,7 @@ def request_path_for(dep: Deployment) -> RequestPath:
     """The engine entry's request-path terms (front end in and out, scheduling lag) where the entry gives them;
     zeros otherwise (no entry: tokens reach the client as the step ends)."""
     given = getattr(dep.engine, "values", {}) or {}
-    return RequestPath(
-        float(given.get("frontend_in_s", 0.0)),
-        float(given.get("frontend_out_s", 0.0)),
-        int(round(float(given.get("schedule_lag_steps", 0.0)))),
-    )
+    return RequestPath(*frontend_s(dep.engine), int(round(float(given.get("schedule_lag_steps", 0.0)))))
 
 
 def scheduler_defaults(dep: Deployment) -> dict[str, object]:

@@ -297,17 +297,20 @@ def request_command(
     if explain:
         from roofline.views.explain import explain_request  # only when asked: keeps start-up lean
     explanations = explanations_into(data, explain_request(dep, batch, mfu, res) if explain else [])
-    keys = ("ttft_s", "tpot_s", "tokens_per_s_per_chip")
+    keys = ("ttft_s", "client_ttft_s", "tpot_s", "tokens_per_s_per_chip")
     data["bands"] = bands_for(dep, {k: float(data[k]) for k in keys if isinstance(data.get(k), (int, float))})
 
     def render() -> None:
         table = quantity_table(f"{m.name} on {chips}x {hw.name}: {shape}, batch {batch}")
         bound = " (spec bound)" if dep.rates.calibrated else ""  # the book's comparison: spec peaks
+        client = bool(data.get("frontend_s"))  # the entry's front end: the client's figures are longer
         for label, key in (
             ("TTFT (prefill)", "ttft_s"),
+            *((("TTFT at the client (+ front end)", "client_ttft_s"),) if client else ()),
             ("TPOT (mean)", "tpot_s"),
             ("first / last decode step", None),
             ("end-to-end latency", "latency_s"),
+            *((("end-to-end at the client", "client_latency_s"),) if client else ()),
             (f"without KV cache{bound}", "no_cache_latency_s"),
         ):
             if key is None:

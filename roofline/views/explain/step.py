@@ -289,6 +289,7 @@ def explain_request(dep: Deployment, batch: float, mfu: float, res: RequestResul
             binding=True,
             note=("prefill dominates" if _f(res.ttft_s) > _f(res.decode_time_s) else "decode dominates"),
         ),
+        *_client_explanations(res),
         Explanation(
             "latency without KV cache",
             _f(res.no_cache_latency_s),
@@ -296,5 +297,34 @@ def explain_request(dep: Deployment, batch: float, mfu: float, res: RequestResul
             "max(Σ_t prefill FLOPs(I + t) / C, O·P_bytes / W_hbm)",
             (Term("O", _f(res.output_len), "tokens"),),
             f"{BOOK}, 'Transformer inference basics' (naive sampling)",
+        ),
+    ]
+
+
+def _client_explanations(res: RequestResult) -> list[Explanation]:
+    """TTFT and latency at the client: the GPU's + the entry's front end (none without one)."""
+    front = _f(res.frontend_s)
+    if not front:
+        return []
+    note = "front end: no GPU time"
+    src = "the engine entry's request path (sources.client)"
+    return [
+        Explanation(
+            "TTFT at the client",
+            _f(res.client_ttft_s),
+            "s",
+            "TTFT + front end in + front end out",
+            (Term("TTFT", _f(res.ttft_s), "s"), Term("front end", front, "s")),
+            src,
+            note=note,
+        ),
+        Explanation(
+            "latency at the client",
+            _f(res.client_latency_s),
+            "s",
+            "latency + front end in + front end out",
+            (Term("latency", _f(res.latency_s), "s"), Term("front end", front, "s")),
+            src,
+            note=note,
         ),
     ]
