@@ -98,11 +98,16 @@ class OpenLoop:
 @dataclass(frozen=True)
 class ClosedLoop:
     """``clients`` clients, each sending its next request ``think_time_s`` after it saw the previous reply
-    (or gave up on it); ``think_cv`` > 0 draws think times from a gamma of that coefficient of variation."""
+    (or gave up on it); ``think_cv`` > 0 draws think times from a gamma of that coefficient of variation.
+
+    Client k sends first at k/clients x ``ramp_s``; None (the default): one client cycle on an idle engine
+    (request + front end + think time), the phase spread of a closed loop in steady state; 0: all at once,
+    which keeps identical clients in lockstep (:mod:`roofline.analyses.simulate.clients`)."""
 
     clients: int
     think_time_s: float = 0.0
     think_cv: float = 0.0
+    ramp_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.clients < 1:
@@ -111,6 +116,10 @@ class ClosedLoop:
             raise RooflineError(f"think time must be >= 0 s (got {self.think_time_s})")
         if not (math.isfinite(self.think_cv) and self.think_cv >= 0):
             raise RooflineError(f"think-time cv must be >= 0 (got {self.think_cv})")
+        if self.ramp_s is not None and not (math.isfinite(self.ramp_s) and self.ramp_s >= 0):
+            raise OptionError(
+                f"ramp_s must be >= 0 s (0: all clients at once; got {self.ramp_s})", parameters=("ramp_s",)
+            )
 
     def describe(self) -> str:
         think = f", {self.think_time_s:g} s think time" if self.think_time_s else ""

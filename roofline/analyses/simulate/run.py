@@ -18,6 +18,7 @@ import numpy as np
 
 from roofline.analyses.simulate.bounds import CHECK_TURNS, Watch
 from roofline.analyses.simulate.cache import HostTier
+from roofline.analyses.simulate.clients import Ramp, start_offsets_s
 from roofline.analyses.simulate.config import SimConfig
 from roofline.analyses.simulate.cost import StepCost, pricer_for
 from roofline.analyses.simulate.engine import Engine
@@ -123,6 +124,7 @@ def simulate(
         "prefix cache": run.cache_note,
         "request path": _path_note(config),
         "seed": str(config.seed),
+        **run.ramp.sources(),
     }
     facts = RunFacts(
         warm,
@@ -187,6 +189,7 @@ class _Run:
         self.transfers: list[tuple[float, float]] = []
         self.closed = load if isinstance(load, ClosedLoop) else None
         self.target = self.active = 0
+        self.ramp = Ramp(cost, source, config, self.closed.ramp_s if self.closed is not None else None)
         self.think_rng = np.random.default_rng([config.seed, 3])
         self.watch = Watch(source.limit, self.end_s if self.staged else None, progress)
 
@@ -295,11 +298,12 @@ class _Run:
             self.push(self.end_s, _STAGE, 0)
 
     def set_clients(self, target: int, t: float) -> None:
-        """A stage sets the closed-loop clients: new ones send now, surplus ones leave after their reply."""
+        """A stage sets the closed-loop clients: new ones start over the ramp, surplus ones leave after their reply."""
         self.target = target
-        while self.active < target:
+        think = self.closed.think_time_s if self.closed is not None else self.think_s(t)
+        for dt in start_offsets_s(max(target - self.active, 0), self.ramp.seconds(think)):
             self.active += 1
-            self.issue(t)
+            self.push(t + dt, _ISSUE)
 
     def issue(self, t: float) -> None:
         """A closed-loop client sends its next request at t (it leaves when the load ends or shrinks)."""

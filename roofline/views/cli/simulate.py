@@ -85,6 +85,7 @@ def simulate_command(
     preemption: str = so.PREEMPTION,
     cv: float = so.CV,
     think_time: float = so.THINK_TIME,
+    ramp: float = so.RAMP,
     timeout: float = so.TIMEOUT,
     frontend_in: float = so.FRONTEND_IN,
     frontend_out: float = so.FRONTEND_OUT,
@@ -121,7 +122,7 @@ def simulate_command(
     check_engine_tp(m, tp)
     load, dist, reqs = _load(
         m, concurrency, arrival_rate, trace, stages, stage_warmup, cv, think_time, input_len, output_len, lengths,
-        lengths_csv, workload, requests, seed,
+        lengths_csv, workload, requests, seed, ramp,
     )  # fmt: skip
     spec = _speculative(draft, draft_len, acceptance)
     work = _check_work(load, dist, reqs, requests, replicas + prefill_replicas, max_num_batched_tokens)
@@ -222,6 +223,7 @@ def _load(
     workload: str | None,
     requests: int | None,
     seed: int,
+    ramp: float | None = None,
 ) -> tuple[Load, LengthDistribution | None, Requests | None]:
     """The load (exactly one of four), the length distribution and the generated workload, checked."""
     from roofline.analyses.simulate import ClosedLoop, OpenLoop, parse_stages, read_trace
@@ -240,6 +242,7 @@ def _load(
             + (f" (got {', '.join(named)})" if named else "")
         )
     refuse_without("--concurrency", concurrency is not None or stages is not None, {"--think-time": think_time})
+    refuse_without("--concurrency", concurrency is not None, {"--ramp": ramp})
     refuse_without("--arrival-rate", arrival_rate is not None, {"--cv": cv}, " (an open loop of random arrivals)")
     refuse_without("--stages", stages is not None, {"--stage-warmup": stage_warmup})
     if trace is not None:
@@ -262,7 +265,7 @@ def _load(
         if any(s.closed for s in load.stages) and workload is not None:
             count = requests or 100_000
     elif concurrency is not None:
-        load, count = ClosedLoop(concurrency, think_time or 0.0), requests or 1000
+        load, count = ClosedLoop(concurrency, think_time or 0.0, ramp_s=ramp), requests or 1000
     else:
         load, count = OpenLoop(arrival_rate, 1.0 if cv is None else cv), requests or 1000  # type: ignore[arg-type]
     reqs = parse_workload(workload, count, dist, seed) if workload is not None else None

@@ -98,6 +98,13 @@ THINK_TIME = typer.Option(
     metavar="TIME",
     help="Closed loop: seconds between reply and next send (default 0).",
 )
+RAMP = typer.Option(
+    None,
+    "--ramp",
+    parser=values.seconds_or_zero,
+    metavar="TIME",
+    help="Closed loop: start the clients evenly over TIME (default: one client cycle on an idle engine; 0: at once).",
+)
 TIMEOUT = typer.Option(
     None,
     "--timeout",
