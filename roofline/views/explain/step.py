@@ -306,25 +306,19 @@ def _client_explanations(res: RequestResult) -> list[Explanation]:
     front = _f(res.frontend_s)
     if not front:
         return []
-    note = "front end: no GPU time"
     src = "the engine entry's request path (sources.client)"
     return [
         Explanation(
-            "TTFT at the client",
-            _f(res.client_ttft_s),
+            f"{name} at the client",
+            _f(client),
             "s",
-            "TTFT + front end in + front end out",
-            (Term("TTFT", _f(res.ttft_s), "s"), Term("front end", front, "s")),
+            f"{name} + front end in + front end out",
+            (Term(name, _f(gpu), "s"), Term("front end", front, "s")),
             src,
-            note=note,
-        ),
-        Explanation(
-            "latency at the client",
-            _f(res.client_latency_s),
-            "s",
-            "latency + front end in + front end out",
-            (Term("latency", _f(res.latency_s), "s"), Term("front end", front, "s")),
-            src,
-            note=note,
-        ),
+            note="front end: no GPU time",
+        )
+        for name, gpu, client in (
+            ("TTFT", res.ttft_s, res.client_ttft_s),
+            ("latency", res.latency_s, res.client_latency_s),
+        )
     ]
