@@ -23,6 +23,7 @@ KEYS = {
     "tokens_per_s": "throughput",
 }
 RATES = ("throughput",)
+LABELS = {"ttft_s": "TTFT", "tpot_s": "TPOT", "throughput": "tokens/s"}
 
 
 def bands_for(dep: Deployment, values: Mapping[str, float]) -> dict[str, object]:
@@ -33,10 +34,10 @@ def bands_for(dep: Deployment, values: Mapping[str, float]) -> dict[str, object]
     if not table:
         out["source"] = f"no band for the {tier} tier (roofline/data/bands.yaml has none)"
         return out
-    first = next(iter(table.values()))
+    covered = ", ".join(f"{LABELS.get(q, q)} {b.coverage:.0%}" for q, b in table.items())
     out["source"] = (
-        f"held-out end-to-end rows of the {tier} tier (log measured/predicted quantiles; p10-p90 covered "
-        f"{first.coverage:.0%} of rows held out by source)"
+        f"held-out end-to-end rows of the {tier} tier: a new source's spread of log measured/predicted "
+        f"(between-source offset + within-source scatter); p10-p90 covered {covered} of rows held out by source"
     )
     for key, value in values.items():
         band = table.get(KEYS.get(key, ""))

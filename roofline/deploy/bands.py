@@ -32,6 +32,7 @@ class Band:
     log_ratios: tuple[float, ...]  # the quantiles of log(measured / predicted) at those levels
     n: int
     coverage: float  # share of held-out rows the p10-p90 band covered, its bands fitted without their source
+    coverage_by_source: tuple[tuple[str, float], ...] = ()  # the same per held-out source
 
     def quantile(self, level: float) -> float:
         """The ratio measured / predicted at cumulative probability ``level`` (interpolated in log)."""
@@ -53,7 +54,13 @@ def band_table() -> dict[str, dict[str, Band]]:
     out: dict[str, dict[str, Band]] = {}
     for tier, quantities in (read_yaml(BANDS_FILE).get("tiers") or {}).items():
         out[str(tier)] = {
-            str(q): Band(tuple(b["levels"]), tuple(b["log_ratios"]), int(b["n"]), float(b.get("coverage", np.nan)))
+            str(q): Band(
+                tuple(b["levels"]),
+                tuple(b["log_ratios"]),
+                int(b["n"]),
+                float(b.get("coverage", np.nan)),
+                tuple((str(k), float(v)) for k, v in (b.get("coverage_by_source") or {}).items()),
+            )
             for q, b in quantities.items()
         }
     return out

@@ -7,9 +7,10 @@ Per data tier, the shipped rows are predicted as that tier would price them:
 * fitted engine entry: the calibrated profile with the row's entry refitted without the row (without its
   fold of 10 above 10 rows): the fit's own held-out predictions.
 
-For each tier and quantity (TTFT, TPOT, output tokens/s) the file keeps quantiles of
-log(measured / predicted), and the coverage of the p10-p90 band on rows held out by source: each
-source's rows checked against the band built from the other sources' rows.
+For each tier and quantity (TTFT, TPOT, output tokens/s) the file keeps quantiles of log(measured /
+predicted) expected on a source not seen (:mod:`.band_model`: between-source offset + within-source
+scatter), and the coverage of the p10-p90 band on rows held out by source: each source's rows checked
+against the band built from the other sources' rows.
 
 ``python -m roofline.calibrate.engine.bands`` rebuilds the file.
 """
@@ -21,8 +22,7 @@ import sys
 from collections import defaultdict
 from collections.abc import Sequence
 
-import numpy as np
-
+from roofline.calibrate.engine.band_model import Residual, held_out_coverage, quantiles, spread_for
 from roofline.calibrate.engine.data import load_shipped
 from roofline.calibrate.engine.fit import measured
 from roofline.calibrate.engine.holdout import entry_groups, fitted_entries
@@ -39,8 +39,6 @@ from roofline.deploy.bands import BANDS_FILE, QUANTITIES, TIERS
 PREDICTED = {q: PREDICTED_BY[q][1] for q in QUANTITIES}
 #: Cumulative probabilities the file keeps quantiles at.
 LEVELS = (0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98)
-#: A residual: (source, quantity, log(measured / predicted)).
-Residual = tuple[str, str, float]
 
 
 def _log_ratio(measured: float, predicted: float | None) -> float | None:
@@ -79,27 +77,15 @@ def tier_residuals(rows: Sequence[E2ERow]) -> dict[str, list[Residual]]:
     return dict(out)
 
 
-def coverage(residuals: Sequence[Residual], quantity: str) -> float:
-    """Share of one quantity's residuals inside the p10-p90 band built without their own source."""
-    mine = [(s, r) for s, q, r in residuals if q == quantity]
-    inside = total = 0
-    for source in {s for s, _ in mine}:
-        others = [r for s, r in mine if s != source]
-        if len(others) < 5:
-            continue
-        lo, hi = np.quantile(others, [0.1, 0.9])
-        test = [r for s, r in mine if s == source]
-        inside += sum(lo <= r <= hi for r in test)
-        total += len(test)
-    return inside / total if total else float("nan")
-
-
 def bands_yaml(residuals: dict[str, list[Residual]]) -> str:
-    """The bands file: per tier and quantity the quantiles, n and the held-out coverage."""
+    """The bands file: per tier and quantity the quantiles of a new source's log ratio (band_model), the
+    rows they rest on, and the p10-p90 coverage held out by source (pooled over rows, and per source)."""
     lines = [
         "# Uncertainty bands written by `python -m roofline.calibrate.engine.bands` (do not edit by hand):",
-        "# per data tier and quantity, quantiles of log(measured / predicted) over held-out end-to-end rows",
-        "# (roofline/data/e2e/), and the coverage of the p10-p90 band on rows held out by source.",
+        "# per data tier and quantity, quantiles of log(measured / predicted) expected on a source not seen:",
+        "# the mean of the sources' medians, a between-source offset and the within-source scatter of held-out",
+        "# end-to-end rows (roofline/calibrate/engine/band_model.py); and the coverage of the p10-p90 band on",
+        "# each source's rows when the band is built without that source.",
         f"levels_note: {LEVELS!r}  # cumulative probabilities of the quantiles below",
         "tiers:",
     ]
@@ -109,15 +95,21 @@ def bands_yaml(residuals: dict[str, list[Residual]]) -> str:
             continue
         lines.append(f"  {tier}:")
         for q in QUANTITIES:
-            values = [r for _, qq, r in res if qq == q]
-            if len(values) < 5:
+            n = sum(1 for _, qq, _ in res if qq == q)
+            spread = spread_for(res, q)
+            if n < 5 or spread is None:
                 continue
-            quant = [float(v) for v in np.quantile(values, LEVELS)]
+            quant = [float(v) for v in quantiles(spread, LEVELS)]
+            pooled, per = held_out_coverage(res, q)
+            by_source = ", ".join(f"{s}: {c:.4f}" for s, c in per.items())
             lines.append(f"    {q}:")
             lines.append(f"      levels: {list(LEVELS)!r}  # cumulative probabilities")
             lines.append(f"      log_ratios: {[round(v, 5) for v in quant]!r}  # quantiles of log(measured/predicted)")
-            lines.append(f"      n: {len(values)}  # held-out cases")
-            lines.append(f"      coverage: {coverage(res, q):.4f}  # p10-p90 coverage, held out by source")
+            lines.append(f"      n: {n}  # held-out cases")
+            lines.append(f"      sources: {spread.cells}  # sources with this quantity")
+            lines.append(f"      method: {spread.method!r}")
+            lines.append(f"      coverage: {pooled:.4f}  # p10-p90 coverage of rows, each source held out")
+            lines.append(f"      coverage_by_source: {{{by_source}}}  # the same, per held-out source")
     return "\n".join(lines) + "\n"
 
 
