@@ -8,6 +8,8 @@ cover is reported by :func:`coverage`, so the caller falls back to the spec shee
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -30,8 +32,9 @@ def entry(hw: HardwareSpec, key: str, dtype: str) -> OpCalibration | None:
     return entry_for(hw, op, dtype, impl, fallback=True)
 
 
+@functools.lru_cache(maxsize=256)
 def split_family(key: str) -> tuple[str, str]:
-    """('allreduce', 'custom') from 'allreduce_custom'; ('attention_decode', '') stays whole."""
+    """('allreduce', 'custom') from 'allreduce_custom'; ('attention_decode', '') stays whole (memoised)."""
     from roofline.kernels.keys import SEPARATE_IMPLS
 
     for impl in SEPARATE_IMPLS:

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Container
 
 from roofline.core.units import DTYPE_BYTES
@@ -24,8 +25,9 @@ def op_key(op: str, impl: str = "") -> str:
     return f"{op}_{impl}" if impl in SEPARATE_IMPLS else op
 
 
+@functools.lru_cache(maxsize=1024)
 def base_op(key: str) -> str:
-    """The schema op of a key (``allreduce_custom/bf16`` -> ``allreduce``)."""
+    """The schema op of a key (``allreduce_custom/bf16`` -> ``allreduce``); pure, so memoised."""
     key = key.split("/")[0]
     for impl in SEPARATE_IMPLS:
         key = key.removesuffix(f"_{impl}")

@@ -124,6 +124,12 @@ def _default_columns(size: tuple[int, ...]) -> dict[str, np.ndarray]:
     return {name: np.broadcast_to(np.float64(DEFAULTS.get(name, np.nan)), size) for name in SHAPE_COLUMNS}
 
 
+@functools.lru_cache(maxsize=1024)
+def _constant(value: float, size: tuple[int, ...]) -> np.ndarray:
+    """``value`` over ``size`` as a read-only view (no array of the grid's size per column; shared, never written)."""
+    return np.broadcast_to(np.float64(value), size)
+
+
 def shape_arrays(op: str, dtype: str, shape: dict[str, object]) -> dict[str, np.ndarray]:
     """Broadcast shape keywords of one op into model arrays (one-line errors for bad input).
 
@@ -146,15 +152,12 @@ def shape_arrays(op: str, dtype: str, shape: dict[str, object]) -> dict[str, np.
     arrays = np.broadcast_arrays(*(np.asarray(v, float) for v in shape.values()))
     size = arrays[0].shape
 
-    def const(value: float) -> np.ndarray:  # a read-only view: no array of the grid's size per column
-        return np.broadcast_to(np.float64(value), size)
-
     s = dict(_default_columns(size))
     s.update(zip(shape, arrays, strict=True))
     width, out_width = widths(op, dtype)
-    s["width"], s["out_width"] = const(width), const(out_width)
+    s["width"], s["out_width"] = _constant(width, size), _constant(out_width, size)
     from roofline.kernels.moe import parse_routing
 
     code, alpha = parse_routing(routing)
-    s["routing"], s["routing_alpha"] = const(code), const(alpha)
+    s["routing"], s["routing_alpha"] = _constant(code, size), _constant(alpha, size)
     return with_features(op, s)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from roofline.core.memo import derived
 from roofline.model.shape import ModelShape, layer_mix
 
 
@@ -135,8 +136,13 @@ def moe_layer_count(m: ModelShape) -> int:
 def param_counts(m: ModelShape) -> ParamCounts:
     """Total and active parameters: L·(attention + MLP + norms) + V·D (×2 untied) + positions.
 
-    Norms: (norms_per_layer·L + 1 final + 1 if embedding_norm) LayerNorms of D (2·D with bias).
+    Norms: (norms_per_layer·L + 1 final + 1 if embedding_norm) LayerNorms of D (2·D with bias). Kept on a
+    frozen model.
     """
+    return derived(m, "param_counts", lambda: _param_counts(m))
+
+
+def _param_counts(m: ModelShape) -> ParamCounts:
     d = m.d_model
     embedding = m.vocab_size * d * (1 if m.tie_embeddings else 2)
     embedding += m.learned_position_embeddings * d

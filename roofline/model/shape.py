@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from roofline.core.memo import derived
 from roofline.core.types import Number as Number  # re-exported: the estimators' number type
 
 
@@ -78,7 +79,12 @@ class LayerMix:
 
 
 def layer_mix(m: ModelShape) -> LayerMix:
-    """Counts per layer kind from ``layer_types``/``mlp_types``, else num_local_layers / num_dense_layers."""
+    """Counts per layer kind from ``layer_types``/``mlp_types``, else num_local_layers / num_dense_layers
+    (kept on a frozen model: the estimators ask for it thousands of times a sweep)."""
+    return derived(m, "layer_mix", lambda: _layer_mix(m))
+
+
+def _layer_mix(m: ModelShape) -> LayerMix:
     types = getattr(m, "layer_types", None)
     local = m.num_local_layers
     mlps = getattr(m, "mlp_types", None)

@@ -95,11 +95,11 @@ def _details(title: str, body: Sequence[str]) -> list[str]:
 def build_report(scenario: Scenario) -> tuple[str, dict[str, object]]:
     """The report's HTML and a summary (answers, counts per model, figures, version) for --json."""
     refs = scenario.hardware_refs()
-    runs, tail_curves = all_models(scenario, refs)
+    work, (summary_html, found) = all_models(scenario, refs, lambda runs: summary_section(runs, refs, scenario))
+    runs, tail_curves = work.runs, work.curves
     version = tool_version()
     figs = _Figures()
     page = _head(version, refs, scenario)
-    summary_html, found = summary_section(runs, refs, scenario)
     page += summary_html
     if scenario.tails:
         page += [
@@ -148,7 +148,7 @@ def build_report(scenario: Scenario) -> tuple[str, dict[str, object]]:
         sources.update(run.predicted.sources)
         sources[f"model:{name}"] = run.predicted.sources["model"]
         rows_html, points = frontier_details(name, model_traces)
-        ops_html, ops_data = sections.ops_section(name, scenario, refs, figs.html)
+        ops_html, ops_data = sections.ops_section(name, scenario, refs, figs.html, work.ops[name])
         page += rows_html
         page += [
             f'<details data-model="{html.escape(name)}"><summary>{html.escape(name)}: the classic roofline, op '

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -229,28 +230,49 @@ def op_breakdowns(
     return out
 
 
-def ops_section(
-    name: str, scenario: Scenario, refs: Sequence[HardwareRef], fig_html: FigureHtml
-) -> tuple[list[str], dict[str, object]]:
-    """The classic roofline plot and the per-op tables of one configuration of model ``name``."""
+@dataclass(frozen=True)
+class OpsFound:
+    """The per-op section's configuration (the chip entry by its index in the refs) and its breakdowns."""
+
+    ref_index: int
+    precision: Precision
+    chips: int
+    batch: int
+    phases: list[tuple[str, str, OpBreakdown]]
+
+
+def ops_found(name: str, scenario: Scenario, refs: Sequence[HardwareRef]) -> OpsFound | None:
+    """The per-op configuration of model ``name`` (calibrated entries first, then each weight dtype) and its
+    breakdowns; None when no scenario slice within one scale-up domain holds the model."""
     model = load_model(name)
+    order = sorted(range(len(refs)), key=lambda i: not refs[i].calibrated)
+    candidates = [(i, first_precision(scenario, refs[i], w)) for i in order for w in scenario.weights]
+    for i, precision in candidates:
+        cfg = ops_configuration(model, refs[i], scenario, precision)
+        if cfg is not None:
+            chips, batch = cfg
+            phases = op_breakdowns(model, refs[i], scenario, chips, batch, precision)
+            return OpsFound(i, precision, chips, batch, phases)
+    return None
+
+
+def ops_section(
+    name: str,
+    scenario: Scenario,
+    refs: Sequence[HardwareRef],
+    fig_html: FigureHtml,
+    found: OpsFound | None,
+) -> tuple[list[str], dict[str, object]]:
+    """The classic roofline plot and the per-op tables of one configuration of model ``name``
+    (``found``: :func:`ops_found`'s answer)."""
     head = f"<h3>{html.escape(name)}: the classic roofline, op by op</h3>"
-    candidates = [
-        (ref, first_precision(scenario, ref, w))
-        for ref in sorted(refs, key=lambda r: not r.calibrated)
-        for w in scenario.weights
-    ]
-    found = next(
-        ((ref, p, cfg) for ref, p in candidates if (cfg := ops_configuration(model, ref, scenario, p)) is not None),
-        None,
-    )
     if found is None:
         return [
             head,
             '<p class="note">No scenario slice within one scale-up domain holds the model: no per-op breakdown.</p>',
         ], {}
-    ref, precision, (chips, batch) = found
-    phases = op_breakdowns(model, ref, scenario, chips, batch, precision)
+    ref, precision, phases = refs[found.ref_index], found.precision, found.phases
+    chips, batch = found.chips, found.batch
     config = (
         f"{ref.label}, {chips} chip{'s' if chips > 1 else ''} (tp {chips}), {precision.weights} weights, "
         f"{precision.kv} KV, context {scenario.contexts[0]}: decode of batch {batch} and prefill "
