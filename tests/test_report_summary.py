@@ -235,3 +235,33 @@ def test_load_curve_rises_to_saturation() -> None:
     assert curve.ttft_p50_s[1] > 10 * curve.ttft_p50_s[0]
     with pytest.raises(OptionError, match="full_rate"):
         ladder(0.0)
+
+
+def test_summary_answers_carry_their_tiers_bands() -> None:
+    """Each answer's p10-p90 is its served figure times the shipped held-out ratios of its chip entry's tier
+    (read here straight from roofline/data/bands.yaml: exp of the log ratio at levels 0.1 and 0.9)."""
+    import math
+
+    import yaml
+
+    from roofline.deploy.bands import BANDS_FILE, TIERS
+    from roofline.views.report.runs import model_run
+    from roofline.views.report.scenario import Scenario, hardware_refs
+    from roofline.views.report.summary import ANY_DTYPE, answers, with_band
+
+    refs = hardware_refs(["h100-sxm", "h100-sxm-cal", "h100-sxm-cal@vllm"])
+    assert [r.data_tier for r in refs] == list(TIERS)  # spec sheet; fitted kernels; kernels + engine entry
+    scenario = Scenario(models=("llama-2-7b",), hardware=(), weights=("bf16",), batch=(8, 64), chips=(1,), tails=False)
+    run = model_run("llama-2-7b", refs, scenario)
+    tiers = yaml.safe_load(BANDS_FILE.read_text())["tiers"]
+    found = answers(run, refs, scenario, Target(scenario.ttft_slo_s, scenario.tpot_slo_s), ANY_DTYPE)
+    for ref in refs:
+        pick = found.per_chip[ref.label]
+        assert pick is not None and pick.tier == ref.data_tier
+        band = tiers[ref.data_tier]["tpot_s"]
+        lo, hi = (math.exp(band["log_ratios"][band["levels"].index(q)]) for q in (0.1, 0.9))
+        tpot = float(pick.result.tpot_s[pick.index])
+        got = pick.as_dict()["bands"]["tpot_s"]
+        assert (got["p10"], got["p90"]) == pytest.approx((tpot * lo, tpot * hi), rel=1e-9)
+        shown = f'{tpot * 1e3:.1f}<br><span class="band">({tpot * lo * 1e3:.1f}–{tpot * hi * 1e3:.1f})</span>'
+        assert with_band(tpot, got, 1e3, ".1f") == shown

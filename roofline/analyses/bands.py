@@ -28,7 +28,11 @@ LABELS = {"ttft_s": "TTFT", "tpot_s": "TPOT", "throughput": "tokens/s"}
 
 def bands_for(dep: Deployment, values: Mapping[str, float]) -> dict[str, object]:
     """``{tier, source, <key>: {p10, p90, n}}`` for each of ``values`` (result key -> prediction) a band covers."""
-    tier = data_tier(dep)
+    return tier_bands(data_tier(dep), values)
+
+
+def tier_bands(tier: str, values: Mapping[str, float]) -> dict[str, object]:
+    """:func:`bands_for` of a prediction made by data tier ``tier`` (one of :data:`roofline.deploy.bands.TIERS`)."""
     table = band_table().get(tier, {})
     out: dict[str, object] = {"tier": tier}
     if not table:

@@ -41,9 +41,14 @@ class Band:
 
 def data_tier(dep: Deployment) -> str:
     """The tier that priced ``dep``: spec sheet, calibrated kernels, or those with a fitted engine entry."""
-    if not dep.rates.calibrated:
+    return tier_of(dep.rates.calibrated, dep.engine.active)
+
+
+def tier_of(calibrated: bool, engine_active: bool) -> str:
+    """Spec sheet without fitted kernels; calibrated kernels; and those with an engine entry on top."""
+    if not calibrated:
         return TIERS[0]
-    return TIERS[2] if dep.engine.active else TIERS[1]
+    return TIERS[2] if engine_active else TIERS[1]
 
 
 @functools.cache

@@ -150,7 +150,9 @@ def summary_section(
         table,
         '<p class="note">Fastest: the most tokens/s per chip. Each answer is one replica at the largest request '
         "rate its batch and the target allow (the capacity plan's queueing model); $/Mtok is per million "
-        "generated tokens at that rate.</p>",
+        "generated tokens at that rate. In brackets: the p10–p90 band of tokens/s, TTFT and TPOT, from the "
+        "errors of the chip entry's data tier (spec sheet, calibrated kernels, or those with an engine entry) "
+        "on measured runs held out by source.</p>",
         f'<ul id="summary-why" class="why">{start["why"]}</ul>',
         f'<script type="application/json" id="roofline-data">{data}</script>',
         "</section>",

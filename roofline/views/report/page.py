@@ -19,7 +19,7 @@ h1 { font-size: 1.6rem; } h2 { margin-top: 2.2rem; border-bottom: 1px solid #d9e
 table { border-collapse: collapse; margin: 0.6rem 0; font-size: 0.85rem; }
 th, td { border: 1px solid #d9e2ec; padding: 0.2rem 0.5rem; text-align: right; }
 th { background: #f0f4f8; } td.text, th.text { text-align: left; }
-.note { color: #52606d; font-size: 0.9rem; } .figure { margin: 1rem 0; }
+.note { color: #52606d; font-size: 0.9rem; } .band { color: #52606d; font-size: 0.8rem; } .figure { margin: 1rem 0; }
 details { margin: 0.5rem 0; }
 .lead { font-size: 1rem; line-height: 1.45; }
 .row3 { display: grid; grid-template-columns: repeat(3, minmax(0, 1fr)); gap: 0.5rem; }
@@ -65,12 +65,17 @@ def figure_html(fig: dict[str, object], div_id: str) -> str:
     )
 
 
+class Markup(str):
+    """A cell's HTML, escaped where it holds text already: :func:`html_table` puts it in as it is."""
+
+
 def html_table(headers: Sequence[str], rows: Sequence[Sequence[object]], text_columns: int = 0) -> str:
-    """An escaped HTML table; the first ``text_columns`` columns are left-aligned."""
+    """An escaped HTML table (cells that are :class:`Markup` go in as they are); the first ``text_columns``
+    columns are left-aligned."""
 
     def cell(tag: str, i: int, value: object) -> str:
         cls = ' class="text"' if i < text_columns else ""
-        return f"<{tag}{cls}>{html.escape(str(value))}</{tag}>"
+        return f"<{tag}{cls}>{value if isinstance(value, Markup) else html.escape(str(value))}</{tag}>"
 
     head = "".join(cell("th", i, h) for i, h in enumerate(headers))
     body = "".join("<tr>" + "".join(cell("td", i, v) for i, v in enumerate(r)) + "</tr>" for r in rows)

@@ -19,6 +19,8 @@ import numpy as np
 from roofline.analyses.lengths import LengthDistribution, fixed_lengths
 from roofline.core.errors import OptionError, RooflineError, SpecError
 from roofline.deploy import DEFAULT_MEMORY_UTILIZATION
+from roofline.deploy.bands import tier_of
+from roofline.deploy.engine import engine_terms
 from roofline.specs import HardwareSpec, load_model
 from roofline.views.report.entries import Entry, parse_entry
 
@@ -67,6 +69,12 @@ class HardwareRef:
     @property
     def engine(self) -> str | None:
         return self.entry.engine
+
+    @property
+    def data_tier(self) -> str:
+        """The data tier of this entry's predictions (its bands' tier): spec sheet, calibrated kernels, or
+        calibrated kernels with an engine entry."""
+        return tier_of(self.calibrated, engine_terms(self.spec, self.engine).active)
 
     @property
     def spec_sheet(self) -> HardwareSpec:

@@ -14,9 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from roofline.analyses.bands import tier_bands
 from roofline.analyses.sweep.result import BLOCK_FIELDS
 from roofline.analyses.targets import Served, Target, cheapest, fastest, served, what_binds
+from roofline.deploy.bands import TIERS
 from roofline.views.report.figures import themed
+from roofline.views.report.page import Markup
 from roofline.views.report.runs import ModelRun
 from roofline.views.report.scenario import HardwareRef, Scenario
 
@@ -90,24 +93,33 @@ class Pick:
     run: ModelRun
     index: int
     result: Served
+    #: The data tier of the point's chip entry, whose held-out errors make its p10-p90 bands.
+    tier: str = TIERS[0]
 
     def field(self, name: str) -> object:
         return self.run.label(name)[self.index] if name in BLOCK_FIELDS else self.run.points.columns[name][self.index]
 
+    def bands(self) -> dict[str, object]:
+        """p10-p90 of the served TTFT, TPOT and tokens/s per chip, from the held-out errors of the point's tier."""
+        r, i = self.result, self.index
+        values = {"ttft_s": r.ttft_s[i], "tpot_s": r.tpot_s[i], "tokens_per_s_per_chip": r.tokens_per_s_per_chip[i]}
+        return tier_bands(self.tier, {k: float(v) for k, v in values.items()})
+
     def row(self, goal: str, tiers: Mapping[str, str]) -> list[str]:
         r, i = self.result, self.index
         chip = str(self.field("hardware"))
+        bands = self.bands()
         return [
             self.run.name,
             goal,
             f"{r.cost_per_million_tokens[i]:,.3f}",
-            f"{r.tokens_per_s_per_chip[i]:,.0f}",
+            with_band(r.tokens_per_s_per_chip[i], bands.get("tokens_per_s_per_chip"), 1.0, ",.0f"),
             f"{chip} ({tiers[chip]})" if chip in tiers else chip,
             deployment_text(self.run.points, i),
             str(int(self.field("batch"))),
             f"{self.field('weights')} · {self.field('kv_dtype')} · {self.field('compute_dtype')}",
-            f"{r.ttft_s[i] * 1e3:,.0f}",
-            f"{r.tpot_s[i] * 1e3:,.1f}",
+            with_band(r.ttft_s[i], bands.get("ttft_s"), 1e3, ",.0f"),
+            with_band(r.tpot_s[i], bands.get("tpot_s"), 1e3, ",.1f"),
             f"{r.rate_per_replica[i]:,.3g}",
         ]
 
@@ -135,7 +147,17 @@ class Pick:
             "prefill_s": float(self.run.prefill.mean_s[i]),
             "prefill_bound": str(self.run.prefill.bound[i]),
             "binds": what_binds(self.run.points, r, i),
+            "bands": self.bands(),
         }
+
+
+def with_band(value: float, band: object, scale: float, spec: str) -> str:
+    """A value with its p10-p90 band under it in small type ('31.2' over '(28.0-35.1)'), when the tier has one."""
+    text = format(value * scale, spec)
+    if not isinstance(band, dict):
+        return text
+    low, high = format(band["p10"] * scale, spec), format(band["p90"] * scale, spec)
+    return Markup(f'{html.escape(text)}<br><span class="band">({html.escape(low)}–{html.escape(high)})</span>')
 
 
 @dataclass(frozen=True)
@@ -162,8 +184,10 @@ def answers(
         result = served(run.points, run.prefill, run.full_rate, scenario.lengths, target)
     mask = dtype_mask(run, dtype)
 
+    tier = {r.label: r.data_tier for r in refs}
+
     def pick(i: int | None) -> Pick | None:
-        return None if i is None else Pick(run, i, result)
+        return None if i is None else Pick(run, i, result, tier[str(run.label("hardware")[i])])
 
     per_chip = {r.label: pick(cheapest(result, mask & run.where("hardware", r.label))) for r in refs}
     return ModelAnswers(run, pick(cheapest(result, mask)), pick(fastest(result, mask)), per_chip)
