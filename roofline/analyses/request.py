@@ -16,7 +16,7 @@ from roofline.analyses.step import (
     layout_fields,
     result_sources,
 )
-from roofline.analyses.step_memory import held_memory
+from roofline.analyses.step_memory import StepMemory, held_memory
 from roofline.deploy import DEFAULT_MEMORY_UTILIZATION, Deployment, EngineTerms, Precision, Rates
 from roofline.formulas import compute
 from roofline.model import memory
@@ -24,7 +24,7 @@ from roofline.model.memory import Number
 from roofline.specs import HardwareSpec, ModelSpec
 from roofline.terms import decode_work, prefill_work, step_terms
 from roofline.terms.engine import frontend_s
-from roofline.terms.step import BOOK
+from roofline.terms.step import BOOK, StepTerms
 
 
 @dataclass(frozen=True)
@@ -115,6 +115,20 @@ def request(
     return request_from(dep, input_len, output_len, batch, mfu)
 
 
+def prefill_and_memory(
+    dep: Deployment, input_len: ArrayLike, output_len: ArrayLike, batch: ArrayLike = 1, mfu: float = 1.0
+) -> tuple[StepTerms, StepMemory]:
+    """A request's prefill step (its time is the GPU's TTFT) and the memory it holds at I + O tokens of KV:
+    what :func:`request_from` and plan's per-shape prefill read."""
+    mfu = _check_request(dep, input_len, output_len, batch, mfu)
+    m, prec = dep.model, dep.precision
+    i = np.asarray(input_len, dtype=float)
+    o = np.asarray(output_len, dtype=float)
+    prefill = step_terms(dep, prefill_work(batch, i), mfu)
+    held = held_memory(dep, batch, memory.cache_bytes_per_sequence(m, i + o, prec.kv_bytes), i, sampled_per_seq=1.0)
+    return prefill, held
+
+
 def request_from(
     dep: Deployment, input_len: ArrayLike, output_len: ArrayLike, batch: ArrayLike = 1, mfu: float = 1.0
 ) -> RequestResult:
@@ -123,12 +137,12 @@ def request_from(
     ``ttft_s`` and ``latency_s`` are GPU time (what serve and plan queue on); the client's figures add the
     entry's front end in and out.  An idle engine has no step running, so async scheduling's lag is 0 steps.
     """
-    mfu = _check_request(dep, input_len, output_len, batch, mfu)
-    m, prec = dep.model, dep.precision
+    prefill, held = prefill_and_memory(dep, input_len, output_len, batch, mfu)  # checks the arguments
+    mfu = float(mfu)
+    m = dep.model
     counts = memory.param_counts(m)
     i = np.asarray(input_len, dtype=float)
     o = np.asarray(output_len, dtype=float)
-    prefill = step_terms(dep, prefill_work(batch, i), mfu)
     steps = o - 1.0
     decode, decode_comms = decode_total_s(dep, batch, i, steps)
     first = step_terms(dep, decode_work(batch, i))
@@ -145,7 +159,6 @@ def request_from(
     no_cache = no_cache_generation_time_s(
         nc_flops, weights, o, chips * rates.flops_per_s * mfu, chips * rates.hbm_bandwidth_bytes_per_s
     )
-    held = held_memory(dep, batch, memory.cache_bytes_per_sequence(m, i + o, prec.kv_bytes), i, sampled_per_seq=1.0)
     return RequestResult(
         input_len=i,
         output_len=o,

@@ -4,7 +4,8 @@ A *shape* is everything about a replica but how many there are: chip, slice (chi
 axis the sweep adds), batch, weight and KV dtypes.  :func:`candidate_shapes` evaluates every shape of
 a :class:`SearchSpace` with one :func:`roofline.analyses.sweep.run.decode_sweep` (decode steps at each
 workload's decode-weighted context, collectives included, points that overflow HBM dropped) and
-:func:`roofline.analyses.step.request_from` (each workload's prefill moments, one call per slice), then
+:func:`roofline.analyses.request.prefill_and_memory` (each workload's prefill moments, request_from's TTFT,
+one call per slice), then
 gives each (shape, workload) the largest per-replica request rate meeting the memory, concurrency
 (Little's law) and SLO limits (:mod:`roofline.analyses.plan.queueing`).  The planners size replicas
 from that table: :func:`roofline.analyses.plan.capacity.plan` (one steady rate), the day plan, the chip
@@ -22,7 +23,8 @@ import numpy as np
 from roofline.analyses.executors import ExecutorConfig, run_jobs
 from roofline.analyses.lengths import LengthDistribution, weighted_mean
 from roofline.analyses.plan.queueing import rate_for_concurrency, rate_for_tpot, rate_for_ttft
-from roofline.analyses.step import Precision, request_from
+from roofline.analyses.request import prefill_and_memory
+from roofline.analyses.step import Precision
 from roofline.analyses.sweep.run import decode_sweep
 from roofline.deploy import DEFAULT_MEMORY_UTILIZATION, deployment
 from roofline.model import memory
@@ -151,10 +153,10 @@ def prefill_moments(
     )
     inp = np.concatenate([w.input_len for w in workloads])
     out = np.concatenate([w.output_len for w in workloads])
-    res = request_from(dep, inp, out, 1, space.mfu)
-    ttft = np.broadcast_to(np.asarray(res.ttft_s, dtype=float), inp.shape)
+    prefill, held = prefill_and_memory(dep, inp, out, 1, space.mfu)  # request_from's TTFT and memory check
+    ttft = np.broadcast_to(np.asarray(prefill.time_s, dtype=float), inp.shape)
     need, room = (
-        np.broadcast_to(np.asarray(v, dtype=float), inp.shape) for v in (res.replica_bytes, res.replica_usable_bytes)
+        np.broadcast_to(np.asarray(v, dtype=float), inp.shape) for v in (held.replica_bytes, held.replica_usable_bytes)
     )
     moments = np.empty((4, len(workloads)))
     start = 0
