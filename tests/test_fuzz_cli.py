@@ -276,6 +276,7 @@ KINDS_BY_FLAG: dict[tuple[str, str], str] = {
     ("simulate", "--prefix-hit-rate"): "probability",
     ("simulate", "--cv"): "cv",
     ("simulate", "--think-time"): "seconds0",
+    ("simulate", "--ramp"): "seconds0",
     ("simulate", "--warmup"): "count0",
     ("simulate", "--replicas"): "count",
     ("simulate", "--prefill-replicas"): "count0",
