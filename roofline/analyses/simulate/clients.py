@@ -55,7 +55,8 @@ def idle_cycle_s(
 
 class Ramp:
     """Seconds over which new closed-loop clients start: the loop's own ``ramp_s``, else one idle client cycle
-    at the mean lengths of the first requests (priced once, on first use) plus the think time."""
+    at the mean lengths of the first requests (priced once, on first use; with speculative decoding the plain
+    step's, a little long) plus the think time."""
 
     def __init__(self, cost: StepCost, source: RequestSource, config: SimConfig, ramp_s: float | None) -> None:
         self.cost, self.source, self.config, self.fixed = cost, source, config, ramp_s

@@ -300,8 +300,8 @@ class _Run:
     def set_clients(self, target: int, t: float) -> None:
         """A stage sets the closed-loop clients: new ones start over the ramp, surplus ones leave after their reply."""
         self.target = target
-        think = self.closed.think_time_s if self.closed is not None else self.think_s(t)
-        for dt in start_offsets_s(max(target - self.active, 0), self.ramp.seconds(think)):
+        think, new = self.closed.think_time_s if self.closed is not None else self.think_s(t), target - self.active
+        for dt in start_offsets_s(max(new, 0), self.ramp.seconds(think) if new > 0 else 0.0):
             self.active += 1
             self.push(t + dt, _ISSUE)
 
