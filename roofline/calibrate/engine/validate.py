@@ -31,6 +31,7 @@ GROUPS = {
     "by_tp": "tp",
     "by_dtype": "dtype",
     "by_engine": "engine",
+    "by_source_chip": "source_chip",
 }
 Predictor = Callable[[E2ERow, "str | HardwareSpec | None"], Mapping[str, float]]
 
@@ -59,6 +60,11 @@ class Case:
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
+
+    @property
+    def source_chip(self) -> str:
+        """The row's source and chip: the slice a per-source figure may hide."""
+        return f"{self.source} on {self.hardware}"
 
 
 @dataclass(frozen=True)
@@ -147,7 +153,8 @@ def _group_key(case: Case, attribute: str) -> str:
 
 
 def summarize(cases: Sequence[Case]) -> dict[str, dict[str, object]]:
-    """Per quantity: error_stats of all its cases, plus ``by_source``, ``by_tp``, ``by_dtype``."""
+    """Per quantity: error_stats of all its cases, plus one breakdown per :data:`GROUPS` entry (``by_source``,
+    ``by_chip``, ..., ``by_source_chip``)."""
     out: dict[str, dict[str, object]] = {}
     for quantity in QUANTITIES:
         mine = [c for c in cases if c.quantity == quantity]

@@ -104,7 +104,8 @@ def validate_command(
                 ["quantity", "group", "n", "MAPE", "median", "gmean"],
                 left=("group",),
             )
-            for row in summary_rows(held, None, ((f"by_{name}", name),)):
+            groups = ((f"by_{name}", name),) + ((("by_source_chip", ""),) if name == "source" else ())
+            for row in summary_rows(_split_sources(held), None, groups):
                 part.add_row(*row)
             console.print(part)
         reasons = Counter(s.reason for s in result.skipped)
@@ -114,6 +115,17 @@ def validate_command(
             console.print(f"wrote {html_out}")
 
     emit(data, as_json, render)
+
+
+def _split_sources(summary: dict[str, dict[str, object]]) -> dict[str, dict[str, object]]:
+    """``summary`` with ``by_source_chip`` kept only for sources measured on more than one chip."""
+    out = {}
+    for quantity, entry in summary.items():
+        slices = entry.get("by_source_chip", {})
+        per_source = Counter(key.split(" on ")[0] for key in slices)  # type: ignore[union-attr]
+        kept = {k: v for k, v in slices.items() if per_source[k.split(" on ")[0]] > 1}  # type: ignore[union-attr]
+        out[quantity] = {**entry, "by_source_chip": kept}
+    return out
 
 
 def register(app: typer.Typer) -> None:
