@@ -70,6 +70,21 @@ def test_balanced_routing_is_the_collectors_even_spread():
     assert list(slots) == [1.0, 16.0, 48.0] and list(active) == [1.0, 16.0, 32.0]
 
 
+def test_balanced_routing_wraps_where_top_k_strides_overrun_the_experts():
+    # E 512, k 22 (the Nemotron-class non-gated rows): stride s = ⌈512/22⌉ = 24 and 22·24 = 528 > 512, so the spread
+    # wraps; ep 16: rank 0 holds experts 0..31 (mean T·k/ep: 1.375 slots at T = 1, 22 at T = 16, 66 at T = 48).
+    # T = 1: experts 0, 24, ..., 504 -> 0 and 24 are local: 2 slots, 2 experts.
+    # T = 16 (< s): ids ⌊1.5 i⌋ + 24 j: j = 0 gives 16 (0, 1, 3, 4, ..., 21, 22); j = 1 gives 24 + ⌊1.5 i⌋ < 32 for
+    # i <= 5: 6 (24, 25, 27, 28, 30, 31); j = 21 wraps, 504 + ⌊1.5 i⌋ - 512 for i >= 6: 10 (1, 2, 4, 5, ..., 13, 14).
+    # 32 slots on 16 + 6 + 5 new (2, 5, 8, 11, 14) = 27 experts.
+    # T = 48 (>= s): [24 j, 24 j + 48) mod 512 below 32: j = 0: 32, j = 1: 8, j = 20: 16, j = 21: 32 -> 88; all 32 busy.
+    slots, active = routing_features(0.0, 0.0, np.array([1.0, 16.0, 48.0]), 22, 512, 16)
+    assert list(slots) == [2.0, 32.0, 88.0] and list(active) == [2.0, 27.0, 32.0]
+    # ep 128 (experts 0..3): one token still occupies a whole expert (expert 0), not 22/128 of one.
+    slots, active = routing_features(0.0, 0.0, np.array([1.0]), 22, 512, 128)
+    assert (float(slots[0]), float(active[0])) == (1.0, 1.0)
+
+
 def test_uniform_routing_reuses_the_expert_union_formula():
     t = np.array([1.0, 64.0, 4096.0])
     slots, active = routing_features(1.0, 0.0, t, 8, 256, 8)

@@ -11,8 +11,11 @@ weighted sum).  Communication is not in it.  Shape arrays (see :mod:`roofline.ke
 Routing features on the busiest GPU (it sets the layer's time): ``slots`` (token-slots it computes)
 and ``active`` (its local experts with at least one token):
 
-* ``balanced``: as spread as possible (aiconfigurator's collector: token i takes experts
-  i + j·⌈E/k⌉), slots = T·k/ep, active = min(E/ep, slots);
+* ``balanced``: aiconfigurator's even spread, exactly as measured: token i takes experts
+  (i + j·s) mod E (T >= s) or (⌊i·s/T⌋ + j·s) mod E (T < s), s = ⌈E/k⌉, and the measured GPU is
+  rank 0, holding experts [0, E/ep) (:func:`balanced_rank0`).  Where k·s > E the spread wraps, so rank 0
+  carries more than the mean T·k/ep slots (E 512, k 22: 32 slots at T = 16, ep 16, not 22), and a few
+  tokens occupy whole experts (one token on ep 16 touches 2 of its 22 experts there, not 1.4);
 * ``uniform``: each token picks k experts uniformly at random; slots = T·k/ep and active = the
   expert-union formula (:func:`roofline.model.weight_bytes.expected_experts_touched`) over ep;
 * ``power_law_<alpha>``: expert popularity ~ a bounded power law of exponent alpha on [1, 0.8·T]
@@ -107,6 +110,50 @@ def power_law_grid(top_k: int, num_experts: int, ep: int, alpha: float) -> tuple
     return slots, active
 
 
+def _local_count(a: np.ndarray, experts: np.ndarray, local: np.ndarray) -> np.ndarray:
+    """#{x in [0, a): x mod E < L}: ⌊a/E⌋·L + min(a mod E, L) (a >= 0, real a interpolates linearly)."""
+    return np.floor(a / experts) * local + np.minimum(np.mod(a, experts), local)
+
+
+@functools.lru_cache(maxsize=4096)
+def _few_tokens_rank0(tokens: int, top_k: int, experts: int, ep: int) -> tuple[float, float]:
+    """(slots, active) of rank 0 when T < s = ⌈E/k⌉: the collector's ids (⌊i·s/T⌋ + j·s) mod E, counted."""
+    stride = -(-experts // top_k)
+    ids = ((np.arange(tokens)[:, None] * stride) // tokens + np.arange(top_k)[None, :] * stride) % experts
+    local = ids[ids < experts // ep]
+    return float(local.size), float(np.unique(local).size)
+
+
+def balanced_rank0(
+    tokens: np.ndarray, top_k: np.ndarray, experts: np.ndarray, ep: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(slots, active) of rank 0 under the collector's balanced spread (see the module doc), broadcast.
+
+    T >= s: slots = Σ_j [C(j·s + T) - C(j·s)] with C(a) = #{x < a: x mod E < E/ep} (:func:`_local_count`),
+    and the k intervals of length T >= s cover every expert, so active = E/ep.  T < s: the ids are
+    enumerated (at most about E of them), at ⌊T⌋ and ⌈T⌉, linear in between.
+    """
+    tokens, top_k, experts, ep = np.broadcast_arrays(*(np.asarray(x, float) for x in (tokens, top_k, experts, ep)))
+    local = np.floor(experts / ep)
+    stride = np.ceil(experts / top_k)
+    slots, active = np.zeros(tokens.shape), np.array(local, dtype=float)
+    for j in range(int(top_k.max(initial=0))):
+        start = j * stride
+        part = _local_count(start + tokens, experts, local) - _local_count(start, experts, local)
+        slots = slots + np.where(j < top_k, part, 0.0)
+    few = tokens < stride
+    if few.any():
+        weight = tokens[few] - np.floor(tokens[few])
+        mixed = 0.0
+        for whole, share in ((np.floor(tokens[few]), 1.0 - weight), (np.ceil(tokens[few]), weight)):
+            keys = np.stack([np.maximum(whole, 1.0), top_k[few], experts[few], ep[few]], -1)
+            combos, back = np.unique(keys, axis=0, return_inverse=True)
+            counts = np.array([_few_tokens_rank0(*(int(x) for x in c)) for c in combos], float)
+            mixed = mixed + counts[back.reshape(-1)] * share[:, None]
+        slots[few], active[few] = mixed[:, 0], mixed[:, 1]
+    return slots, active
+
+
 def on_power_law_grid(
     tokens: np.ndarray, top_k: int, experts: int, ep: int, alpha: float
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -134,9 +181,12 @@ def routing_features(
     code, alpha, tokens, top_k, experts, ep = np.broadcast_arrays(
         *(np.asarray(x, float) for x in (code, alpha, tokens, top_k, experts, ep))
     )
-    local = experts / ep
     slots = tokens * top_k / ep
-    active = np.where(code == UNIFORM, expected_experts_touched(experts, top_k, tokens) / ep, np.minimum(local, slots))
+    active = expected_experts_touched(experts, top_k, tokens) / ep
+    even = code == BALANCED
+    if even.any():
+        slots, active = np.array(slots, dtype=float), np.array(active, dtype=float)
+        slots[even], active[even] = balanced_rank0(tokens[even], top_k[even], experts[even], ep[even])
     skewed = code == POWER_LAW
     if skewed.any():
         slots, active = np.array(slots, dtype=float), np.array(active, dtype=float)
