@@ -14,7 +14,7 @@ from roofline.calibrate.kernels.fit import calibrate_op
 from roofline.calibrate.kernels.importers import import_file
 from roofline.kernels.forms import Hw
 from roofline.kernels.lsq import Param
-from roofline.kernels.moe import parse_routing, routing_features
+from roofline.kernels.moe import parse_routing, routing_features, unfused_slot_bytes, wave_fill
 from roofline.kernels.predict import op_time_with
 from roofline.kernels.registry import FAMILIES, KernelFamily, register, unregister
 from roofline.kernels.schema import CalibrationError, from_records, validate
@@ -83,6 +83,24 @@ def test_balanced_routing_wraps_where_top_k_strides_overrun_the_experts():
     # ep 128 (experts 0..3): one token still occupies a whole expert (expert 0), not 22/128 of one.
     slots, active = routing_features(0.0, 0.0, np.array([1.0]), 22, 512, 128)
     assert (float(slots[0]), float(active[0])) == (1.0, 1.0)
+
+
+def test_grouped_gemm_tiles_fill_whole_waves_of_sms():
+    # 74 tiles on 148 SMs: half the SMs busy; 148: one full wave; 160: two waves of 148 slots, 160/296 = 54 % busy;
+    # 296: two full waves.  β = 0.5: the square roots.
+    tiles = np.array([74.0, 148.0, 160.0, 296.0])
+    assert np.allclose(wave_fill(tiles, 148.0, 1.0), [0.5, 1.0, 160 / 296, 1.0])
+    assert np.allclose(wave_fill(tiles, 148.0, 0.5), np.sqrt([0.5, 1.0, 160 / 296, 1.0]))
+
+
+def test_unfused_slot_bytes_are_every_routed_slots_intermediates():
+    # DeepSeek-V3 experts, 64 tokens, top 8, tp 1: per slot the gate/up output 2·2048 is written and read back
+    # (8192), the activation writes 2048, the down GEMM writes 7168 and the top-k sum reads them (14336):
+    # 24,576 bf16 values = 49,152 B; 64·8 slots -> 25,165,824 B, on every EP rank (ep does not enter).
+    s = {k: np.asarray(float(v)) for k, v in {**DEEPSEEK_MOE, "m": 64, "gated": 1}.items()}
+    assert float(unfused_slot_bytes(s)) == 64 * 8 * 49152
+    # One up matrix (non-gated): 2·2048 + 2048 + 2·7168 = 20,480 values per slot.
+    assert float(unfused_slot_bytes({**s, "gated": np.asarray(0.0)})) == 64 * 8 * 20480 * 2
 
 
 def test_uniform_routing_reuses_the_expert_union_formula():

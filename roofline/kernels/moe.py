@@ -221,24 +221,62 @@ def moe_flops(s: Arrays, slots: np.ndarray) -> np.ndarray:
     return 2.0 * slots * matrices(s) * s["k"] * s["n"] / s["tp"]
 
 
-def moe_time(s: Arrays, hw: Hw, p: Params) -> np.ndarray:
-    """overhead + m·router + slots·hidden·2/permute BW + soft_max(t_weights, t_compute).
+#: Output columns of one grouped-GEMM tile (a CTA's share of an expert's output; the GEMM family's tile_n).
+TILE_N = 128.0
 
-    t_weights = active · expert bytes / (BW η_m fill) · (1 + inter_half/(inter/tp)), fill =
-    min(1, active · (⌈2·inter/tp/128⌉ + ⌈hidden/128⌉) / SMs)^β (too few output tiles to stream at full
-    bandwidth); t_compute = 2 (3|2) hidden inter/tp (slots + pad·active) / (peak η_c) · the same
-    narrow-inter factor (each active expert pads about ``pad_tokens`` rows of its tiles).
+
+def wave_fill(tiles: np.ndarray, num_sms: float, exponent: float) -> np.ndarray:
+    """(tiles / (⌈tiles/SMs⌉·SMs))^β: the share of the SMs' slots the tiles' waves keep busy.
+
+    Below one wave it is the fill effect (tiles/SMs); above, the last wave's idle SMs (160 tiles on 148 SMs
+    take two waves, 54 % busy).  β < 1: a CTA alone streams faster than its share of the bandwidth.
+    """
+    return (tiles / (np.ceil(tiles / num_sms) * num_sms)) ** exponent
+
+
+def moe_weight_time(s: Arrays, hw: Hw, p: Params) -> np.ndarray:
+    """Σ over the two grouped GEMMs of active · cols · rows · w / (BW η_m wave_fill(active·⌈cols/128⌉)).
+
+    Gate/up: (2|1)·inter/tp columns over hidden rows; down: hidden columns over inter/tp rows; each GEMM
+    runs its own waves of output tiles over the active experts (the gate and up halves share one GEMM).
     """
     inter = s["n"] / s["tp"]
-    tiles = s["active"] * (np.ceil(2.0 * inter / 128.0) + np.ceil(s["k"] / 128.0))
-    fill = np.minimum(1.0, tiles / p["num_sms"]) ** p["fill_exponent"]
-    narrow = 1.0 + p["inter_half"] / inter
-    t_weights = s["active"] * expert_bytes(s) / (hw.bandwidth * p["memory_efficiency"] * fill) * narrow
+    up_cols = (matrices(s) - 1.0) * inter
+    stream = hw.bandwidth * p["memory_efficiency"]
+    total = 0.0
+    for cols, rows in ((up_cols, s["k"]), (s["k"], inter)):
+        fill = wave_fill(s["active"] * np.ceil(cols / TILE_N), p["num_sms"], p["fill_exponent"])
+        total = total + s["active"] * cols * rows * s["width"] / (stream * fill)
+    return total
+
+
+def unfused_slot_bytes(s: Arrays) -> np.ndarray:
+    """m·k·(2·up + inter/tp + 2·hidden)·2: bf16 intermediates of every routed slot, local or not.
+
+    An unfused MoE (vLLM's Triton path) writes the gate/up GEMM's output (up = (2|1)·inter/tp values), the
+    activation reads it and writes inter/tp values, the down GEMM writes hidden values and the top-k sum reads
+    them, for all m·k slots: slots routed to other GPUs' experts get zeros written, not skipped.  A fused
+    kernel (TensorRT-LLM) keeps them on chip: its fit prices them at a bandwidth far above the HBM's.
+    """
+    up = (matrices(s) - 1.0) * s["n"] / s["tp"]
+    return s["m"] * s["top_k"] * (2.0 * up + s["n"] / s["tp"] + 2.0 * s["k"]) * 2.0
+
+
+def moe_time(s: Arrays, hw: Hw, p: Params) -> np.ndarray:
+    """overhead + m·router + slots·hidden·2/permute BW + unfused slot bytes/slot BW + soft_max(t_weights, t_compute).
+
+    t_weights = :func:`moe_weight_time` · (1 + inter_half/(inter/tp)) (each grouped GEMM's weights at its
+    tile waves' fill); t_compute = 2 (3|2) hidden inter/tp (slots + pad·active) / (peak η_c) · the same
+    narrow-inter factor (each active expert pads about ``pad_tokens`` rows of its tiles).
+    """
+    narrow = 1.0 + p["inter_half"] / (s["n"] / s["tp"])
+    t_weights = moe_weight_time(s, hw, p) * narrow
     padded = s["slots"] + p["pad_tokens"] * s["active"]
     t_compute = moe_flops(s, padded) / (hw.peak_flops * p["compute_efficiency"]) * narrow
     permute = s["slots"] * s["k"] * 2.0 / p["permute_bandwidth_bytes_per_s"]
     busy = soft_max(t_weights, t_compute, exponent=p["overlap_exponent"])
-    return p["overhead_s"] + s["m"] * p["router_s_per_token"] + permute + busy
+    unfused = unfused_slot_bytes(s) / p["slot_bandwidth_bytes_per_s"]
+    return p["overhead_s"] + s["m"] * p["router_s_per_token"] + permute + unfused + busy
 
 
 def moe_spec_time(s: Arrays, hw: Hw, achievable: Achievable) -> np.ndarray:
@@ -259,6 +297,7 @@ PARAMS = (
     Param("pad_tokens", 32.0, 0.1, 512.0),
     Param("fill_exponent", 0.3, 1e-3, 2.0),
     Param("inter_half", 50.0, 0.1, 4096.0),
+    Param("slot_bandwidth_bytes_per_s", 2e12, 1e10, 1e15),
 )
 FAMILY = register(
     KernelFamily(
