@@ -234,20 +234,30 @@ def wave_fill(tiles: np.ndarray, num_sms: float, exponent: float) -> np.ndarray:
     return (tiles / (np.ceil(tiles / num_sms) * num_sms)) ** exponent
 
 
-def moe_weight_time(s: Arrays, hw: Hw, p: Params) -> np.ndarray:
-    """Σ over the two grouped GEMMs of active · cols · rows · w / (BW η_m wave_fill(active·⌈cols/128⌉)).
-
-    Gate/up: (2|1)·inter/tp columns over hidden rows; down: hidden columns over inter/tp rows; each GEMM
-    runs its own waves of output tiles over the active experts (the gate and up halves share one GEMM).
-    """
+def grouped_gemms(s: Arrays) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+    """(output columns, reduction rows K) of the two grouped GEMMs of one expert: gate/up ((2|1)·inter/tp over
+    hidden) and down (hidden over inter/tp)."""
     inter = s["n"] / s["tp"]
-    up_cols = (matrices(s) - 1.0) * inter
+    return ((matrices(s) - 1.0) * inter, s["k"]), (s["k"], inter)
+
+
+def moe_gemm_times(s: Arrays, hw: Hw, p: Params) -> tuple[np.ndarray, np.ndarray]:
+    """(t_weights, t_compute) summed over the two grouped GEMMs, each at its own shape.
+
+    t_weights = Σ active·cols·K·w / (BW η_m wave_fill(active·⌈cols/128⌉))·(1 + k_half/K);
+    t_compute = Σ 2·(slots + pad·active)·cols·K / (peak η_c)·(1 + k_half/K): each GEMM's tiles fill the
+    SMs in waves, each pays its k-loop start-up over its own reduction length K, and each active expert
+    pads about ``pad_tokens`` rows of its tiles.
+    """
     stream = hw.bandwidth * p["memory_efficiency"]
-    total = 0.0
-    for cols, rows in ((up_cols, s["k"]), (s["k"], inter)):
+    padded = s["slots"] + p["pad_tokens"] * s["active"]
+    t_weights = t_compute = 0.0
+    for cols, rows in grouped_gemms(s):
+        k_loop = 1.0 + p["k_half"] / rows
         fill = wave_fill(s["active"] * np.ceil(cols / TILE_N), p["num_sms"], p["fill_exponent"])
-        total = total + s["active"] * cols * rows * s["width"] / (stream * fill)
-    return total
+        t_weights = t_weights + s["active"] * cols * rows * s["width"] / (stream * fill) * k_loop
+        t_compute = t_compute + 2.0 * padded * cols * rows / (hw.peak_flops * p["compute_efficiency"]) * k_loop
+    return t_weights, t_compute
 
 
 def unfused_slot_bytes(s: Arrays) -> np.ndarray:
@@ -263,16 +273,9 @@ def unfused_slot_bytes(s: Arrays) -> np.ndarray:
 
 
 def moe_time(s: Arrays, hw: Hw, p: Params) -> np.ndarray:
-    """overhead + m·router + slots·hidden·2/permute BW + unfused slot bytes/slot BW + soft_max(t_weights, t_compute).
-
-    t_weights = :func:`moe_weight_time` · (1 + inter_half/(inter/tp)) (each grouped GEMM's weights at its
-    tile waves' fill); t_compute = 2 (3|2) hidden inter/tp (slots + pad·active) / (peak η_c) · the same
-    narrow-inter factor (each active expert pads about ``pad_tokens`` rows of its tiles).
-    """
-    narrow = 1.0 + p["inter_half"] / (s["n"] / s["tp"])
-    t_weights = moe_weight_time(s, hw, p) * narrow
-    padded = s["slots"] + p["pad_tokens"] * s["active"]
-    t_compute = moe_flops(s, padded) / (hw.peak_flops * p["compute_efficiency"]) * narrow
+    """overhead + m·router + slots·hidden·2/permute BW + unfused slot bytes/slot BW + soft_max(t_weights, t_compute)
+    (:func:`moe_gemm_times`, :func:`unfused_slot_bytes`)."""
+    t_weights, t_compute = moe_gemm_times(s, hw, p)
     permute = s["slots"] * s["k"] * 2.0 / p["permute_bandwidth_bytes_per_s"]
     busy = soft_max(t_weights, t_compute, exponent=p["overlap_exponent"])
     unfused = unfused_slot_bytes(s) / p["slot_bandwidth_bytes_per_s"]
@@ -296,7 +299,7 @@ PARAMS = (
     Param("permute_bandwidth_bytes_per_s", 5e11, 1e9, 1e15),
     Param("pad_tokens", 32.0, 0.1, 512.0),
     Param("fill_exponent", 0.3, 1e-3, 2.0),
-    Param("inter_half", 50.0, 0.1, 4096.0),
+    Param("k_half", 50.0, 0.1, 4096.0),
     Param("slot_bandwidth_bytes_per_s", 2e12, 1e10, 1e15),
 )
 FAMILY = register(
