@@ -14,7 +14,7 @@ from roofline.calibrate.kernels.fit import calibrate_op
 from roofline.calibrate.kernels.importers import import_file
 from roofline.kernels.forms import Hw
 from roofline.kernels.lsq import Param
-from roofline.kernels.moe import parse_routing, routing_features, unfused_slot_bytes, wave_fill
+from roofline.kernels.moe import moe_gemm_times, parse_routing, routing_features, unfused_slot_bytes, wave_fill
 from roofline.kernels.predict import op_time_with
 from roofline.kernels.registry import FAMILIES, KernelFamily, register, unregister
 from roofline.kernels.schema import CalibrationError, from_records, validate
@@ -91,6 +91,23 @@ def test_grouped_gemm_tiles_fill_whole_waves_of_sms():
     tiles = np.array([74.0, 148.0, 160.0, 296.0])
     assert np.allclose(wave_fill(tiles, 148.0, 1.0), [0.5, 1.0, 160 / 296, 1.0])
     assert np.allclose(wave_fill(tiles, 148.0, 0.5), np.sqrt([0.5, 1.0, 160 / 296, 1.0]))
+
+
+def test_each_grouped_gemm_streams_at_its_own_waves_and_k_loop():
+    # DeepSeek-V3 experts (fp8, 1 byte a weight), 32 active on an H100 (132 SMs, 3.35 TB/s), η_m = 1, β = 1:
+    # gate/up 4096 columns over K 7168 -> 32 tiles each, 1,024 tiles = 8 waves of 132 (1,056 slots): fill 0.9697;
+    # down 7168 columns over K 2048 -> 56 tiles each, 1,792 tiles = 14 waves (1,848 slots): fill 0.9697.
+    # Weights 32·(4096·7168 + 7168·2048) = 1,409,286,144 B / (3.35e12 · 1024/1056) = 433.8 µs.
+    s = {k: np.asarray(float(v)) for k, v in {**DEEPSEEK_MOE, "gated": 1, "width": 1, "active": 32, "slots": 0}.items()}
+    hw = Hw(peak_flops=1.979e15, bandwidth=3.35e12, num_sms=132.0)
+    p = {"memory_efficiency": 1.0, "compute_efficiency": 1.0, "fill_exponent": 1.0, "pad_tokens": 0.0, "num_sms": 132.0}
+    weights, compute = moe_gemm_times(s, hw, {**p, "k_half": 0.0})
+    assert float(weights) == pytest.approx(32 * (4096 * 7168 + 7168 * 2048) / (3.35e12 * 1024 / 1056), rel=1e-12)
+    assert float(compute) == 0.0  # no slots, no padding
+    # k_half = 7168: the gate/up GEMM (K 7168) takes 2x, the down GEMM (K 2048) 1 + 7168/2048 = 4.5x.
+    slow, _ = moe_gemm_times(s, hw, {**p, "k_half": 7168.0})
+    expected = 32 * (4096 * 7168 * 2.0 + 7168 * 2048 * 4.5) / (3.35e12 * 1024 / 1056)
+    assert float(slow) == pytest.approx(expected, rel=1e-12)
 
 
 def test_unfused_slot_bytes_are_every_routed_slots_intermediates():
