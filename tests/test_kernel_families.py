@@ -239,6 +239,30 @@ def test_a_missing_family_entry_names_the_entry_that_priced_it():
     assert float(t) > 0
 
 
+def test_an_entry_fitted_before_the_form_changed_says_what_priced_it():
+    from roofline.deploy.families import family_time_s
+    from roofline.kernels.forms import roofline_time
+    from roofline.kernels.moe import FAMILY
+    from roofline.specs import hardware_from_dict
+
+    data = H100.model_dump()
+    params = {p.name: p.init for p in FAMILY.params if p.name not in ("k_half", "slot_bandwidth_bytes_per_s")}
+    data["calibration"] = {"source": "test", "ops": {"moe/fp8": {"params": params | {"num_sms": 132.0}, "rows": 10}}}
+    shape = {**DEEPSEEK_MOE, "m": 64.0, "routing": "balanced"}
+    t, source = family_time_s(hardware_from_dict(data, "test"), "moe", "fp8", **shape)
+    assert source == (
+        "calibrated profile (moe/fp8, 10 rows; fitted before the form had k_half, slot_bandwidth_bytes_per_s: "
+        "its constant-efficiency roofline (refit it))"
+    )
+    # The fallback: max(FLOPs/(peak η_c), bytes/(BW η_m)) + overhead at the entry's η_c 0.6, η_m 0.9, 25 µs.
+    # Balanced, 64 tokens top 8 on ep 8: rank 0 computes 64 slots over its 32 experts (44.06 MB of fp8 each).
+    flops = 2 * 64 * 3 * 7168 * 2048
+    nbytes = 32 * 3 * 7168 * 2048 * 1.0
+    assert float(t) == pytest.approx(
+        float(roofline_time(flops, nbytes, Hw(1.979e15, 3.35e12, 132.0), 0.6, 0.9, 2.5e-5))
+    )
+
+
 def test_gemm_formats_take_their_own_entry_or_name_the_one_that_priced_them():
     from roofline.deploy.kernels import coverage
 

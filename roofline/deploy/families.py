@@ -52,6 +52,18 @@ def spec_label(hw: HardwareSpec, op: str, dtype: str, why: str = "") -> str:
     )
 
 
+def stale(key: str, params: dict[str, float]) -> str:
+    """'; fitted before the form had k_half, ...: its constant-efficiency roofline' where an entry lacks some of
+    its family's parameters (the prediction then falls back to the entry's efficiencies), else ''."""
+    from roofline.kernels.predict import model_for
+
+    family = model_for(key)
+    missing = [p.name for p in family.params if p.name not in params] if family is not None else []
+    if not missing:
+        return ""
+    return f"; fitted before the form had {', '.join(missing)}: its constant-efficiency roofline (refit it)"
+
+
 def family_time_s(
     hw: HardwareSpec, op: str, dtype: str, impl: str = "", calibrated: bool = True, **shape: object
 ) -> tuple[np.ndarray, str]:
@@ -78,7 +90,9 @@ def family_time_arrays(
             t = family_times(hw, f"{key}/{dtype}", s, dict(found.params))
             rows = f", {found.rows:,} rows" if found.rows else ""
             note = "" if fitted == dtype else f" at {dtype} bytes and rate: no {key}/{dtype} entry"
-            return np.asarray(t, dtype=float), f"calibrated profile ({key}/{fitted}{rows}{note})"
+            return np.asarray(
+                t, dtype=float
+            ), f"calibrated profile ({key}/{fitted}{rows}{note}{stale(key, found.params)})"
         why = f"profile has no {key}/{dtype} entry"
     else:
         why = ""
