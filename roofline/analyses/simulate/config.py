@@ -175,6 +175,8 @@ class SimConfig:
     its stages set the count); ``warmup`` excludes the first requests by arrival from
     the latencies (default 10 %; 0 for a staged load, whose stages say their own warm-up).
     ``timeout_s``: a client abandons a request not finished after that long (counted failed).
+    ``stepwise``: price every engine step on its own instead of leaping over runs of decode-only steps
+    (the reference the leaps are tested against; same results, slower).
     """
 
     lengths: LengthDistribution | None = None
@@ -191,6 +193,7 @@ class SimConfig:
     tpot_slo_s: float | None = None
     warmup: int | None = None
     max_points: int = 1000
+    stepwise: bool = False
 
     def __post_init__(self) -> None:
         if self.requests is not None and self.requests < 1:

@@ -42,6 +42,7 @@ class DecodeRuns:
             row, inv, last = self.rowfn(n)
             kv, t = self.kv_sum, clock
             times: list[float] = []
+            ends: list[float] = []
             new_blocks: list[int] = []
             grown = 0
             for i in range(k):
@@ -60,18 +61,19 @@ class DecodeRuns:
                 new_blocks.append(grown)
                 kv += n
                 t += dt
+                ends.append(t)
                 if t >= horizon:
                     break
-            if not times:
-                return False
-            span = t - clock
         else:
-            times, new_blocks = self._long_run(min(k, RUN_CAP), horizon)
-            if not times:
-                return False
-            span = sum(times)
+            times, ends, new_blocks = self._long_run(min(k, RUN_CAP), horizon)
+        if not times:
+            return False
+        end = ends[-1]
+        span = end - clock
         k = len(times)
         tl, total = self.tl, self.total_blocks
+        if k > 1:
+            tl.record_run(self, ends, times, new_blocks, clock)
         used0 = total - self.free
         running, waiting = len(self.running), self.n_waiting
         tl.c_batch += running * span
@@ -87,7 +89,7 @@ class DecodeRuns:
         self.dstep += k
         self.step_no += k
         self.steps += k
-        self.clock = clock = clock + span
+        self.clock = clock = end
         self.last_step_s = times[-1]
         if self.n_measured:
             self.itl_s.extend(times)
@@ -101,9 +103,9 @@ class DecodeRuns:
             tl.record(self)
         return True
 
-    def _long_run(self: Engine, k: int, horizon: float) -> tuple[list[float], list[int]]:
+    def _long_run(self: Engine, k: int, horizon: float) -> tuple[list[float], list[float], list[int]]:
         """Up to k decode steps priced in one call (cut at KV exhaustion and at the first step ending at or
-        after ``horizon``): their times and the cumulative new blocks after each."""
+        after ``horizon``): their times, ends and the cumulative new blocks after each."""
         d, n, bs, counts = self.dstep, self.n_dec, self.bs, self.counts
         if k <= bs:
             new_blocks = list(accumulate(counts[(-(d + i)) % bs] for i in range(k)))
@@ -112,12 +114,13 @@ class DecodeRuns:
             new_blocks = [(i // bs) * n + cycle[i % bs] for i in range(k)]
         k = bisect_right(new_blocks, self.free, 0, k)
         if k == 0:
-            return [], []
+            return [], [], []
         times = self.pricer.decode_run(n, self.kv_sum, k)
         ends = list(accumulate(times, initial=self.clock))
         del ends[0]
         if k > 1 and horizon <= ends[-2]:
             k = 1 + bisect_left(ends, horizon, 0, k - 1)
             del times[k:]
+            del ends[k:]
         del new_blocks[k:]
-        return times, new_blocks
+        return times, ends, new_blocks

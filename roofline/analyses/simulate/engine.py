@@ -48,7 +48,10 @@ class Engine(BlockBook, DecodeRuns, Lifecycle):
         block_s: float = 0.0,
         tokens_per_round: float = 1.0,
         record_dt: float = 0.0,
+        leaps: bool = True,
+        give_up: bool = False,
     ) -> None:
+        self.leaps, self.give_up = leaps, give_up
         self.pricer, self.policy, self.prefill_only, self.lag = pricer, policy, prefill_only, lag
         self.rowfn = getattr(pricer, "decode_row", None)
         self.bs = config.block_size
@@ -83,6 +86,7 @@ class Engine(BlockBook, DecodeRuns, Lifecycle):
         self.failed: list[Req] = []
         self.handoffs: list[Req] = []
         self.chunks: list[tuple[Req, int]] = []
+        self.resumed = False  # a swapped request came back this step
         self.tokens = self.decoded = 0
         self.pairs = 0.0
         self.tl = Timeline(record_dt)
@@ -128,10 +132,16 @@ class Engine(BlockBook, DecodeRuns, Lifecycle):
             self._expire()
             if not self.has_work():
                 return
-        if self.n_dec and not self.prefilling and not self.spec and (not self.n_waiting or not self.admissible()):
-            horizon = limit if not self.n_waiting and len(self.running) < self.max_seqs else math.inf
-            if self.n_waiting and self._head().eligible > self.step_no:
-                horizon = self.clock  # one step, then the head may join
+        if (
+            self.leaps
+            and self.n_dec
+            and not self.prefilling
+            and not self.spec
+            and (not self.n_waiting or not self.admissible())
+        ):
+            horizon = limit  # the run ends where step-by-step pricing would hear of the next outside event
+            if self.failed or (self.n_waiting and self._head().eligible > self.step_no):
+                horizon = self.clock  # one step: the clients that gave up send again, or the head may join
             if self.deadlines:
                 horizon = min(horizon, self.deadlines[0][0])
             if self._decode_run(horizon):
@@ -203,6 +213,7 @@ class Engine(BlockBook, DecodeRuns, Lifecycle):
                     break
                 self._pop_head()
                 self._swap_in(req)
+                self.resumed = True
                 if req.decoding:
                     req.decoding = False
                     self.running[req] = None
@@ -231,6 +242,7 @@ class Engine(BlockBook, DecodeRuns, Lifecycle):
     def _step(self) -> None:
         now = self.clock
         self.chunks, self.tokens, self.pairs, self.decoded, self.xfer_s = [], 0, 0.0, 0, 0.0
+        self.resumed = False
         if self.n_waiting and self.waiting[0].ready:
             self._admit_ready()
         self.policy.compose(self)
@@ -240,6 +252,8 @@ class Engine(BlockBook, DecodeRuns, Lifecycle):
                 if self.n_waiting:  # the head waits for a step that never comes: let it in
                     self._head().eligible = self.step_no
                     return
+                return
+            if self.resumed:  # requests swapped back in this step: they run from the next one
                 return
             self._preempt_newest(now)  # everything stalled on KV: free the newest and retry
             return
@@ -293,11 +307,16 @@ class Engine(BlockBook, DecodeRuns, Lifecycle):
         """Requests whose KV arrived from a prefill replica join the decode set directly."""
         while self.n_waiting and len(self.running) < self.max_seqs and self._head().ready:
             req = self.waiting[0]
+            if req.eligible > self.step_no:  # arrived during the last step (scheduling lag)
+                return
             need = blocks_for(req.comp, self.bs)
             if need > self.free:
                 return
             self._pop_head()
-            self._allocate(need)
+            if req.swapped:  # preempted by swap after its hand-off: its KV comes back from the host
+                self._swap_in(req)
+            else:
+                self._allocate(need)
             self.running[req] = None
             self._join_decode(req, req.comp)
 

@@ -61,15 +61,26 @@ def weighted_percentiles(values: np.ndarray, weights: np.ndarray) -> Percentiles
     return Percentiles(float(np.dot(values, weights) / cw[-1]), *picks)
 
 
+def step_ends(run_ends: np.ndarray, times: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Each decode step's end from its run's end: the run's end less the later steps of the run."""
+    after = np.cumsum(times[::-1])[::-1] - times  # Σ of the steps after each, to the end of all
+    last = np.cumsum(counts) - 1
+    return np.repeat(run_ends + after[last], counts) - after
+
+
 def itl_samples(engines: Sequence[Engine], t0: float = -math.inf, t1: float = math.inf) -> Percentiles:
     """Inter-token gaps: each decode step of a run ending in [t0, t1] weighted by its measured decodes, plus
     the gaps across preemptions."""
     parts, weights = [], []
     for e in engines:
         if e.itl_k:
-            ends, counts = np.frombuffer(e.itl_end, dtype=float), np.frombuffer(e.itl_k, dtype=np.int64)
-            sel = np.repeat((ends >= t0) & (ends <= t1), counts)
-            parts.append(np.frombuffer(e.itl_s, dtype=float)[sel])
+            times, counts = np.frombuffer(e.itl_s, dtype=float), np.frombuffer(e.itl_k, dtype=np.int64)
+            if t0 == -math.inf and t1 == math.inf:
+                sel = np.ones(times.size, dtype=bool)
+            else:
+                ends = step_ends(np.frombuffer(e.itl_end, dtype=float), times, counts)
+                sel = (ends >= t0) & (ends <= t1)
+            parts.append(times[sel])
             weights.append(np.repeat(np.frombuffer(e.itl_w, dtype=float), counts)[sel])
         if e.gaps:
             parts.append(np.asarray(e.gaps))

@@ -9,6 +9,8 @@ whatever the run's length.
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -44,17 +46,60 @@ class Timeline:
         """Record the state at the replica's clock (skipped when closer than ``min_dt`` to the last record)."""
         if not force and e.clock - self.last_t < self.min_dt:
             return
+        running, waiting, free, total = len(e.running), e.n_waiting, e.free, e.total_blocks
+        self._append(
+            e.clock,
+            (self.c_batch, self.c_kv, self.c_insys, self.c_queue, self.c_tokens),
+            (running, waiting, (total - free) / total),
+        )
+
+    def record_run(
+        self, e: Engine, ends: Sequence[float], times: Sequence[float], grown: Sequence[int], clock0: float
+    ) -> None:
+        """The records step-by-step pricing makes within a run of decode steps (before its last): at the end of
+        each step at least ``min_dt`` after the last record, with the run's constant batch and queue, its
+        KV blocks ``grown`` beyond those used at its start and n tokens a step (e's sums: at the run's start)."""
+        last = len(ends) - 1
+        if last < 1 or ends[last - 1] - self.last_t < self.min_dt:
+            return
+        running, waiting, n, total = len(e.running), e.n_waiting, e.n_dec, e.total_blocks
+        used0 = total - e.free
+        c_batch, c_kv, c_insys, c_queue, c_tokens = self.c_batch, self.c_kv, self.c_insys, self.c_queue, self.c_tokens
+        lo = acc = 0
+        j = -1  # acc = Σ_{m <= j} times[m]·grown[m]
+        while True:
+            i = bisect_left(ends, self.last_t + self.min_dt, lo, last)
+            while i > lo and ends[i - 1] - self.last_t >= self.min_dt:
+                i -= 1
+            while i < last and ends[i] - self.last_t < self.min_dt:
+                i += 1
+            if i >= last:
+                return
+            while j < i:
+                j += 1
+                acc += times[j] * grown[j]
+            span = ends[i] - clock0
+            self._append(
+                ends[i],
+                (
+                    c_batch + running * span,
+                    c_kv + (used0 * span + acc) / total,
+                    c_insys + (running + waiting) * span,
+                    c_queue + waiting * span,
+                    c_tokens + n * (i + 1),
+                ),
+                (running, waiting, (used0 + grown[i]) / total),
+            )
+            lo = i + 1
+
+    def _append(self, t: float, sums: Sequence[float], state: Sequence[float]) -> None:
         c = self.cols
-        self.last_t = e.clock
-        c[0].append(e.clock)
-        c[1].append(self.c_batch)
-        c[2].append(self.c_kv)
-        c[3].append(self.c_insys)
-        c[4].append(self.c_queue)
-        c[5].append(self.c_tokens)
-        c[6].append(len(e.running))
-        c[7].append(e.n_waiting)
-        c[8].append((e.total_blocks - e.free) / e.total_blocks)
+        self.last_t = t
+        c[0].append(t)
+        for col, v in zip(c[1:6], sums, strict=True):
+            col.append(v)
+        for col, v in zip(c[6:], state, strict=True):
+            col.append(v)
         if len(c[0]) > MAX_RECORDS:
             self._halve()
 

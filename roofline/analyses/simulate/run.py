@@ -229,6 +229,8 @@ class _Run:
             block_s=block_s,
             tokens_per_round=spec.tokens_per_round if spec else 1.0,
             record_dt=self.record_dt,
+            leaps=not cfg.stepwise,
+            give_up=cfg.timeout_s is not None,
         )
 
     # ------------------------------------------------------------------ events
