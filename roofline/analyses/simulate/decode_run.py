@@ -90,6 +90,7 @@ class DecodeRuns:
         self.step_no += k
         self.steps += k
         self.clock = clock = end
+        self.run_ends = ends
         self.last_step_s = times[-1]
         if self.n_measured:
             self.itl_s.extend(times)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import heapq
 import math
 from array import array
+from bisect import bisect_left
 from collections import deque
 
 from roofline.analyses.simulate.blocks import BlockBook, blocks_for
@@ -49,9 +50,9 @@ class Engine(BlockBook, DecodeRuns, Lifecycle):
         tokens_per_round: float = 1.0,
         record_dt: float = 0.0,
         leaps: bool = True,
-        give_up: bool = False,
+        solo: bool = False,
     ) -> None:
-        self.leaps, self.give_up = leaps, give_up
+        self.leaps, self.solo, self.run_ends = leaps, solo, None
         self.pricer, self.policy, self.prefill_only, self.lag = pricer, policy, prefill_only, lag
         self.rowfn = getattr(pricer, "decode_row", None)
         self.bs = config.block_size
@@ -117,7 +118,13 @@ class Engine(BlockBook, DecodeRuns, Lifecycle):
             self.tl.c_insys += self.clock - t
             self.tl.c_queue += self.clock - t
         # async scheduling: arriving during a step, it may join only the step after next
-        req.eligible = self.step_no + (self.lag if busy and self.clock > t else 0)
+        step_no = self.step_no
+        ends = self.run_ends
+        if self.solo and ends is not None and len(ends) > 1 and t <= ends[-2]:  # during a run's earlier step
+            i = bisect_left(ends, t)
+            step_no -= len(ends) - 1 - i
+            self.tl.arrived_during(t, ends[i])
+        req.eligible = step_no + (self.lag if busy and self.clock > t else 0)
         req.home = self
         self.waiting.append(req)
         self.n_waiting += 1
@@ -127,7 +134,7 @@ class Engine(BlockBook, DecodeRuns, Lifecycle):
     def advance(self, limit: float) -> None:
         """One segment: a run of decode-only steps (cut at the first step ending at or after ``limit`` when
         new work could join, or at a deadline), else one composed step."""
-        self.last_done = 0
+        self.last_done, self.run_ends = 0, None
         if self.deadlines and self.deadlines[0][0] <= self.clock:
             self._expire()
             if not self.has_work():
@@ -139,7 +146,10 @@ class Engine(BlockBook, DecodeRuns, Lifecycle):
             and not self.spec
             and (not self.n_waiting or not self.admissible())
         ):
-            horizon = limit  # the run ends where step-by-step pricing would hear of the next outside event
+            # the run ends where step-by-step pricing would hear of the next outside event, unless arrivals
+            # could only queue (see receive)
+            shut = self.n_waiting or len(self.running) >= self.max_seqs
+            horizon = math.inf if shut and self.solo else limit
             if self.failed or (self.n_waiting and self._head().eligible > self.step_no):
                 horizon = self.clock  # one step: the clients that gave up send again, or the head may join
             if self.deadlines:

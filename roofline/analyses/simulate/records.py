@@ -92,14 +92,30 @@ class Timeline:
             )
             lo = i + 1
 
+    def arrived_during(self, t: float, seen: float) -> None:
+        """A request arrived at t during a run of steps and step-by-step pricing would have queued it at
+        ``seen``: the records after that count it waiting from t."""
+        c = self.cols
+        times, insys, queue, waiting = c[0], c[IN_SYSTEM], c[QUEUE], c[WAITING]
+        j = len(times) - 1
+        while j >= 0 and times[j] > seen:
+            insys[j] += times[j] - t
+            queue[j] += times[j] - t
+            waiting[j] += 1
+            j -= 1
+
     def _append(self, t: float, sums: Sequence[float], state: Sequence[float]) -> None:
         c = self.cols
         self.last_t = t
         c[0].append(t)
-        for col, v in zip(c[1:6], sums, strict=True):
-            col.append(v)
-        for col, v in zip(c[6:], state, strict=True):
-            col.append(v)
+        c[1].append(sums[0])
+        c[2].append(sums[1])
+        c[3].append(sums[2])
+        c[4].append(sums[3])
+        c[5].append(sums[4])
+        c[6].append(state[0])
+        c[7].append(state[1])
+        c[8].append(state[2])
         if len(c[0]) > MAX_RECORDS:
             self._halve()
 

@@ -230,7 +230,7 @@ class _Run:
             tokens_per_round=spec.tokens_per_round if spec else 1.0,
             record_dt=self.record_dt,
             leaps=not cfg.stepwise,
-            give_up=cfg.timeout_s is not None,
+            solo=cfg.timeout_s is None and self.fleet.replicas + self.fleet.prefill_replicas == 1,
         )
 
     # ------------------------------------------------------------------ events
