@@ -125,3 +125,14 @@ class DecodeRuns:
             del ends[k:]
         del new_blocks[k:]
         return times, ends, new_blocks
+
+    def _queued_at_step(self: Engine, t: float) -> int:
+        """The step after which step-by-step pricing would have queued a request that arrived at t during the
+        last run (one replica leaps past arrivals that can only queue); its records count it from then."""
+        ends = self.run_ends
+        assert ends is not None
+        if not self.solo or len(ends) < 2 or t > ends[-2]:
+            return self.step_no
+        i = bisect_left(ends, t)
+        self.tl.arrived_during(t, ends[i])
+        return self.step_no - (len(ends) - 1 - i)

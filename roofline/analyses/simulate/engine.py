@@ -17,7 +17,6 @@ from __future__ import annotations
 import heapq
 import math
 from array import array
-from bisect import bisect_left
 from collections import deque
 
 from roofline.analyses.simulate.blocks import BlockBook, blocks_for
@@ -118,12 +117,7 @@ class Engine(BlockBook, DecodeRuns, Lifecycle):
             self.tl.c_insys += self.clock - t
             self.tl.c_queue += self.clock - t
         # async scheduling: arriving during a step, it may join only the step after next
-        step_no = self.step_no
-        ends = self.run_ends
-        if self.solo and ends is not None and len(ends) > 1 and t <= ends[-2]:  # during a run's earlier step
-            i = bisect_left(ends, t)
-            step_no -= len(ends) - 1 - i
-            self.tl.arrived_during(t, ends[i])
+        step_no = self.step_no if self.run_ends is None else self._queued_at_step(t)
         req.eligible = step_no + (self.lag if busy and self.clock > t else 0)
         req.home = self
         self.waiting.append(req)
@@ -132,8 +126,8 @@ class Engine(BlockBook, DecodeRuns, Lifecycle):
             heapq.heappush(self.deadlines, (req.deadline, req.rid, req))
 
     def advance(self, limit: float) -> None:
-        """One segment: a run of decode-only steps (cut at the first step ending at or after ``limit`` when
-        new work could join, or at a deadline), else one composed step."""
+        """One segment: a run of decode-only steps (cut at the first step ending at or after ``limit``, unless
+        arrivals could only queue, or at a deadline), else one composed step."""
         self.last_done, self.run_ends = 0, None
         if self.deadlines and self.deadlines[0][0] <= self.clock:
             self._expire()
