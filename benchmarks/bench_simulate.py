@@ -1,6 +1,6 @@
 """Simulator speed and memory against the issue's targets, with peer simulators' published times beside them.
 
-    python benchmarks/bench_simulate.py [--part all|experiment|million|fit|table] [--requests N]
+    python benchmarks/bench_simulate.py [--part all|experiment|million|fit|table] [--requests N] [--stepwise]
 
 * experiment: a 10,000-request two-stage experiment of Llama-2-70B at TP4 on calibrated H100s (vLLM
   settings of the shared runs: 128 sequences, 2,048-token budget; 575 in / 248 out; 5 then 12 requests/s),
@@ -10,6 +10,9 @@
 * fit: one engine-fit row (600 requests, Llama-2-7B TP1, prompt pool, vLLM entry) re-priced with other
   engine terms (e25's inner loop), target <= 40 ms;
 * table: the tabulated step against step_terms on random mixes (mean and p99 relative error).
+
+``--stepwise`` prices every engine step on its own (the reference the decode leaps are tested against;
+same results) to show what the leaps save.
 
 Peers' published per-experiment times (for scale, not the same experiments): Vidur 4.6-6.7 s, 2.2 s and
 17.7 s (the figures issue 26 quotes).  CPU seconds are process time; the machine is shared, so runs vary.
@@ -38,22 +41,25 @@ def seventy_b():
     )
 
 
-def experiment() -> None:
+def experiment(stepwise: bool = False) -> None:
     load = Staged((Stage(400, rate_per_s=5), Stage(666.7, rate_per_s=12)))
     cost = seventy_b()  # specs read and the deployment built (not timed); the step table is built in the run
     start = time.process_time()
-    res = simulate(cost, load, SimConfig(lengths=fixed_lengths(575, 248), scheduler=SCHED))
+    res = simulate(cost, load, SimConfig(lengths=fixed_lengths(575, 248), scheduler=SCHED, stepwise=stepwise))
     cpu = time.process_time() - start
+    mode = " (stepwise)" if stepwise else ""
     print(
-        f"experiment: {res.arrived:,} requests, {res.steps:,} steps, 70B TP4: {cpu:.2f} s CPU [target < 1 s; {PEERS}]"
+        f"experiment{mode}: {res.arrived:,} requests, {res.steps:,} steps, 70B TP4: {cpu:.2f} s CPU "
+        f"[target < 1 s; {PEERS}]"
     )
 
 
-def million(requests: int) -> None:
+def million(requests: int, stepwise: bool = False) -> None:
     cost = seventy_b()
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     start = time.process_time()
-    res = simulate(cost, OpenLoop(8.0), SimConfig(lengths=fixed_lengths(575, 248), requests=requests, scheduler=SCHED))
+    config = SimConfig(lengths=fixed_lengths(575, 248), requests=requests, scheduler=SCHED, stepwise=stepwise)
+    res = simulate(cost, OpenLoop(8.0), config)
     cpu = time.process_time() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(
@@ -127,13 +133,14 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", default="all", choices=("all", "experiment", "million", "fit", "table"))
     parser.add_argument("--requests", type=int, default=1_000_000)
+    parser.add_argument("--stepwise", action="store_true", help="price every step on its own (the reference)")
     args = parser.parse_args()
     reference()
     if args.part in ("all", "experiment"):
-        experiment()
+        experiment(args.stepwise)
     if args.part in ("all", "fit"):
         fit_row()
     if args.part in ("all", "table"):
         table_accuracy()
     if args.part in ("all", "million"):
-        million(args.requests)
+        million(args.requests, args.stepwise)
