@@ -114,6 +114,15 @@ class RequestPath:
     def active(self) -> bool:
         return bool(self.frontend_in_s or self.frontend_out_s or self.schedule_lag_steps)
 
+    def describe(self) -> str:
+        """The path in words (the result's sources)."""
+        if not self.active:
+            return "none (tokens reach the client when the step ends)"
+        return (
+            f"front end {self.frontend_in_s * 1e3:.3g} ms in, {self.frontend_out_s * 1e3:.3g} ms out; "
+            f"scheduling lag {self.schedule_lag_steps} step(s)"
+        )
+
 
 @dataclass(frozen=True)
 class OffloadConfig:

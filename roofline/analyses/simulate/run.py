@@ -122,7 +122,7 @@ def simulate(
         "step cost": getattr(cost, "source", type(cost).__name__),
         "scheduler": f"{run.policy.name}: {run.policy.describes}; chunked prefill, preemption by {sched.preemption}",
         "prefix cache": run.cache_note,
-        "request path": _path_note(config),
+        "request path": config.path.describe(),
         "seed": str(config.seed),
         **run.ramp.sources(),
     }
@@ -139,16 +139,6 @@ def simulate(
         sources,
     )
     return summarize(run.records, run.engines, run.back.engines, run.transfers, facts)
-
-
-def _path_note(config: SimConfig) -> str:
-    p = config.path
-    if not p.active:
-        return "none (tokens reach the client when the step ends)"
-    return (
-        f"front end {p.frontend_in_s * 1e3:.3g} ms in, {p.frontend_out_s * 1e3:.3g} ms out; "
-        f"scheduling lag {p.schedule_lag_steps} step(s)"
-    )
 
 
 class _Run:
