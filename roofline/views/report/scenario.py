@@ -70,10 +70,10 @@ class HardwareRef:
     def engine(self) -> str | None:
         return self.entry.engine
 
-    @property
+    @functools.cached_property
     def data_tier(self) -> str:
         """The data tier of this entry's predictions (its bands' tier): spec sheet, calibrated kernels, or
-        calibrated kernels with an engine entry."""
+        calibrated kernels with an engine entry (worked out once)."""
         return tier_of(self.calibrated, engine_terms(self.spec, self.engine).active)
 
     @property
