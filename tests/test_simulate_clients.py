@@ -24,7 +24,7 @@ from roofline.analyses.simulate import (
     parse_stages,
     simulate,
 )
-from roofline.core.errors import RooflineError
+from roofline.core.errors import OptionError, RooflineError
 from tests.inprocess import run_roofline
 from tests.sim_costs import A, B, C, LinearCost
 
@@ -154,6 +154,21 @@ def test_bad_stage_lists(text, message):
         parse_stages(text)
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: ClosedLoop(10**11),
+        lambda: ClosedLoop(2.5),  # type: ignore[arg-type]
+        lambda: Stage(60, concurrency=10**7),
+        lambda: Stage(1e8, rate_per_s=1),
+        lambda: Stage(60, rate_per_s=1e10),
+    ],
+)
+def test_loads_from_python_are_bounded_like_the_flags(make):
+    with pytest.raises(OptionError, match=r"at most 1(,000,000|e\+07|e\+09)"):
+        make()
+
+
 # ---------------------------------------------------------------------- the CLI boundary
 
 
@@ -170,6 +185,20 @@ M = ("--model", "llama-3-8b", "--hardware", "h100-sxm")
             "--offload-bytes: 10000 GB is more than the host memory of one replica (1 x 250 GB",
         ),
         (("--arrival-rate", "1", "-i", "100", "-o", "10", "--preemption", "swap"), "needs a host tier"),
+        # Bounded like --concurrency, --timeout and --arrival-rate: 10^11 clients used to be allocated (killed
+        # for memory), a 1e300 s stage printed a 300-digit count of arrivals.
+        (
+            ("--stages", "c99999999999:60", "-i", "100", "-o", "10", "--json"),
+            "--stages: a stage's concurrency must be at least 1 and at most 1,000,000 clients (got 99999999999)",
+        ),
+        (
+            ("--stages", "5:1e300", "-i", "100", "-o", "10"),
+            "--stages: a stage's duration must be a positive number of seconds, at most 1e+07 (got 1e+300)",
+        ),
+        (
+            ("--stages", "1e300:60", "-i", "100", "-o", "10"),
+            "--stages: a stage's rate must be > 0 requests/s, at most 1e+09 (got 1e+300)",
+        ),
     ],
 )
 def test_cli_refuses_bad_load_and_client_settings(extra, message, tmp_path: Path):

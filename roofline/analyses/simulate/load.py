@@ -14,10 +14,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from roofline.analyses.lengths import LengthDistribution
+from roofline.core.checks import MAX_VALUE
 from roofline.core.errors import OptionError, RooflineError, shown
 
-#: Most requests one simulation runs (a trace, a generated load, or all stages together).
+#: Most requests one simulation runs (a trace, a generated load, or all stages together); also the most
+#: closed-loop clients (``--concurrency``, a ``cCLIENTS`` stage): each client is a request in flight.
 MAX_REQUESTS = 1_000_000
+#: Longest stage (seconds, about four months) and highest stage rate (requests/s): the bounds of the
+#: ``--stage-warmup``/``--timeout`` and ``--arrival-rate`` flags.
+MAX_STAGE_S = MAX_VALUE["seconds"]
+MAX_STAGE_RATE_PER_S = 1e9
 
 
 @dataclass(frozen=True)
@@ -110,8 +116,11 @@ class ClosedLoop:
     ramp_s: float | None = None
 
     def __post_init__(self) -> None:
-        if self.clients < 1:
-            raise OptionError(f"clients must be at least 1 (got {self.clients})", parameters=("clients",))
+        if isinstance(self.clients, bool) or not isinstance(self.clients, int) or not 1 <= self.clients <= MAX_REQUESTS:
+            raise OptionError(
+                f"clients must be at least 1 and at most {MAX_REQUESTS:,}, a whole number (got {shown(self.clients)})",
+                parameters=("clients",),
+            )
         if not (math.isfinite(self.think_time_s) and self.think_time_s >= 0):
             raise RooflineError(f"think time must be >= 0 s (got {self.think_time_s})")
         if not (math.isfinite(self.think_cv) and self.think_cv >= 0):
@@ -164,14 +173,24 @@ class Stage:
     warmup_s: float = 0.0
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.duration_s, int | float) and math.isfinite(self.duration_s) and self.duration_s > 0):
-            raise _stages(f"a stage's duration must be a positive number of seconds (got {self.duration_s})")
-        if (self.rate_per_s is None) == (self.concurrency is None):
+        duration, rate, clients = self.duration_s, self.rate_per_s, self.concurrency
+        if not (isinstance(duration, int | float) and math.isfinite(duration) and 0 < duration <= MAX_STAGE_S):
+            raise _stages(
+                f"a stage's duration must be a positive number of seconds, at most {MAX_STAGE_S:g} "
+                f"(got {shown(duration)})"
+            )
+        if (rate is None) == (clients is None):
             raise _stages("each stage needs a rate or a concurrency, not both")
-        if self.rate_per_s is not None and not (math.isfinite(self.rate_per_s) and self.rate_per_s > 0):
-            raise _stages(f"a stage's rate must be > 0 requests/s (got {self.rate_per_s})")
-        if self.concurrency is not None and self.concurrency < 1:
-            raise _stages(f"a stage's concurrency must be at least 1 (got {self.concurrency})")
+        if rate is not None and not (math.isfinite(rate) and 0 < rate <= MAX_STAGE_RATE_PER_S):
+            raise _stages(
+                f"a stage's rate must be > 0 requests/s, at most {MAX_STAGE_RATE_PER_S:g} (got {shown(rate)})"
+            )
+        if clients is not None and (
+            isinstance(clients, bool) or not isinstance(clients, int) or not 1 <= clients <= MAX_REQUESTS
+        ):
+            raise _stages(
+                f"a stage's concurrency must be at least 1 and at most {MAX_REQUESTS:,} clients (got {shown(clients)})"
+            )
         if not (math.isfinite(self.cv) and self.cv >= 0) or not (
             math.isfinite(self.think_time_s) and self.think_time_s >= 0
         ):
