@@ -45,14 +45,22 @@ def test_layout_degrees_from_tp_and_ep():
     ("chips", "kwargs", "words"),
     [
         (4, {"tp": 1, "ep": 8}, "must divide chips=4"),
-        (8, {"tp": 4, "ep": 6}, "ep=6 must divide tp=4 or be a multiple of it"),
-        (3, {"tp": 1, "ep": 3}, "the 256 experts"),
+        (24, {"tp": 4, "ep": 6, "num_experts": 384}, "ep=6 must divide tp=4 or be a multiple of it"),
+        # The experts first: whatever the chips, 6 or 3 experts' worth of chips cannot share 256 experts.
+        (8, {"tp": 4, "ep": 6}, r"^ep=6 does not divide the model's 256 routed experts; allowed: a divisor of 256 "),
+        (3, {"tp": 1, "ep": 3}, r"^ep=3 does not divide the model's 256 routed experts; allowed: .*\(1, 2, 4, 8,"),
+        (
+            8,
+            {"tp": 1, "ep": 8, "attention_dp": 4},
+            r"^ep=8 must divide tp=1 x attention_dp=4 = 4 chips \(the chips a stage spreads its experts over\); "
+            r"allowed: 1, 2, 4$",
+        ),
         (8, {"tp": 1, "ep": 16, "attention_dp": 8}, "ep=16 must divide"),
     ],
 )
 def test_layout_refusals(chips, kwargs, words):
     with pytest.raises(OptionError, match=words):
-        parallelism(chips, num_experts=256, **kwargs)
+        parallelism(chips, **{"num_experts": 256, **kwargs})
 
 
 def test_attention_dp_on_a_dense_model_is_refused():
@@ -132,7 +140,10 @@ def test_step_cli_accepts_attention_dp_and_reports_it():
     ("args", "words"),
     [
         (("--model", "deepseek-r1", "--chips", "4", "--tp", "1", "--ep", "8"), ("--ep 8", "--chips 4")),
-        (("--model", "deepseek-r1", "--chips", "3", "--tp", "1", "--ep", "3"), ("--ep 3", "256 experts")),
+        (
+            ("--model", "deepseek-r1", "--chips", "3", "--tp", "1", "--ep", "3"),
+            ("--ep 3 does not divide", "256 routed experts", "allowed: a divisor of 256"),
+        ),
         (("--model", "llama-3-8b", "--chips", "8", "--tp", "1", "--attention-dp", "8"), ("changes nothing",)),
         (("--model", "llama-3-8b", "--weights", "bf16,experts=fp8"), ("experts=fp8", "no routed experts")),
         (("--model", "llama-3-8b", "--compute-dtype", "bf16,lm_head=fp8,experts=fp8"), ("no routed experts",)),

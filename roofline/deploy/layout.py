@@ -88,6 +88,7 @@ def parallelism(
     if sizes is not None and tp is None:
         tp = topology.topology_chips(sizes)
     tp_d, pp_d, ep_d = _degree(tp, "tp"), _degree(pp, "pp"), _degree(ep, "ep")
+    check_expert_degree(ep_d, num_experts)
     dp_d = attention_dp_for(tp_d, ep_d, attention_dp, num_experts)
     chips_arr = np.asarray(chips, dtype=float)
     if sizes is not None and np.any(chips_arr != topology.topology_chips(sizes)):
@@ -102,13 +103,34 @@ def parallelism(
         if attention_dp is None and dp_d > 1:
             per = f"ep={ep_d} ({per})"
         raise OptionError(f"{per} must divide chips={shown(chips)}", parameters=_named(dp_d))
-    if ep_d > 1:
-        if num_experts <= 1:
-            raise OptionError(f"ep={ep_d}: the model has no routed experts (ep needs an MoE model)", parameters=("ep",))
-        if (tp_d * dp_d) % ep_d or num_experts % ep_d:
-            stage = f"tp={tp_d}" if dp_d == 1 else f"tp={tp_d} x attention_dp={dp_d} = {tp_d * dp_d} chips"
-            raise OptionError(f"ep={ep_d} must divide {stage} and the {num_experts} experts", parameters=("ep", "tp"))
+    if ep_d > 1 and (tp_d * dp_d) % ep_d:
+        stage = f"tp={tp_d}" if dp_d == 1 else f"tp={tp_d} x attention_dp={dp_d} = {tp_d * dp_d} chips"
+        fits = [e for e in _divisors(tp_d * dp_d) if num_experts % e == 0]
+        raise OptionError(
+            f"ep={ep_d} must divide {stage} (the chips a stage spreads its experts over); allowed: "
+            f"{', '.join(map(str, fits))}",
+            parameters=("ep", "tp", "attention_dp"),
+        )
     return Parallelism(tp_d, pp_d, ep_d, explicit, topology_text, dp_d)
+
+
+def check_expert_degree(ep: int, num_experts: int) -> None:
+    """An expert-parallel degree above 1 needs routed experts, and must divide them (whole experts per chip)."""
+    if ep <= 1:
+        return
+    if num_experts <= 1:
+        raise OptionError(f"ep={ep}: the model has no routed experts (ep needs an MoE model)", parameters=("ep",))
+    if num_experts % ep:
+        raise OptionError(
+            f"ep={ep} does not divide the model's {num_experts} routed experts; allowed: a divisor of "
+            f"{num_experts} ({', '.join(map(str, _divisors(num_experts)))})",
+            parameters=("ep",),
+        )
+
+
+def _divisors(n: int) -> list[int]:
+    """The divisors of n in increasing order (n is a model's expert count or a stage's chips)."""
+    return [d for d in range(1, n + 1) if n % d == 0]
 
 
 def attention_dp_for(tp: int, ep: int, attention_dp: int | None, num_experts: int) -> int:
