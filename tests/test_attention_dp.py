@@ -232,3 +232,39 @@ def test_step_json_names_the_operator_terms():
     assert_refused(
         run_roofline("step", "--model", "deepseek-r1", "--hardware", "h200", "--moe-routing", "zipf"), "zipf"
     )
+
+
+PLAN = ("--qps", "1", "-i", "1000", "-o", "100", "--tpot-slo", "50ms")
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        # plan used to drop an --ep it could not use and answer with ep 8 (its wide-EP layouts) instead.
+        (("plan", "--ep", "3", *PLAN), ("--ep 3 does not divide the model's 256 routed experts", "allowed: a divisor")),
+        (("plan", "--ep", "16", *PLAN), ("--ep 16: no slice the plan tries has a multiple of 16 chips", "1 to 8")),
+        (("sweep", "--chips", "6", "--tp", "1", "--ep", "6"), ("--ep 6 does not divide", "256 routed experts")),
+        (("pareto", "--chips", "8", "--tp", "1", "--ep", "3,8"), ("--ep 3 does not divide", "256 routed experts")),
+        # A degree that divides the experts but no chip count of the sweep: say why.
+        (
+            ("sweep", "--chips", "8", "--tp", "1", "--ep", "16"),
+            ("no degree in [16] fits chips=[8]", "16 does not divide 8"),
+        ),
+    ],
+)
+def test_plan_sweep_and_pareto_refuse_an_expert_degree_they_cannot_use(args, words, tmp_path):
+    out = tmp_path / "out.csv"
+    run = run_roofline(args[0], "--model", "deepseek-r1", "--hardware", "h200", *args[1:], "--csv", str(out), "--json")
+    assert_refused(run, *words)
+    assert not out.exists()
+
+
+def test_plan_still_takes_an_expert_degree_a_slice_holds():
+    run = run_roofline(
+        "plan", "--model", "deepseek-r1", "--hardware", "h200", "--tp", "1", "--ep", "8", *PLAN, "--json"
+    )
+    assert run.code == 0, run.stderr
+    import json
+
+    best = json.loads(run.stdout)["best"]
+    assert (best["ep"], best["chips_per_replica"]) == (8, 8)

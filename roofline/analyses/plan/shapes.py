@@ -26,7 +26,9 @@ from roofline.analyses.plan.queueing import rate_for_concurrency, rate_for_tpot,
 from roofline.analyses.request import prefill_and_memory
 from roofline.analyses.step import Precision
 from roofline.analyses.sweep.run import decode_sweep
+from roofline.core.errors import OptionError
 from roofline.deploy import DEFAULT_MEMORY_UTILIZATION, deployment
+from roofline.deploy.layout import check_expert_degree
 from roofline.model import memory
 from roofline.specs import HardwareSpec, ModelSpec
 
@@ -169,6 +171,21 @@ def prefill_moments(
     return moments
 
 
+def _check_asked_ep(space: SearchSpace, chip_axis: np.ndarray, num_experts: int) -> None:
+    """An expert degree the user asked for needs a slice it divides (its experts spread over ep of the
+    slice's chips); none in the search is refused, not silently replaced by the wide-EP layouts."""
+    asked = [space.ep] if isinstance(space.ep, int) else list(space.ep or ())
+    for e in asked:
+        check_expert_degree(e, num_experts)
+        if e > 1 and not np.any(chip_axis % e == 0):
+            raise OptionError(
+                f"ep={e}: no slice the plan tries has a multiple of {e} chips (slices of 1 to "
+                f"{int(np.max(chip_axis))} chips: the chip's NVLink/ICI domain and max_chips); allowed: an ep "
+                "that divides a slice's chips",
+                parameters=("ep",),
+            )
+
+
 def candidate_shapes(
     model: ModelSpec,
     hardware: Sequence[HardwareSpec],
@@ -185,6 +202,7 @@ def candidate_shapes(
     """
     if chip_axis is None:
         chip_axis = _chip_axis(hardware, space.max_chips)
+    _check_asked_ep(space, chip_axis, model.num_experts)
     if executor is not None and executor.kind != "local" and len(hardware) > 1:
         jobs = [(model, [hw], workloads, targets, space, None, chip_axis) for hw in hardware]
         return join_tables(run_jobs(candidate_shapes, jobs, executor))

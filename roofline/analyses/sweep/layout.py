@@ -25,7 +25,7 @@ from roofline.core.errors import OptionError
 from roofline.core.types import Number
 from roofline.deploy import Rates, chip_rates, deployment, engine_terms, topology
 from roofline.deploy.deployment import check_hardware_list, check_model, operator_priced
-from roofline.deploy.layout import attention_dp_for
+from roofline.deploy.layout import attention_dp_for, check_expert_degree
 from roofline.deploy.rates import at_achievable
 from roofline.specs import HardwareSpec, ModelSpec
 
@@ -364,6 +364,8 @@ def _setup(model: ModelSpec, hardware: Sequence[HardwareSpec], grid: SweepGrid) 
     eps = None if ep is None else ([ep] if isinstance(ep, int) else list(ep))
     if eps and any(e > 1 for e in eps) and model.num_experts <= 1:
         raise OptionError(f"ep={eps}: the model has no routed experts (ep needs an MoE model)", parameters=("ep",))
+    for e in eps or []:  # a degree no chip count can rescue is a bad value, not a skipped combination
+        check_expert_degree(int(e), model.num_experts)
     groups = expert_layouts(
         axes[1], parallel_groups(axes[1], tp, pp, topologies, skipped), eps, grid.wide_ep, model.num_experts, skipped
     )

@@ -215,5 +215,6 @@ def expert_layouts(
             if tp == stage:
                 out.append((1, pp, stage, pick, shape))
     if not out:
-        raise OptionError(f"ep: no degree in {list(ep or [])} fits chips={chips.tolist()}", parameters=("ep",))
+        why = f" ({notes[-1]})" if notes else ""
+        raise OptionError(f"ep: no degree in {list(ep or [])} fits chips={chips.tolist()}{why}", parameters=("ep",))
     return out
