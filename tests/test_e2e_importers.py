@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import math
 import os
 from dataclasses import replace
@@ -381,3 +382,32 @@ def test_hugging_face_ids_name_their_built_in_model(model_id: str, name: str):
     from roofline.calibrate.engine.vllm_results import vllm_model_name
 
     assert vllm_model_name(model_id, "x.json") == name
+
+
+@pytest.mark.parametrize(
+    ("fixture", "key", "values", "shown"),
+    [
+        ("vllm_detailed.json", "ttfts", [0.021, math.nan, 0.14, 0.022], "nan"),
+        ("vllm_detailed.json", "ttfts", [0.021, -0.02, 0.14, 0.022], "-0.02"),
+        ("vllm_detailed.json", "itls", [[0.01], [0.01, -1e-3], [], [0.02]], "-0.001"),
+        ("sglang_bench_serving.jsonl", "ttfts", [0.2, math.inf], "inf"),
+    ],
+)
+def test_a_bad_per_request_latency_names_the_key_and_request(tmp_path, fixture, key, values, shown):
+    # Detailed results (vLLM --save-detailed, SGLang --output-details) list each request's latencies; a NaN or
+    # negative one used to be read without a word.
+    obj = json.loads(
+        (FIXTURES / fixture).read_text().splitlines()[0]
+        if fixture.endswith(".jsonl")
+        else (FIXTURES / fixture).read_text()
+    )
+    obj[key] = values
+    path = tmp_path / f"bad{Path(fixture).suffix}"
+    path.write_text(json.dumps(obj))  # NaN and Infinity as Python's json writes them (and the tools do)
+    out = tmp_path / "x.csv"
+    run = run_cli("e2e", "import", str(path), "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--out", str(out))
+    assert run.returncode == 2, run.stderr
+    assert (
+        f"bad{Path(fixture).suffix}: key '{key}' (request 2) is {shown}; allowed: seconds in [0, 1e+07]" in run.stderr
+    )
+    assert len(run.stderr.strip().splitlines()) == 1 and not out.exists() and not run.stdout.strip()

@@ -22,7 +22,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from roofline.calibrate.engine.json_cells import engine_name, latency_ms, number
+from roofline.calibrate.engine.json_cells import check_latency_lists, engine_name, latency_ms, number
 from roofline.calibrate.engine.schema import E2EError, E2ERow
 from roofline.calibrate.engine.vllm_results import ImportOptions, vllm_model_name
 
@@ -85,6 +85,7 @@ def sglang_row(obj: dict[str, Any], where: str, rid: str, opt: ImportOptions) ->
             f"{where}: fields 'total_input_tokens'/'total_output_tokens' missing; pass input_len= and output_len=",
             parameters=("input_len", "output_len"),
         )
+    check_latency_lists(obj, where)
     measured: dict[str, float | None] = {}
     for m, key in (("ttft", "ttft"), ("tpot", "tpot"), ("itl", "itl"), ("e2e", "e2e_latency")):
         measured[f"{m}_s"] = latency_ms(obj, f"mean_{key}_ms", where)

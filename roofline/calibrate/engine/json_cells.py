@@ -17,6 +17,12 @@ MAX_MS = 1e10
 MAX_TOKENS = 1e15
 MAX_RATE_PER_S = 1e9
 
+#: Per-request latency lists a detailed result carries (vLLM ``--save-detailed``, SGLang ``--output-details``), in
+#: seconds: one number per request, ``itls`` one list per request.  0 (or null) is a failed request's.
+LATENCY_LISTS = ("ttfts", "itls")
+#: Longest per-request latency (s) a list may state: the longest time any load runs.
+MAX_LIST_S = MAX_MS * MS
+
 #: Benchmark "backend" or engine labels -> the schema's engine names.
 ENGINES = {"sglang": "sglang", "vllm": "vllm", "trt": "trtllm", "tensorrtllm": "trtllm", "trtllm": "trtllm"}
 
@@ -61,3 +67,26 @@ def split_engine(text: str) -> tuple[str, str]:
     if not parts:
         return "unknown", ""
     return engine_name(parts[0]), (parts[1] if len(parts) > 1 else "")
+
+
+def check_latency_lists(obj: dict[str, object], where: str) -> None:
+    """The per-request latency lists of a detailed result (:data:`LATENCY_LISTS`), when present: every item a
+    finite number of seconds in [0, MAX_LIST_S] (null: not measured), else one line naming the key and request.
+
+    They are not imported (the result's own statistics are), but a file whose requests' latencies are NaN or
+    negative is not a measurement to trust."""
+    for key in LATENCY_LISTS:
+        values = obj.get(key)
+        if values is None:
+            continue
+        if not isinstance(values, list):
+            raise E2EError(f"{where}: key {key!r} is {shown(values)}; allowed: a list with one entry per request")
+        for n, item in enumerate(values, start=1):
+            for value in item if key == "itls" and isinstance(item, list) else [item]:
+                ok = value is None or (
+                    type(value) in (int, float) and 0.0 <= value <= MAX_LIST_S  # NaN fails both comparisons
+                )
+                if not ok:
+                    raise E2EError(
+                        f"{where}: key {key!r} (request {n}) is {shown(value)}; allowed: seconds in [0, {MAX_LIST_S:g}]"
+                    )

@@ -8,7 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from roofline.calibrate.engine.json_cells import MAX_RATE_PER_S, MAX_TOKENS, latency_ms, value_of
+from roofline.calibrate.engine.json_cells import MAX_RATE_PER_S, MAX_TOKENS, check_latency_lists, latency_ms, value_of
 from roofline.calibrate.engine.schema import E2EError, E2ERow
 from roofline.core.checks import MAX_COUNT
 from roofline.core.errors import OptionError, nearest, shown
@@ -153,6 +153,7 @@ def _vllm_row(obj: dict[str, object], origin: str, rid: str, opt: ImportOptions)
             f"[1, {MAX_COUNT}]"
         )
     load = "concurrency" if concurrency is not None else "rate"
+    check_latency_lists(obj, origin)
     measured = {f"{m}_s": latency_ms(obj, f"mean_{m}_ms", origin) for m in ("ttft", "tpot", "itl")}
     for m, key in (("ttft", "ttft"), ("tpot", "tpot"), ("itl", "itl"), ("e2e", "e2el")):
         measured[f"{m}_p50_s"] = latency_ms(obj, f"median_{key}_ms", origin) or latency_ms(obj, f"p50_{key}_ms", origin)
