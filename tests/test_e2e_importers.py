@@ -13,7 +13,7 @@ import pytest
 
 from roofline.calibrate.engine.data import build, load_shipped
 from roofline.calibrate.engine.importers import ImportOptions, import_file
-from roofline.calibrate.engine.schema import E2EError, read_rows
+from roofline.calibrate.engine.schema import COLUMNS, E2EError, read_rows
 from roofline.core.errors import OptionError, RooflineError
 
 from .conftest import run_cli
@@ -411,3 +411,22 @@ def test_a_bad_per_request_latency_names_the_key_and_request(tmp_path, fixture, 
         f"bad{Path(fixture).suffix}: key '{key}' (request 2) is {shown}; allowed: seconds in [0, 1e+07]" in run.stderr
     )
     assert len(run.stderr.strip().splitlines()) == 1 and not out.exists() and not run.stdout.strip()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("e2e", "import", "{rows}", "--out", "{out}"),
+        ("validate", "--rows", "{rows}", "--json"),
+        ("calibrate", "fit", "{rows}", "--hardware", "h100-sxm", "--out", "{out}"),
+    ],
+)
+def test_a_file_with_a_header_and_no_rows_is_refused(tmp_path, command):
+    # e2e import used to blame 'the imported rows: missing column id', validate scored 0 cases and exited 0,
+    # calibrate fit said the rows were on no chip.
+    rows, out = tmp_path / "runs.csv", tmp_path / "out.yaml"
+    rows.write_text(",".join(COLUMNS) + "\n")
+    run = run_cli(*(a.format(rows=rows, out=out) for a in command))
+    assert run.returncode == 2, (run.stdout[-300:], run.stderr)
+    assert f"{rows}: no data rows after the header; allowed: at least one row" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1 and not run.stdout.strip() and not out.exists()

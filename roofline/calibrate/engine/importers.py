@@ -206,6 +206,8 @@ def import_file(
     if fmt in JSON_FORMATS or (fmt == "auto" and path.suffix in (".json", ".jsonl")):
         return checked(_at_most(import_json(path, fmt, opt), max_rows, path), str(path))
     header, rows = read_csv_dicts(path)
+    if not rows:  # not an empty table: validate would score nothing, import would write a header alone
+        raise E2EError(f"{path}: no data rows after the header; allowed: at least one row")
     _at_most(rows, max_rows, path)
     fmt = detect_format(path, header) if fmt == "auto" else fmt
     if fmt in JSON_FORMATS:
