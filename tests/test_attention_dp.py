@@ -268,3 +268,15 @@ def test_plan_still_takes_an_expert_degree_a_slice_holds():
 
     best = json.loads(run.stdout)["best"]
     assert (best["ep"], best["chips_per_replica"]) == (8, 8)
+
+
+@pytest.mark.parametrize("command", [("plan", *PLAN), ("sweep",), ("pareto",)])
+def test_a_component_item_in_a_dtype_list_says_lists_take_whole_model_dtypes(command, tmp_path):
+    # --weights of plan/sweep/pareto is a list of dtypes to try; 'experts=fp8' was an 'unknown dtype'.
+    out = tmp_path / "out.csv"
+    run = run_roofline(
+        command[0], "--model", "deepseek-r1", "--hardware", "h200", *command[1:], "--weights", "bf16,experts=fp8",
+        "--csv", str(out),
+    )  # fmt: skip
+    assert_refused(run, "--weights: 'experts=fp8' is a component=dtype item", "whole-model dtypes", "allowed: fp32")
+    assert not out.exists()

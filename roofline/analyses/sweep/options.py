@@ -54,6 +54,13 @@ def parse_int_list(text: str, option: str, maximum: int = 2**31 - 1) -> np.ndarr
 def check_dtypes(values: Sequence[str], option: str) -> tuple[str, ...]:
     """Validate dtype names, naming the option and the allowed values."""
     for value in values:
+        if isinstance(value, str) and "=" in value:
+            where = " (per-component weights: step, request, serve, simulate)" if "weights" in option else ""
+            raise OptionError(
+                f"{option}: {shown(value)} is a component=dtype item; a sweep or plan tries whole-model dtypes, "
+                f"comma-separated (e.g. bf16,fp8); allowed: {', '.join(DTYPE_BYTES)}{where}",
+                parameters=(option,),
+            )
         if value not in DTYPE_BYTES:
             raise OptionError(
                 f"{option}: unknown dtype {shown(value)}; allowed: {', '.join(DTYPE_BYTES)}", parameters=(option,)
