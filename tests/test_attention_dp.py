@@ -156,11 +156,18 @@ def test_bad_layouts_and_dtypes_are_one_line_and_exit_2(args, words):
 
 
 def test_nvfp4_compute_is_refused_on_mi355x_but_mxfp4_runs():
+    # The refusal lists what the chip runs (it used to advise adding nvfp4 to a file that marks it unsupported).
     assert_refused(
         run_roofline("step", "--model", "deepseek-r1", "--hardware", "mi355x", "--compute-dtype", "bf16,experts=nvfp4"),
-        "mi355x",
-        "nvfp4",
+        "--hardware mi355x cannot run nvfp4 matmuls (its matrix units do not take it",
+        "unsupported_dtypes",
+        "allowed: fp32, bf16, fp16, fp8, int8, fp4, mxfp4, fp8_block",
     )
+    h100 = run_roofline(
+        "step", "--model", "deepseek-r1", "--hardware", "h100-sxm", "--compute-dtype", "nvfp4", "--json"
+    )
+    assert_refused(h100, "--compute-dtype nvfp4: --hardware h100-sxm cannot run nvfp4 matmuls", "no nvfp4 FLOP/s")
+    assert "allowed: fp32, tf32, bf16, fp16, fp8, int8, fp8_block" in h100.stderr
     ok = run_roofline(
         "step", "--model", "deepseek-r1", "--hardware", "mi355x", "--compute-dtype", "bf16,experts=mxfp4", "--json"
     )

@@ -170,12 +170,18 @@ def check_compute_dtype(hw: HardwareSpec, compute_dtype: str, where: str, comman
         dtype = item.partition("=")[2] if "=" in item else item
         try:
             hw.flops_for(dtype)
-        except SpecError as exc:
+        except SpecError:
             have = ", ".join(hw.flops_per_s)
             if command is None:
+                marked = dtype in (hw.unsupported_dtypes or ())
+                why = (
+                    "its matrix units do not take it: the hardware file's unsupported_dtypes lists it"
+                    if marked
+                    else f"its hardware file has no {dtype} FLOP/s; add them there if the chip has them"
+                )
                 raise SpecError(
-                    f"--compute-dtype {compute_dtype}: {where} cannot run {dtype} matmuls ({exc}); give a dtype it "
-                    f"runs, or add {dtype} to the hardware file"
+                    f"--compute-dtype {compute_dtype}: {where} cannot run {dtype} matmuls ({why}); allowed: "
+                    f"{', '.join(_runs(hw))}"
                 ) from None
             raise SpecError(
                 f"{where} has no {dtype} FLOP/s, the dtype `{command}` computes its matmuls in; "
@@ -307,3 +313,17 @@ def deployment_from_options(
 def spec_speed(value: bool | str | None) -> bool | None:
     """--spec-speed achievable / peak as the deployment's ``achievable`` (None: the model's default)."""
     return value if value is None or isinstance(value, bool) else value == "achievable"
+
+
+def _runs(hw: HardwareSpec) -> list[str]:
+    """The compute dtypes ``hw`` runs (those :meth:`HardwareSpec.flops_for` prices), for messages."""
+    from roofline.core.units import DTYPE_BYTES
+
+    out = []
+    for dtype in DTYPE_BYTES:
+        try:
+            hw.flops_for(dtype)
+        except SpecError:
+            continue
+        out.append(dtype)
+    return out
