@@ -195,6 +195,23 @@ M = ("--model", "llama-3-8b", "--hardware", "h100-sxm")
             ("--stages", "5:1e300", "-i", "100", "-o", "10"),
             "--stages: a stage's duration must be a positive number of seconds, at most 1e+07 (got 1e+300)",
         ),
+        (  # the 157 GB are both models': the message named only the target's
+            (
+                "--qps",
+                "1",
+                "-i",
+                "100",
+                "-o",
+                "10",
+                "--draft",
+                "llama-3-70b",
+                "--draft-len",
+                "2",
+                "--acceptance",
+                "0.8",
+            ),
+            "llama-3-8b weights and its draft llama-3-70b's (157.2 GB) leave no KV cache",
+        ),
         (
             ("--stages", "1e300:60", "-i", "100", "-o", "10"),
             "--stages: a stage's rate must be > 0 requests/s, at most 1e+09 (got 1e+300)",

@@ -303,9 +303,11 @@ def cost_for(
     seqs = reserve_seqs or _entry_int(entry, "max_num_seqs", SchedulerConfig.max_num_seqs)
     capacity, weights = kv_capacity(dep, float(tokens), seqs, draft_dep)
     if capacity < 1:
+        held = f" and its draft {draft_dep.model.name}'s" if draft_dep is not None else ""
+        smaller = ", or a smaller draft" if draft_dep is not None else ""
         raise RooflineError(
-            f"{model.name} weights ({weights / 1e9:.1f} GB) leave no KV cache in "
-            f"{memory_utilization:g} of {chips}x {hw.name} HBM; raise tp or pp"
+            f"{model.name} weights{held} ({weights / 1e9:.1f} GB) leave no KV cache in "
+            f"{memory_utilization:g} of {chips}x {hw.name} HBM; raise tp or pp{smaller}"
         )
     drafted = f"; draft {draft_dep.model.name}" if draft_dep is not None else ""
     return DeploymentStepCost(
