@@ -251,3 +251,18 @@ def test_validate_refuses_too_many_rows_before_predicting(here):
     rows = "".join(f"r/{i},mine,llama-3-8b,h100-sxm,bf16,bf16,bf16,vllm,static,8,512,64,0.05\n" for i in range(1001))
     (here / "r.csv").write_text(f"{header}\n{rows}")
     assert_refused(run_roofline("validate", "--rows", "r.csv"), "--rows: r.csv: more than 1,000 rows (got 1,001)")
+
+
+@pytest.mark.parametrize("command", [("request",), ("simulate", "--qps", "1", "--json"), ("plan", "--qps", "1")])
+def test_lengths_whose_weights_are_all_zero_name_the_flag(command):
+    # The line used to read 'lengths given as I⭕weight items: ...': no flag, and rich made ':O:' an emoji.
+    run = run_roofline(command[0], "-m", "llama-3-8b", "-H", "h100-sxm", *command[1:], "--lengths", "100:10:0,200:5:0")
+    assert_refused(
+        run, "--lengths: every weight in '100:10:0,200:5:0' is 0; allowed: weights >= 0 with at least one > 0"
+    )
+
+
+def test_error_lines_print_emoji_codes_as_written(tmp_path):
+    trace = tmp_path / "a:o:b.csv"  # a file name rich would turn into an emoji
+    run = run_roofline("simulate", "-m", "llama-3-8b", "-H", "h100-sxm", "--trace", str(trace))
+    assert_refused(run, "a:o:b.csv")

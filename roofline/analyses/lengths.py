@@ -106,6 +106,11 @@ def parse_lengths(text: str) -> LengthDistribution:
             ) from None
         points.append([*lengths, weight])
     arr = np.array(points)
+    if not np.any(arr[:, 2] > 0):
+        raise OptionError(
+            f"lengths: every weight in {shown(text)} is 0; allowed: weights >= 0 with at least one > 0",
+            parameters=("lengths",),
+        )
     return from_points(arr[:, 0], arr[:, 1], arr[:, 2], source="lengths given as I:O:weight items")
 
 

@@ -50,9 +50,10 @@ class _LazyConsole:
     width = property(lambda self: self.real().width, lambda self, value: setattr(self.real(), "width", value))
 
 
-#: The consoles every command prints to: rich Consoles, made on first use.
-console: Console = _LazyConsole()  # type: ignore[assignment]
-err_console: Console = _LazyConsole(stderr=True)  # type: ignore[assignment]
+#: The consoles every command prints to: rich Consoles, made on first use.  No emoji codes: text such as
+#: 'I:O:weight' or a file name with ':o:' in it is printed as written (rich would make ':O:' an emoji).
+console: Console = _LazyConsole(emoji=False)  # type: ignore[assignment]
+err_console: Console = _LazyConsole(stderr=True, emoji=False)  # type: ignore[assignment]
 
 JSON_OPTION = typer.Option(False, "--json", help="Print a JSON object for scripts instead of a table.")
 
