@@ -144,7 +144,10 @@ def test_step_cli_accepts_attention_dp_and_reports_it():
             ("--model", "deepseek-r1", "--chips", "3", "--tp", "1", "--ep", "3"),
             ("--ep 3 does not divide", "256 routed experts", "allowed: a divisor of 256"),
         ),
-        (("--model", "llama-3-8b", "--chips", "8", "--tp", "1", "--attention-dp", "8"), ("changes nothing",)),
+        (
+            ("--model", "llama-3-8b", "--chips", "8", "--tp", "1", "--attention-dp", "8"),
+            ("changes nothing", "give --tp 1"),
+        ),
         (("--model", "llama-3-8b", "--weights", "bf16,experts=fp8"), ("experts=fp8", "no routed experts")),
         (("--model", "llama-3-8b", "--compute-dtype", "bf16,lm_head=fp8,experts=fp8"), ("no routed experts",)),
         (("--model", "deepseek-r1", "--compute-dtype", "nvfp4"), ("h100-sxm", "nvfp4")),

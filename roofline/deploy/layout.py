@@ -141,7 +141,7 @@ def attention_dp_for(tp: int, ep: int, attention_dp: int | None, num_experts: in
             raise OptionError(
                 f"attention_dp={dp}: the model has no routed experts, so attention data-parallel changes nothing "
                 f"(its {dp} ranks would share no weights); give tp={tp} and {dp}x the chips for {dp} plain replicas",
-                parameters=("attention_dp",),
+                parameters=("attention_dp", "tp"),
             )
         return dp
     if ep <= tp:
