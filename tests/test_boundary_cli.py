@@ -266,3 +266,13 @@ def test_error_lines_print_emoji_codes_as_written(tmp_path):
     trace = tmp_path / "a:o:b.csv"  # a file name rich would turn into an emoji
     run = run_roofline("simulate", "-m", "llama-3-8b", "-H", "h100-sxm", "--trace", str(trace))
     assert_refused(run, "a:o:b.csv")
+
+
+@pytest.mark.parametrize(
+    ("command", "flag"),
+    [(("sweep",), "--compute-dtype"), (("step",), "--kv-dtype"), (("request", "-i", "10", "-o", "5"), "--kv-dtype")],
+)
+def test_a_one_dtype_flag_given_a_component_list_says_it_takes_one(command, flag):
+    # It was "unknown dtype 'bf16,experts=fp8'; did you mean bf16?".
+    run = run_roofline(command[0], "-m", "deepseek-r1", "-H", "h200", *command[1:], flag, "bf16,experts=fp8")
+    assert_refused(run, f"{flag}: takes one dtype here, not a list or component=dtype items (got 'bf16,experts=fp8')")

@@ -71,6 +71,11 @@ rate = number(0.0, MAX_RATE_PER_S)
 
 def dtype(value: object) -> str:
     """One numeric type name (bf16, fp8, int8, ...)."""
+    if isinstance(value, str) and ("," in value or "=" in value):
+        raise OptionError(
+            f"takes one dtype here, not a list or component=dtype items (got {shown(value)}); allowed: "
+            f"{', '.join(DTYPE_BYTES)}"
+        )
     if value not in DTYPE_BYTES:
         close = nearest(str(value), DTYPE_BYTES) if isinstance(value, str) else []
         hint = f"; did you mean {close[0]}?" if close else ""
