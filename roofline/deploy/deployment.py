@@ -9,7 +9,7 @@ accounting: weights and KV fill all of HBM and nothing is reserved.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -142,6 +142,13 @@ class Precision:
     def describe_compute(self) -> str:
         """'bf16' or 'fp8_block,experts=nvfp4' (the --compute-dtype syntax)."""
         return ",".join([self.compute] + [f"{c}={d}" for c, d in self.compute_components])
+
+    def with_compute(self, text: str) -> Precision:
+        """This precision computing in ``text``, the :meth:`describe_compute` form ('fp8' or
+        'fp8_block,experts=nvfp4'): the inverse of that method."""
+        default, *items = str(text).split(",")
+        pairs = tuple(sorted((c, d) for c, _, d in (item.partition("=") for item in items)))
+        return replace(self, compute=default, compute_components=pairs)
 
     @classmethod
     def checkpoint(cls, model: ModelSpec, kv: str = "bf16", compute: str = "bf16") -> Precision:

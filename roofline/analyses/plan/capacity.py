@@ -113,6 +113,8 @@ class PlanCandidate:
     #: Expert-parallel degree and attention data-parallel ranks of a replica (1: none).
     ep: int = 1
     attention_dp: int = 1
+    #: Matmul dtype of the replica (per-component form, e.g. 'fp8_block,experts=nvfp4').
+    compute_dtype: str = "bf16"
 
 
 #: The plan's candidate was called ``Deployment`` before the deployment layer's class took the name.
@@ -346,4 +348,5 @@ def candidate(
         spare_replicas=spare,
         ep=ep,
         attention_dp=dp,
+        compute_dtype=str(f["compute_dtype"][i]),
     )

@@ -101,7 +101,7 @@ def size_candidate(
         model,
         hw,
         d.tp,
-        Precision(d.weights, d.kv_dtype),
+        Precision(d.weights, d.kv_dtype).with_compute(d.compute_dtype),
         memory_utilization,
         pp=d.pp if d.pp > 1 else None,
         ep=d.ep if d.ep > 1 else None,

@@ -32,12 +32,23 @@ from roofline.deploy.layout import check_expert_degree
 from roofline.model import memory
 from roofline.specs import HardwareSpec, ModelSpec
 
-#: Dtypes the search tries by default (weights × KV cache; matmuls in bf16).
+#: Dtypes the search tries by default (weights × KV cache; matmuls in SearchSpace.compute_dtype, bf16).
 WEIGHT_DTYPES = ("bf16", "int8")
 KV_DTYPES = ("bf16", "int8")
 BATCHES = tuple(2**k for k in range(0, 11))
 #: Per-shape columns copied from the sweep (block labels and part columns); an added axis adds its name.
-SHAPE_COLUMNS = ("hardware", "weights", "kv_dtype", "chips", "tp", "pp", "batch", "ep", "attention_dp")
+SHAPE_COLUMNS = (
+    "hardware",
+    "weights",
+    "kv_dtype",
+    "compute_dtype",
+    "chips",
+    "tp",
+    "pp",
+    "batch",
+    "ep",
+    "attention_dp",
+)
 #: Names of the per-replica rate limits, in the order the binding constraint is read.
 LIMITS = ("concurrency", "TTFT SLO", "TPOT SLO")
 
@@ -63,6 +74,9 @@ class SearchSpace:
     #: Also try expert parallelism over each whole stage, with attention tensor- and data-parallel (None: for
     #: MoE models); :func:`roofline.analyses.sweep.options.expert_layouts`.
     wide_ep: bool | None = None
+    #: Matmul dtype of every shape, and per-component overrides (Precision.compute/compute_components).
+    compute_dtype: str = "bf16"
+    compute_components: tuple[tuple[str, str], ...] = ()
 
     def explores_wide_ep(self, model: ModelSpec) -> bool:
         """Whether the search adds the wide expert-parallel layouts for ``model``."""
@@ -224,6 +238,8 @@ def candidate_shapes(
         ep=space.ep,
         engine=space.engine,
         wide_ep=space.explores_wide_ep(model),
+        compute_dtype=space.compute_dtype,
+        compute_components=space.compute_components,
     )
     cols = sw.columns
     stored = cols.stored  # type: ignore[attr-defined]  # decode_sweep's SweepColumns
@@ -262,7 +278,7 @@ def candidate_shapes(
         sel = np.flatnonzero(parts == part)
         blk = sw.blocks[int(blocks[sel[0]])]
         layout = tuple(int(fields[k][sel[0]]) for k in ("chips", "tp", "pp", "ep"))
-        prec = Precision(blk["weights"], blk["kv_dtype"], blk["compute_dtype"])
+        prec = Precision(blk["weights"], blk["kv_dtype"]).with_compute(blk["compute_dtype"])
         moments[:, sel, :] = prefill_moments(model, by_name[blk["hardware"]], layout, workloads, prec, space)[
             :, None, :
         ]

@@ -116,6 +116,7 @@ def decode_frontier(
     buffer_points: int = BUFFER_POINTS,
     engine: str | None = None,
     wide_ep: bool = False,
+    compute_components: tuple[tuple[str, str], ...] = (),
 ) -> SweepResult:
     """:func:`frontier` with the grid's fields as keywords (see :class:`~roofline.analyses.sweep.grid.SweepGrid`)."""
     grid = SweepGrid(
@@ -134,6 +135,7 @@ def decode_frontier(
         labels,
         engine,
         wide_ep,
+        compute_components,
     )
     return frontier(model, hardware, grid, objectives, group, buffer_points)
 

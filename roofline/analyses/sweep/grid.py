@@ -39,3 +39,5 @@ class SweepGrid:
     labels: Sequence[str] | None = None
     engine: str | None = None
     wide_ep: bool = False
+    #: Per-component matmul dtypes over ``compute_dtype`` (Precision.compute_components), e.g. (("experts", "nvfp4"),).
+    compute_components: tuple[tuple[str, str], ...] = ()

@@ -301,7 +301,7 @@ def _labels(model: ModelSpec, blocks: list[_Block]) -> tuple[BlockLabels, ...]:
             "hardware": b.name,
             "weights": b.precision.weights,
             "kv_dtype": b.precision.kv,
-            "compute_dtype": b.precision.compute,
+            "compute_dtype": b.precision.describe_compute(),
             "topology": b.shape or "",
             "critical_batch": b.critical_batch,
             "price_per_chip_hour": float(b.price),
@@ -376,7 +376,8 @@ def _setup(model: ModelSpec, hardware: Sequence[HardwareSpec], grid: SweepGrid) 
             "values",
             parameters=("chips", "context"),
         )
-    precisions = [Precision(w, kv, compute_dtype) for w in weights for kv in kv_dtypes]
+    compute = tuple(grid.compute_components)
+    precisions = [Precision(w, kv, compute_dtype, compute_components=compute) for w in weights for kv in kv_dtypes]
     sources: dict[str, str] = {}
     blocks = _plan(
         model, hardware, names, axes, precisions, groups, dict(grid.prices or {}), memory_utilization, sources

@@ -84,6 +84,7 @@ def decode_sweep(
     max_points: int | None = None,
     engine: str | None = None,
     wide_ep: bool = False,
+    compute_components: tuple[tuple[str, str], ...] = (),
 ) -> SweepResult:
     """:func:`sweep` with the grid's fields as keywords (see :class:`~roofline.analyses.sweep.grid.SweepGrid`)."""
     grid = SweepGrid(
@@ -102,6 +103,7 @@ def decode_sweep(
         labels,
         engine,
         wide_ep,
+        compute_components,
     )
     return sweep(model, hardware, grid, max_points)
 

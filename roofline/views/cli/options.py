@@ -253,6 +253,13 @@ def precision_from_options(
     )
 
 
+def compute_from_option(compute_dtype: str, model: ModelSpec | None = None) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """--compute-dtype as (default matmul dtype, per-component overrides), the components checked
+    against the model (:func:`precision_from_options`)."""
+    precision = precision_from_options("bf16", "bf16", compute_dtype, model)
+    return precision.compute, precision.compute_components
+
+
 def check_component(option: str, item: str, name: str, model: ModelSpec) -> None:
     """A per-component item must name a component the model has (its parameters are not 0)."""
     if memory.weight_params_by_component(model).get(name, 0.0) > 0:

@@ -38,6 +38,7 @@ from roofline.views.cli.options import (
     TPOT_SLO,
     TTFT_SLO,
     WEIGHTS,
+    compute_from_option,
     load_hardware_option,
     load_model_option,
     precision_from_options,
@@ -144,6 +145,12 @@ def plan_command(
     price: str = typer.Option(None, "--price", help="$/chip-hour: 2.5 for all, or h100-sxm=2.5,tpu-v5e=1.1."),
     weights: str = typer.Option(",".join(WEIGHT_DTYPES), "--weights", help="Weight dtypes to try, comma-separated."),
     kv_dtype: str = typer.Option(",".join(KV_DTYPES), "--kv-dtype", help="KV-cache dtypes to try, comma-separated."),
+    compute_dtype: str = typer.Option(
+        None,
+        "--compute-dtype",
+        parser=values.dtype_spec,
+        help="Matmul dtype of every candidate (default bf16); per component like step's: fp8_block,experts=nvfp4.",
+    ),
     max_chips: int = typer.Option(
         256,
         "--max-chips",
@@ -210,7 +217,11 @@ def plan_command(
     refuse_without("--executor ray", executor == "ray", {"--ray-address": ray_address})
     refuse_without("--percentile", percentile is not None, {"--requests": requests})
     m = load_model_option(model)
-    hws = [load_hardware_option(h, compute_dtype="bf16", command="plan") for h in split_names(hardware, "--hardware")]
+    compute, compute_components = compute_from_option(compute_dtype or "bf16", m)
+    hws = [
+        load_hardware_option(h, compute_dtype=compute_dtype or "bf16", command=None if compute_dtype else "plan")
+        for h in split_names(hardware, "--hardware")
+    ]
     check_outputs([("--csv", csv_path), ("--html", html_path)])
     profile = None
     if load_profile is not None:
@@ -239,6 +250,8 @@ def plan_command(
         engine=engine,
         prices=parse_prices(price, [h.name for h in hws]),
         confidence=confidence,
+        compute_dtype=compute,
+        compute_components=compute_components,
     )
     run_on = ExecutorConfig(executor, workers, ray_address)
     runs = 2000 if requests is None else requests

@@ -184,7 +184,8 @@ def render_steady(
     b = res.best
     console.print(
         f"[bold]plan:[/] {b.replicas} replica(s) x {b.chips_per_replica} {b.hardware} chips "
-        f"({b.sharding}), batch {b.batch}, {b.weights} weights / {b.kv_dtype} KV: "
+        f"({b.sharding}), batch {b.batch}, {b.weights} weights / {b.kv_dtype} KV"
+        f"{'' if b.compute_dtype == 'bf16' else f' / {b.compute_dtype} matmuls'}: "
         f"${b.dollars_per_hour:,.2f}/h, ${b.cost_per_million_output_tokens:.3f} per million output "
         f"tokens; binding constraint: [bold yellow]{b.binding}[/]"
     )

@@ -21,7 +21,7 @@ from roofline.core.tables import csv_writer
 from roofline.deploy import DEFAULT_MEMORY_UTILIZATION
 from roofline.views.cli import values
 from roofline.views.cli._common import JSON_OPTION, compact_table, console, emit, print_assumptions
-from roofline.views.cli.options import ENGINE, load_hardware_option, load_model_option
+from roofline.views.cli.options import ENGINE, compute_from_option, load_hardware_option, load_model_option
 from roofline.views.cli.values import check_outputs, parse_prices, split_names
 
 __all__ = ["MEMORY_UTILIZATION", "parse_prices", "run_sweep", "split_names"]
@@ -66,7 +66,13 @@ MEMORY_UTILIZATION = typer.Option(
     help=f"Fraction of physical HBM the engine may use (default "
     f"{DEFAULT_MEMORY_UTILIZATION}); 1 = the book's accounting.",
 )
-COMPUTE = typer.Option("bf16", "--compute-dtype", parser=values.dtype, help="Matmul dtype (its FLOP/s are used).")
+COMPUTE = typer.Option(
+    "bf16",
+    "--compute-dtype",
+    parser=values.dtype_spec,
+    help="Matmul dtype of every point (its FLOP/s and kernels are used); per component like step's: "
+    "fp8_block,experts=nvfp4.",
+)
 PRICE = typer.Option(
     None,
     "--price",
@@ -113,7 +119,8 @@ def run_sweep(
     """Parse the shared sweep options and run :func:`roofline.analyses.sweep.run.decode_sweep`, or with
     ``frontiers`` = (objectives, group) :func:`roofline.analyses.sweep.frontier.decode_frontier`: the same
     sweep streamed to those frontiers (memory bounded by the frontier, not the grid)."""
-    values.dtype(compute_dtype)
+    m = load_model_option(model)
+    compute, compute_components = compute_from_option(compute_dtype, m)
     hw = [load_hardware_option(h, compute_dtype=compute_dtype) for h in split_names(hardware, "--hardware")]
     extra: dict[str, object] = {}
     if frontiers is not None:
@@ -122,7 +129,7 @@ def run_sweep(
     else:
         run = decode_sweep
     return run(
-        load_model_option(model),
+        m,
         hw,
         batch=parse_int_list(batch, "--batch"),
         chips=(
@@ -136,7 +143,8 @@ def run_sweep(
         tp=None if tp is None else parse_int_list(tp, "--tp", MAX_SLICE_CHIPS).tolist(),
         pp=None if pp is None else parse_int_list(pp, "--pp", MAX_SLICE_CHIPS).tolist(),
         memory_utilization=memory_utilization,
-        compute_dtype=compute_dtype,
+        compute_dtype=compute,
+        compute_components=compute_components,
         prices=parse_prices(price, [h.name for h in hw]),
         topologies=None if topology is None else [_topology(t) for t in split_names(topology, "--topology")],
         engine=engine,
