@@ -221,6 +221,8 @@ def test_vllm_results_become_an_engine_profile_the_commands_accept(tmp_path: Pat
     proc = run_cli("calibrate", "fit", str(rows), "--hardware", "h100-sxm-cal", "--out", str(mine))
     assert proc.returncode == 0, proc.stderr
     assert "engine vllm/any: 4 rows" in proc.stdout and "held out by row" in " ".join(proc.stdout.split())
+    # End-to-end rows alone fit no kernel entry: no empty kernel table, a line that says so.
+    assert "entry rows spec" not in proc.stdout and "no kernel rows" in " ".join(proc.stdout.split())
     fitted = run_json("calibrate", "fit", str(rows), "--hardware", "h100-sxm-cal", "--out", str(mine))
     entry = fitted["engines"]["vllm/any"]
     # The fit is a robust (soft-L1) least squares of the log residuals: their RMS falls on these rows,

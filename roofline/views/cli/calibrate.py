@@ -193,7 +193,7 @@ def fit_command(
         "engines": engines,
     }
 
-    def render() -> None:
+    def _kernel_table() -> None:
         table_ = compact_table(
             f"calibrated {profile.name} -> {out or saved}",
             ["entry", "rows", "spec", "const", "model", "random", "range", "bnd"],
@@ -219,6 +219,12 @@ def fit_command(
         for key, fit in fits.items():
             if fit.at_bound:
                 console.print(f"missing term? {key}: {', '.join(fit.at_bound)} at a bound")
+
+    def render() -> None:
+        if not fits:  # end-to-end rows only: no kernel entry was fitted
+            console.print(f"calibrated {profile.name} -> {out or saved} (engine entries only; no kernel rows)")
+        else:
+            _kernel_table()
         for key, e in engines.items():
             terms = ", ".join(f"{n} {v:.3g} ± {e['spread'].get(n, 0.0):.2g}" for n, v in e["terms"].items())
             held = e.get("holdout_mape", float("nan"))
