@@ -14,7 +14,15 @@ from roofline.calibrate.kernels.fit import calibrate_op
 from roofline.calibrate.kernels.importers import import_file
 from roofline.kernels.forms import Hw
 from roofline.kernels.lsq import Param
-from roofline.kernels.moe import moe_gemm_times, parse_routing, routing_features, unfused_slot_bytes, wave_fill
+from roofline.kernels.moe import (
+    moe_gemm_times,
+    moe_time,
+    parse_routing,
+    router_rounds,
+    routing_features,
+    unfused_slot_bytes,
+    wave_fill,
+)
 from roofline.kernels.predict import op_time_with
 from roofline.kernels.registry import FAMILIES, KernelFamily, register, unregister
 from roofline.kernels.schema import CalibrationError, from_records, validate
@@ -118,6 +126,22 @@ def test_unfused_slot_bytes_are_every_routed_slots_intermediates():
     assert float(unfused_slot_bytes(s)) == 64 * 8 * 49152
     # One up matrix (non-gated): 2·2048 + 2048 + 2·7168 = 20,480 values per slot.
     assert float(unfused_slot_bytes({**s, "gated": np.asarray(0.0)})) == 64 * 8 * 20480 * 2
+
+
+def test_router_selects_top_k_in_warp_rounds_over_the_expert_logits():
+    # k rounds of a warp arg-max, each lane ⌈E/32⌉ logits a round: DeepSeek-V3 (256 experts, top 8) 8·8 = 64;
+    # Nemotron-class (512, top 22) 22·16 = 352; 160 experts top 8: 8·5 = 40; Mixtral (8, top 2): 2·1 = 2.
+    s = {"top_k": np.array([8.0, 22.0, 8.0, 2.0]), "num_experts": np.array([256.0, 512.0, 160.0, 8.0])}
+    assert list(router_rounds(s)) == [64.0, 352.0, 40.0, 2.0]
+    # In the layer's time: one token, tiny experts, every other cost zeroed: overhead + 352 rounds at 50 ns.
+    one = {**{k: np.asarray(float(v)) for k, v in DEEPSEEK_MOE.items()}, "top_k": np.asarray(22.0)}
+    one |= {"num_experts": np.asarray(512.0), "m": np.asarray(1.0), "gated": np.asarray(1.0), "width": np.asarray(0.0)}
+    one |= {"slots": np.asarray(0.0), "active": np.asarray(1.0)}
+    p = {"memory_efficiency": 1.0, "compute_efficiency": 1.0, "overhead_s": 2e-5, "overlap_exponent": 2.0}
+    p |= {"router_s_per_token": 0.0, "permute_bandwidth_bytes_per_s": 1e12, "pad_tokens": 0.0, "fill_exponent": 1.0}
+    p |= {"k_half": 0.0, "slot_bandwidth_bytes_per_s": np.inf, "router_s_per_round": 5e-8, "num_sms": 132.0}
+    hw = Hw(peak_flops=1.979e15, bandwidth=3.35e12, num_sms=132.0)
+    assert float(moe_time(one, hw, p)) == pytest.approx(2e-5 + 352 * 5e-8, rel=1e-12)
 
 
 def test_uniform_routing_reuses_the_expert_union_formula():

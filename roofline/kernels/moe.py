@@ -272,14 +272,26 @@ def unfused_slot_bytes(s: Arrays) -> np.ndarray:
     return s["m"] * s["top_k"] * (2.0 * up + s["n"] / s["tp"] + 2.0 * s["k"]) * 2.0
 
 
+#: Lanes of a warp: the router's top-k kernel scans a token's expert logits a warp at a time.
+WARP = 32.0
+
+
+def router_rounds(s: Arrays) -> np.ndarray:
+    """k·⌈E/32⌉: the router's top-k as k rounds of a warp arg-max, each lane scanning ⌈E/32⌉ of the E logits
+    (one warp per token: TensorRT-LLM's renormMoeRoutingKernel, vLLM's topk_softmax; a per-layer latency, the
+    tokens run in parallel warps)."""
+    return s["top_k"] * np.ceil(s["num_experts"] / WARP)
+
+
 def moe_time(s: Arrays, hw: Hw, p: Params) -> np.ndarray:
-    """overhead + m·router + slots·hidden·2/permute BW + unfused slot bytes/slot BW + soft_max(t_weights, t_compute)
-    (:func:`moe_gemm_times`, :func:`unfused_slot_bytes`)."""
+    """overhead + rounds·t_round + m·router + slots·hidden·2/permute BW + unfused slot bytes/slot BW
+    + soft_max(t_weights, t_compute) (:func:`router_rounds`, :func:`moe_gemm_times`, :func:`unfused_slot_bytes`)."""
     t_weights, t_compute = moe_gemm_times(s, hw, p)
     permute = s["slots"] * s["k"] * 2.0 / p["permute_bandwidth_bytes_per_s"]
     busy = soft_max(t_weights, t_compute, exponent=p["overlap_exponent"])
     unfused = unfused_slot_bytes(s) / p["slot_bandwidth_bytes_per_s"]
-    return p["overhead_s"] + s["m"] * p["router_s_per_token"] + permute + unfused + busy
+    select = router_rounds(s) * p["router_s_per_round"]
+    return p["overhead_s"] + select + s["m"] * p["router_s_per_token"] + permute + unfused + busy
 
 
 def moe_spec_time(s: Arrays, hw: Hw, achievable: Achievable) -> np.ndarray:
@@ -301,6 +313,7 @@ PARAMS = (
     Param("fill_exponent", 0.3, 1e-3, 2.0),
     Param("k_half", 50.0, 0.1, 4096.0),
     Param("slot_bandwidth_bytes_per_s", 2e12, 1e10, 1e15),
+    Param("router_s_per_round", 2e-8, 1e-9, 1e-7),
 )
 FAMILY = register(
     KernelFamily(
