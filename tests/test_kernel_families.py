@@ -47,6 +47,16 @@ def test_moe_table_rows_import_with_their_layout():
     assert nongated["dtype"][0] == "fp8" and nongated["routing"][0] == "power_law_1.2"
 
 
+def test_vllm_moe_rows_of_non_gated_models_import_as_non_gated():
+    # h100_sxm/moe/vllm/0.24.0/moe_perf.csv.gz lines 19926, 24172 and 24345 (fixture): vLLM names only its kernel.
+    # Nemotron-3 Ultra's latent experts (2048, 5120, top 22 of 512) are ReLU² with one up matrix, as the
+    # TensorRT-LLM tables mark them (moe_torch_flow_nongated); DeepSeek-V3's (7168, 2048, top 8 of 256) are gated.
+    t = import_file(AIC / "h100_sxm" / "vllm" / "moe_perf.csv")
+    assert len(t) == 3 and set(t["impl"]) == {"vllm"}
+    assert list(t["k"]) == [7168, 2048, 2048] and list(t["gated"]) == [1, 0, 0]
+    assert list(t["dtype"]) == ["fp8_block", "bf16", "fp8"]
+
+
 def test_moe_import_skips_min_latency_and_w4a8_rows():
     # b200_sxm/moe/trtllm/1.3.0rc20/moe_perf.csv.gz lines 2 (min-latency), 1163 (w4a8), 25 (nvfp4 cutlass).
     t = import_file(AIC / "b200_sxm" / "moe_perf.csv")

@@ -8,7 +8,8 @@
   fp8_block, w4a16_mxfp4 (mxfp4 experts, bf16 activations), nvfp4, int4_wo.  Skipped: the
   TensorRT-LLM min-latency kernel (an alternative mode of the nvfp4 path) and w4a8_mxfp4_mxfp8.
   ``kernel_source`` ``*_nongated`` marks experts with one up matrix (ReLU²).  vLLM tables take
-  impl ``vllm`` (a kernel family of their own).
+  impl ``vllm`` (a kernel family of their own) and carry no such flag: their rows of the collector's
+  non-gated models (:data:`NON_GATED_EXPERTS`) are marked by shape.
 * ``context_mla_perf`` -> ``mla_prefill`` (decompressed heads: query-key 192, value 128);
   ``generation_mla_perf`` -> ``mla_decode`` (``step`` cached tokens, so kv_len = step + 1; query-key
   576 = kv_lora_rank 512 + rope 64 over one latent head, value 512).  ``num_heads`` is per GPU.  The
@@ -37,6 +38,15 @@ MOE_DTYPES = {
 }
 #: Kernels of the tables not imported: alternative modes, not what engines run by default.
 SKIPPED_KERNELS = ("moe_torch_flow_min_latency",)
+#: (hidden, inter, top-k, experts) of the collector's non-gated MoE models (its ``NON_GATED_MOE_MODELS``:
+#: Nemotron-3, ReLU² experts with one up matrix): Nano (2688, 1856, 6, 128) and the latent experts of Super
+#: and Ultra (1024|4096 hidden, 2688; 2048|8192, 5120; top 22 of 512).  The TensorRT-LLM tables mark exactly
+#: these ``*_nongated``; vLLM's name only the kernel, and its non-gated path (``is_act_and_mul`` False) runs
+#: only unquantized and ModelOpt fp8/nvfp4 methods: the tables have no fp8_block rows of these shapes.
+NON_GATED_EXPERTS = frozenset(
+    {(2688.0, 1856.0, 6.0, 128.0), (1024.0, 2688.0, 22.0, 512.0), (4096.0, 2688.0, 22.0, 512.0)}
+    | {(2048.0, 5120.0, 22.0, 512.0), (8192.0, 5120.0, 22.0, 512.0)}
+)
 #: DeepSeek-V3 MLA dims the collectors use: kv_lora_rank, rope, nope, v.
 KV_LORA_RANK, ROPE_DIM, NOPE_DIM, V_DIM = 512.0, 64.0, 128.0, 128.0
 BMM_SHAPES = {"mla_gen_pre": (NOPE_DIM, KV_LORA_RANK), "mla_gen_post": (KV_LORA_RANK, V_DIM)}
@@ -50,21 +60,26 @@ def _moe(row: dict[str, str], ctx: dict[str, str]) -> list[Row]:
         raise RowError(f"unknown moe_dtype {shown(kind)}; allowed: {', '.join(MOE_DTYPES)}, w4a8_mxfp4_mxfp8")
     if kernel in SKIPPED_KERNELS:
         return []
+    shape = {
+        "k": _num(row, "hidden_size", positive=True),
+        "n": _num(row, "inter_size", positive=True),
+        "top_k": _num(row, "topk", positive=True),
+        "num_experts": _num(row, "num_experts", positive=True),
+    }
+    vllm = kernel.startswith("vllm")
+    non_gated = kernel.endswith("nongated") or (vllm and tuple(shape.values()) in NON_GATED_EXPERTS)
     return [
         {
             "op": "moe",
             "dtype": MOE_DTYPES[kind],
             "m": _num(row, "num_tokens", positive=True),
-            "k": _num(row, "hidden_size", positive=True),
-            "n": _num(row, "inter_size", positive=True),
-            "top_k": _num(row, "topk", positive=True),
-            "num_experts": _num(row, "num_experts", positive=True),
+            **shape,
             "tp": _num(row, "moe_tp_size", positive=True),
             "ep": _num(row, "moe_ep_size", positive=True),
-            "gated": 0.0 if kernel.endswith("nongated") else 1.0,
+            "gated": 0.0 if non_gated else 1.0,
             "routing": _cell(row, "distribution"),
             "time_s": _ms(row, "latency"),
-            "impl": "vllm" if kernel.startswith("vllm") else "",
+            "impl": "vllm" if vllm else "",
         }
     ]
 
