@@ -52,7 +52,8 @@ def test_vllm_moe_rows_of_non_gated_models_import_as_non_gated():
     # Nemotron-3 Ultra's latent experts (2048, 5120, top 22 of 512) are ReLU² with one up matrix, as the
     # TensorRT-LLM tables mark them (moe_torch_flow_nongated); DeepSeek-V3's (7168, 2048, top 8 of 256) are gated.
     t = import_file(AIC / "h100_sxm" / "vllm" / "moe_perf.csv")
-    assert len(t) == 3 and set(t["impl"]) == {"vllm"}
+    # One kernel family per kernel: FlashInfer's CUTLASS fused MoE (fp8_block at ep 8, ModelOpt fp8), Triton (bf16).
+    assert len(t) == 3 and list(t["impl"]) == ["vllm_flashinfer", "vllm", "vllm_flashinfer"]
     assert list(t["k"]) == [7168, 2048, 2048] and list(t["gated"]) == [1, 0, 0]
     assert list(t["dtype"]) == ["fp8_block", "bf16", "fp8"]
 

@@ -15,7 +15,7 @@ from roofline.core.units import DTYPE_BYTES
 from roofline.kernels.schema import COLLECTIVE_OPS
 
 #: Kernel families fitted as their own op class: ``<op>_<impl>`` (e.g. allreduce_custom).
-SEPARATE_IMPLS = ("custom", "fp8_block", "sq", "vllm")
+SEPARATE_IMPLS = ("custom", "fp8_block", "sq", "vllm", "vllm_flashinfer", "vllm_marlin")
 #: The dtype a legacy key (no ``/``) was fitted on: the old ``calibrate fit`` default.
 LEGACY_DTYPE = "bf16"
 

@@ -7,9 +7,11 @@
   ``latency`` ms of one layer without communication.  ``moe_dtype``: bfloat16, fp8 (per-tensor),
   fp8_block, w4a16_mxfp4 (mxfp4 experts, bf16 activations), nvfp4, int4_wo.  Skipped: the
   TensorRT-LLM min-latency kernel (an alternative mode of the nvfp4 path) and w4a8_mxfp4_mxfp8.
-  ``kernel_source`` ``*_nongated`` marks experts with one up matrix (ReLU²).  vLLM tables take
-  impl ``vllm`` (a kernel family of their own) and carry no such flag: their rows of the collector's
-  non-gated models (:data:`NON_GATED_EXPERTS`) are marked by shape.
+  ``kernel_source`` ``*_nongated`` marks experts with one up matrix (ReLU²).  vLLM tables are kernel
+  families of their own, one per kernel its ``kernel_source`` names (:func:`vllm_impl`): its Triton
+  experts (impl ``vllm``), FlashInfer's CUTLASS fused MoE (``vllm_flashinfer``: vLLM runs fp8_block
+  through it where ep > 1, Triton at ep 1) and Marlin (``vllm_marlin``).  They carry no non-gated flag:
+  their rows of the collector's non-gated models (:data:`NON_GATED_EXPERTS`) are marked by shape.
 * ``context_mla_perf`` -> ``mla_prefill`` (decompressed heads: query-key 192, value 128);
   ``generation_mla_perf`` -> ``mla_decode`` (``step`` cached tokens, so kv_len = step + 1; query-key
   576 = kv_lora_rank 512 + rope 64 over one latent head, value 512).  ``num_heads`` is per GPU.  The
@@ -52,6 +54,15 @@ KV_LORA_RANK, ROPE_DIM, NOPE_DIM, V_DIM = 512.0, 64.0, 128.0, 128.0
 BMM_SHAPES = {"mla_gen_pre": (NOPE_DIM, KV_LORA_RANK), "mla_gen_post": (KV_LORA_RANK, V_DIM)}
 
 
+def vllm_impl(kernel: str) -> str:
+    """The kernel family of a vLLM fused-MoE row by its ``kernel_source``: FlashInfer's CUTLASS fused MoE
+    (TensorRT-LLM's kernels: intermediates stay on chip) ``vllm_flashinfer``, Marlin ``vllm_marlin``, else
+    vLLM's Triton experts ``vllm`` (unfused: every routed slot's intermediates go through HBM)."""
+    if "_flashinfer_cutlass_" in kernel:
+        return "vllm_flashinfer"
+    return "vllm_marlin" if "_marlin_" in kernel else "vllm"
+
+
 def _moe(row: dict[str, str], ctx: dict[str, str]) -> list[Row]:
     kind, kernel = _cell(row, "moe_dtype"), row.get("kernel_source") or ""
     if kind not in MOE_DTYPES:
@@ -79,7 +90,7 @@ def _moe(row: dict[str, str], ctx: dict[str, str]) -> list[Row]:
             "gated": 0.0 if non_gated else 1.0,
             "routing": _cell(row, "distribution"),
             "time_s": _ms(row, "latency"),
-            "impl": "vllm" if vllm else "",
+            "impl": vllm_impl(kernel) if vllm else "",
         }
     ]
 
