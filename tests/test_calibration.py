@@ -312,3 +312,35 @@ def test_gpu_timings_cycle_copies_that_overflow_the_l2():
     for _ in range(129):
         fn()
     assert len(made) == 128 and len(set(seen[:128])) == 128 and seen[128] == seen[0]
+
+
+def test_a_fit_its_rows_cannot_determine_is_refused_naming_the_terms(tmp_path):
+    # A least-squares fit of k terms needs k + 1 distinct points: one GEMM shape (measured twice) cannot
+    # determine the GEMM model's terms (refused), and two message sizes cannot determine a collective's
+    # three on that device count (fitted from their start, the floor and peak bus rate, and said so).
+    from tests.inprocess import assert_refused, run_roofline
+
+    gemm = tmp_path / "gemm.csv"
+    gemm.write_text(
+        "op,dtype,m,n,k,time_s,hardware,source\n"
+        "gemm,bf16,128,4096,4096,1.0e-5,h100-sxm,mine\n"
+        "gemm,bf16,128,4096,4096,1.1e-5,h100-sxm,mine\n"
+    )
+    out = tmp_path / "cal.yaml"
+    run = run_roofline("calibrate", "fit", str(gemm), "--hardware", "h100-sxm", "--out", str(out))
+    assert_refused(run, "gemm/bf16: 1 distinct shape(s) cannot determine its", "compute_efficiency", "at least")
+    assert not out.exists()
+    coll = tmp_path / "coll.csv"
+    coll.write_text(
+        "op,dtype,message_bytes,num_devices,time_s,hardware,source\n"
+        "allreduce,bf16,1048576,8,3.0e-5,h100-sxm,mine\n"
+        "allreduce,bf16,2097152,8,4.0e-5,h100-sxm,mine\n"
+    )
+    run = run_roofline("calibrate", "fit", str(coll), "--hardware", "h100-sxm", "--out", str(out), "--json")
+    assert run.code == 0, run.stderr
+    ops = json.loads(run.stdout)["ops"]
+    assert ops["allreduce"]["undetermined"] == [
+        "latency_s@8",
+        "bandwidth_bytes_per_s@8",
+        "small_message_bytes@8",
+    ]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from roofline.calibrate.kernels.identifiable import undetermined, undetermined_collective
 from roofline.calibrate.kernels.sweeps import outlier_sweeps, spikes
 from roofline.core.errors import OptionError
 from roofline.kernels import forms as models
@@ -250,6 +251,8 @@ class OpFit:
     kernels: tuple[str, ...] = ()
     rows: int = 0
     at_bound: tuple[str, ...] = ()
+    #: Terms the rows cannot determine (a collective's on a device count with too few message sizes).
+    undetermined: tuple[str, ...] = ()
 
     def profile_entry(self) -> dict[str, object]:
         """The ``calibration.ops[key]`` mapping of a profile (numbers as floats)."""
@@ -317,6 +320,7 @@ def calibrate_op(key: str, table: Measurements, hw: HardwareSpec, max_rows: int 
         kernels=kernels,
         rows=len(table),
         at_bound=tuple(params_at_bound(key, params)),
+        undetermined=undetermined_collective(table) if base_op(key) in COLLECTIVE_OPS else (),
     )
 
 
@@ -367,6 +371,10 @@ def calibrate(
             f"{', '.join(table.unique('hardware')) or 'none'}"
             f"{'; dtype ' + dtype if dtype else ''}{'; ops ' + ', '.join(ops) if ops else ''})"
         )
+    for k in wanted:
+        why = undetermined(k, rows.take(keys == k))
+        if why:
+            raise CalibrationError(f"{k}: {why} (or fit the other entries only)")
     fits = {k: calibrate_op(k, rows.take(keys == k), hw, max_rows, seed) for k in wanted}
     used = rows.take(np.isin(keys, wanted))
     data = hw.model_dump()

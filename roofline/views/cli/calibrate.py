@@ -104,6 +104,7 @@ def _fit_row(fit: object) -> dict[str, object]:
         "dtypes": list(fit.dtypes),
         "kernels": list(fit.kernels),
         "at_bound": list(fit.at_bound),
+        "undetermined": list(fit.undetermined),
     }
 
 
@@ -219,6 +220,11 @@ def fit_command(
         for key, fit in fits.items():
             if fit.at_bound:
                 console.print(f"missing term? {key}: {', '.join(fit.at_bound)} at a bound")
+            if fit.undetermined:
+                console.print(
+                    f"undetermined: {key}: too few message sizes for {', '.join(fit.undetermined)} "
+                    "(kept at the measured floor and peak bus rate)"
+                )
 
     def render() -> None:
         if not fits:  # end-to-end rows only: no kernel entry was fitted
