@@ -37,18 +37,7 @@ WEIGHT_DTYPES = ("bf16", "int8")
 KV_DTYPES = ("bf16", "int8")
 BATCHES = tuple(2**k for k in range(0, 11))
 #: Per-shape columns copied from the sweep (block labels and part columns); an added axis adds its name.
-SHAPE_COLUMNS = (
-    "hardware",
-    "weights",
-    "kv_dtype",
-    "compute_dtype",
-    "chips",
-    "tp",
-    "pp",
-    "batch",
-    "ep",
-    "attention_dp",
-)
+SHAPE_COLUMNS = tuple("hardware weights kv_dtype compute_dtype chips tp pp batch ep attention_dp".split())
 #: Names of the per-replica rate limits, in the order the binding constraint is read.
 LIMITS = ("concurrency", "TTFT SLO", "TPOT SLO")
 
