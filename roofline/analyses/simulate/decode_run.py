@@ -27,26 +27,57 @@ SHORT_RUN = 16
 class DecodeRuns:
     """``_decode_run`` and its long form (see the module docstring)."""
 
+    def _leap(self: Engine, limit: float) -> bool:
+        """Runs of decode-only steps up to the next outside event at ``limit`` (see advance); False if not one
+        step fits.  A chain (one replica whose finishes schedule nothing) runs on past finishes."""
+        # the run ends where step-by-step pricing would hear of the next outside event, unless arrivals
+        # could only queue (see receive)
+        shut = self.n_waiting or len(self.running) >= self.max_seqs
+        horizon = math.inf if shut and self.solo else limit
+        if self.failed or (self.n_waiting and self._head().eligible > self.step_no):
+            horizon = self.clock  # one step: the clients that gave up send again, or the head may join
+        if self.deadlines:
+            horizon = min(horizon, self.deadlines[0][0])
+        if not self._decode_run(horizon):
+            return False
+        # what the next advance(limit) would do, the loop having nothing else to do before it
+        while self.chain and self.n_dec and not self.n_waiting and self.clock < limit:
+            if not self._decode_run(math.inf if len(self.running) >= self.max_seqs else limit):
+                break
+        return True
+
     def _decode_run(self: Engine, horizon: float) -> bool:
         """Price up to the next finish, KV exhaustion or ``horizon`` in one call; False if not one step fits."""
         heap = self.heap
-        while heap[0][2] != heap[0][3].ver:
+        top = heap[0]
+        while top[2] != top[3].ver:
             heapq.heappop(heap)
-        k = heap[0][0] - self.dstep
+            top = heap[0]
+        d = self.dstep
+        k = top[0] - d
         clock = self.clock
         if horizon != math.inf and self.last_step_s > 0:  # a guess; a short guess only costs another call
-            k = min(k, max(8, int(1.5 * (horizon - clock) / self.last_step_s) + 1))
+            guess = int(1.5 * (horizon - clock) / self.last_step_s) + 1
+            if guess < 8:
+                guess = 8
+            if guess < k:
+                k = guess
         n = self.n_dec
-        if k <= SHORT_RUN and self.rowfn is not None:  # step by step from the tabulated row, no arrays
-            bs, counts, d, free = self.bs, self.counts, self.dstep, self.free
-            row, inv, last = self.rowfn(n)
+        rowfn = self.rowfn
+        if k <= SHORT_RUN and rowfn is not None:  # step by step from the tabulated row, no arrays
+            bs, counts, free = self.bs, self.counts, self.free
+            row, inv, last = rowfn(n)
             kv, t = self.kv_sum, clock
             times: list[float] = []
             ends: list[float] = []
             new_blocks: list[int] = []
             grown = 0
+            p = (-d) % bs  # step i grows the sequences of phase (-(d + i)) mod bs: p, p - 1, ..., wrapping
+            phases = counts[p::-1] + counts[:p:-1]
+            if k > bs:
+                phases *= -(-k // bs)
             for i in range(k):
-                grown += counts[(-(d + i)) % bs]
+                grown += phases[i]
                 if grown > free:
                     break
                 x = kv / n * inv
@@ -72,35 +103,38 @@ class DecodeRuns:
         span = end - clock
         k = len(times)
         tl, total = self.tl, self.total_blocks
-        if k > 1:
+        if k > 1 and ends[-2] - tl.last_t >= tl.min_dt:
             tl.record_run(self, ends, times, new_blocks, clock)
-        used0 = total - self.free
+        free = self.free
         running, waiting = len(self.running), self.n_waiting
         tl.c_batch += running * span
-        tl.c_kv += (used0 * span + (times[0] * new_blocks[0] if k == 1 else sum(map(mul, times, new_blocks)))) / total
+        tl.c_kv += (
+            (total - free) * span + (times[0] * new_blocks[0] if k == 1 else sum(map(mul, times, new_blocks)))
+        ) / total
         tl.c_insys += (running + waiting) * span
         tl.c_queue += waiting * span
         grown = new_blocks[-1]
         if grown:
-            self.free -= grown
+            self.free = free - grown
             if self.cache is not None:
                 self.cache.take(grown)
         self.kv_sum += n * k
-        self.dstep += k
+        self.dstep = d = d + k
         self.step_no += k
         self.steps += k
-        self.clock = clock = end
+        self.clock = end
         self.run_ends = ends
         self.last_step_s = times[-1]
-        if self.n_measured:
+        measured = self.n_measured
+        if measured:
             self.itl_s.extend(times)
-            self.itl_end.append(clock)
-            self.itl_w.append(self.n_measured)
+            self.itl_end.append(end)
+            self.itl_w.append(measured)
             self.itl_k.append(k)
         tl.c_tokens += n * k
-        if heap[0][0] <= self.dstep:
-            self._pop_finished(clock)
-        if clock - tl.last_t >= tl.min_dt:
+        if heap[0][0] <= d:
+            self._pop_finished(end)
+        if end - tl.last_t >= tl.min_dt:
             tl.record(self)
         return True
 

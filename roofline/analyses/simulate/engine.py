@@ -50,8 +50,9 @@ class Engine(BlockBook, DecodeRuns, Lifecycle):
         record_dt: float = 0.0,
         leaps: bool = True,
         solo: bool = False,
+        chain: bool = False,
     ) -> None:
-        self.leaps, self.solo, self.run_ends = leaps, solo, None
+        self.leaps, self.solo, self.chain, self.run_ends = leaps, solo, chain, None
         self.pricer, self.policy, self.prefill_only, self.lag = pricer, policy, prefill_only, lag
         self.rowfn = getattr(pricer, "decode_row", None)
         self.bs = config.block_size
@@ -82,7 +83,7 @@ class Engine(BlockBook, DecodeRuns, Lifecycle):
         self.deadlines: list[tuple[float, int, Req]] = []
         self.preemptions = self.steps = self.last_done = 0
         self.last_step_s = 0.0
-        self.finished: list[Req] = []
+        self.finished: list[tuple[Req, float]] = []  # and when (a chain of runs: not all at the clock)
         self.failed: list[Req] = []
         self.handoffs: list[Req] = []
         self.chunks: list[tuple[Req, int]] = []
@@ -101,7 +102,7 @@ class Engine(BlockBook, DecodeRuns, Lifecycle):
 
     def fits(self, tokens: int) -> bool:
         """Whether one request needing ``tokens`` tokens of KV fits the whole cache."""
-        return blocks_for(tokens, self.bs) <= self.total_blocks
+        return tokens <= self.total_blocks * self.bs  # blocks_for(tokens) <= total_blocks
 
     def outstanding_at(self, t: float) -> int:
         """Requests routed here and not finished by time t (the last step's finishes count after it ends)."""
@@ -109,13 +110,15 @@ class Engine(BlockBook, DecodeRuns, Lifecycle):
 
     def receive(self, req: Req, t: float) -> None:
         """A request reaches this replica's queue at time t (mid-step arrivals count as in the system from t)."""
-        busy = self.has_work()
-        if not busy and self.clock < t:
+        busy = bool(self.running or self.n_waiting)
+        clock = self.clock
+        if not busy and clock < t:
             self.clock = t
             self.tl.record(self)
-        elif self.clock > t:
-            self.tl.c_insys += self.clock - t
-            self.tl.c_queue += self.clock - t
+        elif clock > t:
+            tl = self.tl
+            tl.c_insys += clock - t
+            tl.c_queue += clock - t
         # async scheduling: arriving during a step, it may join only the step after next
         step_no = self.step_no if self.run_ends is None else self._queued_at_step(t)
         req.eligible = step_no + (self.lag if busy and self.clock > t else 0)
@@ -139,17 +142,9 @@ class Engine(BlockBook, DecodeRuns, Lifecycle):
             and not self.prefilling
             and not self.spec
             and (not self.n_waiting or not self.admissible())
+            and self._leap(limit)
         ):
-            # the run ends where step-by-step pricing would hear of the next outside event, unless arrivals
-            # could only queue (see receive)
-            shut = self.n_waiting or len(self.running) >= self.max_seqs
-            horizon = math.inf if shut and self.solo else limit
-            if self.failed or (self.n_waiting and self._head().eligible > self.step_no):
-                horizon = self.clock  # one step: the clients that gave up send again, or the head may join
-            if self.deadlines:
-                horizon = min(horizon, self.deadlines[0][0])
-            if self._decode_run(horizon):
-                return
+            return
         self._step()
 
     # ------------------------------------------------------------------ policy primitives
@@ -285,10 +280,12 @@ class Engine(BlockBook, DecodeRuns, Lifecycle):
                 self.prefilling.remove(req)
                 produced += 1
                 self._prefill_done(req, end)
-        if n_dec:
+        if n_dec and self.heap[0][0] <= self.dstep:
             self._pop_finished(end)
-        self.tl.c_tokens += produced
-        self.tl.record(self)
+        tl = self.tl
+        tl.c_tokens += produced
+        if end - tl.last_t >= tl.min_dt:
+            tl.record(self)
 
     def _chunk(self, req: Req, c: int) -> None:
         self.chunks.append((req, c))
@@ -376,13 +373,13 @@ class Engine(BlockBook, DecodeRuns, Lifecycle):
         if req.gen >= req.out:
             self._release(req, blocks_for(req.comp, self.bs))
             del self.running[req]
-            self._finish(req)
+            self._finish(req, end)
         else:
             self._join_decode(req, req.comp)
 
     def _pop_finished(self, end: float) -> None:
-        heap = self.heap
-        while heap and heap[0][0] <= self.dstep:
+        heap, dstep = self.heap, self.dstep
+        while heap and heap[0][0] <= dstep:
             _, _, ver, req = heapq.heappop(heap)
             if ver == req.ver:
                 if self.cache is not None and req.sid >= 0:  # its output continues the session
@@ -390,9 +387,9 @@ class Engine(BlockBook, DecodeRuns, Lifecycle):
                 self._release(req, self._leave_decode(req))
                 req.gen = req.out
                 del self.running[req]
-                self._finish(req)
+                self._finish(req, end)
 
-    def _finish(self, req: Req) -> None:
+    def _finish(self, req: Req, end: float) -> None:
         req.gone = True
-        self.finished.append(req)
+        self.finished.append((req, end))
         self.last_done += 1

@@ -158,8 +158,11 @@ class _Run:
         self.record_dt = record_dt
         self.cost, self.config, self.source, self.warm = cost, config, source, warm
         self.fleet, self.path = config.fleet, config.path
+        self.solo = config.timeout_s is None and self.fleet.replicas + self.fleet.prefill_replicas == 1
         self.records = Records(min(source.limit, MAX_REQUESTS) if source.limit else 1024)
         self.staged = load if isinstance(load, Staged) else None
+        closed = isinstance(load, ClosedLoop) or any(s.concurrency for s in getattr(self.staged, "stages", ()))
+        self.chain = self.solo and not closed  # one replica and no closed-loop clients: a finish schedules nothing
         self.starts = self.staged.starts_s if self.staged else [0.0]
         self.end_s = self.staged.end_s if self.staged else math.inf
         self.timeout = config.timeout_s
@@ -220,7 +223,8 @@ class _Run:
             tokens_per_round=spec.tokens_per_round if spec else 1.0,
             record_dt=self.record_dt,
             leaps=not cfg.stepwise,
-            solo=cfg.timeout_s is None and self.fleet.replicas + self.fleet.prefill_replicas == 1,
+            solo=self.solo,
+            chain=self.chain,
         )
 
     # ------------------------------------------------------------------ events
@@ -376,11 +380,11 @@ class _Run:
     def collect(self, e: Engine) -> None:
         """Finished and abandoned requests free their clients; prefilled ones start their KV transfer."""
         if e.finished:
-            for req in e.finished:
-                if e.clock > req.deadline:
+            for req, t in e.finished:
+                if t > req.deadline:
                     self.fail(req)
                 else:
-                    self.finish(req, e.clock)
+                    self.finish(req, t)
             e.finished.clear()
         if e.failed:
             for req in e.failed:

@@ -75,6 +75,16 @@ def _cell(grid: Sequence[float], x: float) -> tuple[int, float]:
     return i, (x - lo) / (grid[i + 1] - lo)
 
 
+def _corner(
+    d: list[float], a: int, s0: int, s1: int, s2: int, wn: float, wc: float, vc: float, wt: float, vt: float
+) -> float:
+    """The n-, T- and c-interpolated increment at flat index ``a`` (weights w and their complements v)."""
+    b = a + s0
+    lo_n = (d[a] * vc + d[a + s2] * wc) * vt + (d[a + s1] * vc + d[a + s1 + s2] * wc) * wt
+    hi_n = (d[b] * vc + d[b + s2] * wc) * vt + (d[b + s1] * vc + d[b + s1 + s2] * wc) * wt
+    return lo_n + wn * (hi_n - lo_n)
+
+
 class KernelGrids:
     """The step model's times on the table's grids before any engine host time (shared by tables that
     differ only in their engine terms: :meth:`StepTable.with_post`)."""
@@ -166,8 +176,10 @@ class StepTable:
         self.delta_array = np.ascontiguousarray(delta)
         self.delta = self.delta_array.reshape(-1).tolist()
         self.strides = [s // 8 for s in self.delta_array.strides]
+        self.s012 = tuple(self.strides[:3])
         # each decode count's cell on the n grid
         self.n_cell = [_cell(self.ng, float(n)) for n in range(self.max_seqs + 1)]
+        self.t_cell = [_cell(self.tg, t) for t in range(self.max_tokens + 1)]  # each chunk length's cell
 
     def _block(self, n: int) -> list[float]:
         """Price the decode rows of n's block (one vectorised call) and return n's row."""
@@ -191,53 +203,48 @@ class StepTable:
     # ------------------------------------------------------------------ scalar lookups
     def decode_s(self, n: int, kv: float) -> float:
         """One decode-only step of n sequences over kv cached tokens in all."""
-        row = self.rows[n] or self._block(n)
-        if not n:
-            return row[0]
-        x = kv / n * self.inv_dx
-        i = int(x)
-        if i >= CONTEXT_POINTS - 1:
-            if x > CONTEXT_POINTS - 1 + 1e-9:
-                self._too_long(kv / n)
-            i = CONTEXT_POINTS - 2
-        lo = row[i]
-        return lo + (x - i) * (row[i + 1] - lo)
+        return self.mixed_s(n, kv, 0, 0.0)
 
     def mixed_s(self, n: int, kv: float, tokens: int, pairs: float) -> float:
         """A step of n decodes (kv cached tokens in all) and ``tokens`` prefill tokens with ``pairs`` causal
         pairs (one chunk after c = pairs/T − (T+1)/2 cached tokens)."""
-        base = self.decode_s(n, kv)
+        row = self.rows[n] or self._block(n)
+        if n:  # the decode-only step
+            x = kv / n * self.inv_dx
+            i = int(x)
+            if i >= CONTEXT_POINTS - 1:
+                if x > CONTEXT_POINTS - 1 + 1e-9:
+                    self._too_long(kv / n)
+                i = CONTEXT_POINTS - 2
+            lo = row[i]
+            base = lo + (x - i) * (row[i + 1] - lo)
+        else:
+            base = row[0]
         if not tokens:
             return base
         c = pairs / tokens - (tokens + 1) / 2
         if c > self.max_context * (1 + 1e-9):
             self._too_long(c)
         i, wn = self.n_cell[n]
-        j, wt = _cell(self.tg, tokens)
+        j, wt = self.t_cell[tokens] if 0 < tokens <= self.max_tokens else _cell(self.tg, tokens)
         x = (c if c > 0 else 0.0) * self.inv_dc
         k = int(x)
         if k >= CACHED_POINTS - 1:
             k = CACHED_POINTS - 2
         wc = x - k
-        s0, s1, s2 = self.strides[0], self.strides[1], self.strides[2]
+        s0, s1, s2 = self.s012
         d = self.delta
+        vc, vt = 1 - wc, 1 - wt
+        a = i * s0 + j * s1 + k * s2
         if self.delta_has_ctx:
             y = (kv / n if n else 0.0) * self.inv_dxg
             m = min(int(y), DELTA_CONTEXT_POINTS - 2)
             wx = y - m
-            at = i * s0 + j * s1 + k * s2 + m
-            corners = (at, at + 1)
-            weights = (1 - wx, wx)
-        else:
-            at = i * s0 + j * s1 + k * s2
-            corners, weights = (at,), (1.0,)
-        total = 0.0
-        for a, wa in zip(corners, weights, strict=True):
-            lo_n = (d[a] * (1 - wc) + d[a + s2] * wc) * (1 - wt) + (d[a + s1] * (1 - wc) + d[a + s1 + s2] * wc) * wt
-            b = a + s0
-            hi_n = (d[b] * (1 - wc) + d[b + s2] * wc) * (1 - wt) + (d[b + s1] * (1 - wc) + d[b + s1 + s2] * wc) * wt
-            total += wa * (lo_n + wn * (hi_n - lo_n))
-        return base + total
+            a += m
+            lo_x = _corner(d, a, s0, s1, s2, wn, wc, vc, wt, vt)
+            hi_x = _corner(d, a + 1, s0, s1, s2, wn, wc, vc, wt, vt)
+            return base + ((0.0 + (1 - wx) * lo_x) + wx * hi_x)
+        return base + (0.0 + _corner(d, a, s0, s1, s2, wn, wc, vc, wt, vt))
 
     def decode_row(self, n: int) -> tuple[list[float], float, int]:
         """(n's decode row, grid points per context token, last cell index) for inline lookups."""
