@@ -72,12 +72,11 @@ class DecodeRuns:
             ends: list[float] = []
             new_blocks: list[int] = []
             grown = 0
-            p = (-d) % bs  # step i grows the sequences of phase (-(d + i)) mod bs: p, p - 1, ..., wrapping
-            phases = counts[p::-1] + counts[:p:-1]
-            if k > bs:
-                phases *= -(-k // bs)
+            # step i grows the sequences of phase (-(d + i)) mod bs = (p - i) mod bs: negative indices wrap
+            p = (-d) % bs
+            phases = counts if k <= bs + 1 else counts * -(-k // bs)
             for i in range(k):
-                grown += phases[i]
+                grown += phases[p - i]
                 if grown > free:
                     break
                 x = kv / n * inv
