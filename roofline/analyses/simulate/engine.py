@@ -102,7 +102,7 @@ class Engine(BlockBook, DecodeRuns, Lifecycle):
 
     def fits(self, tokens: int) -> bool:
         """Whether one request needing ``tokens`` tokens of KV fits the whole cache."""
-        return tokens <= self.total_blocks * self.bs  # blocks_for(tokens) <= total_blocks
+        return blocks_for(tokens, self.bs) <= self.total_blocks
 
     def outstanding_at(self, t: float) -> int:
         """Requests routed here and not finished by time t (the last step's finishes count after it ends)."""

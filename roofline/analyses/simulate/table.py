@@ -243,6 +243,7 @@ class StepTable:
             a += m
             lo_x = _corner(d, a, s0, s1, s2, wn, wc, vc, wt, vt)
             hi_x = _corner(d, a + 1, s0, s1, s2, wn, wc, vc, wt, vt)
+            # summed from 0.0 corner by corner, the order the reference step's sum uses (bit-identical results)
             return base + ((0.0 + (1 - wx) * lo_x) + wx * hi_x)
         return base + (0.0 + _corner(d, a, s0, s1, s2, wn, wc, vc, wt, vt))
 
