@@ -174,6 +174,10 @@ class SpeculativeConfig:
         return float(expected_tokens_by_position(self.acceptance))
 
 
+#: Event-loop implementations (SimConfig.event_loop).
+EVENT_LOOPS = ("auto", "python", "compiled")
+
+
 @dataclass(frozen=True)
 class SimConfig:
     """Everything one simulation takes besides the step cost and the load.
@@ -186,6 +190,9 @@ class SimConfig:
     ``timeout_s``: a client abandons a request not finished after that long (counted failed).
     ``stepwise``: price every engine step on its own instead of leaping over runs of decode-only steps
     (the reference the leaps are tested against; same results, slower).
+    ``event_loop``: ``auto`` runs long open-loop runs of one replica in the compiled event loop
+    (:mod:`~roofline.analyses.simulate.compiled`; same results as ``stepwise``) when it covers them,
+    ``python`` never, ``compiled`` always (an error names what it does not cover).
     """
 
     lengths: LengthDistribution | None = None
@@ -203,8 +210,14 @@ class SimConfig:
     warmup: int | None = None
     max_points: int = 1000
     stepwise: bool = False
+    event_loop: str = "auto"
 
     def __post_init__(self) -> None:
+        if self.event_loop not in EVENT_LOOPS:
+            raise OptionError(
+                f"event_loop: unknown {self.event_loop!r}; allowed: {', '.join(EVENT_LOOPS)}",
+                parameters=("event_loop",),
+            )
         if self.requests is not None and self.requests < 1:
             raise OptionError(f"requests must be at least 1 (got {self.requests})", parameters=("requests",))
         if self.timeout_s is not None:

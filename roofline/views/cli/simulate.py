@@ -83,6 +83,7 @@ def simulate_command(
     prefix_caching: str = so.PREFIX_CACHING,
     policy: str = so.POLICY,
     preemption: str = so.PREEMPTION,
+    event_loop: str = so.EVENT_LOOP,
     cv: float = so.CV,
     think_time: float = so.THINK_TIME,
     ramp: float = so.RAMP,
@@ -352,6 +353,7 @@ def _config(
         ttft_slo_s=flags["ttft_slo"],
         tpot_slo_s=flags["tpot_slo"],
         warmup=flags["warmup"],
+        event_loop=flags["event_loop"],
     )
     return config, notes
 

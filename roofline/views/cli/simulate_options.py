@@ -85,6 +85,12 @@ PREEMPTION = typer.Option(
     parser=values.choice("recompute", "swap"),
     help="Preempt by recompute or swap (needs --offload-bytes).",
 )
+EVENT_LOOP = typer.Option(
+    "auto",
+    "--event-loop",
+    parser=values.choice("auto", "python", "compiled"),
+    help="auto: long open-loop runs of one replica in the compiled loop (same results); python; compiled.",
+)
 CV = typer.Option(
     None,
     "--cv",

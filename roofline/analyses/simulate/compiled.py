@@ -1,0 +1,229 @@
+"""Run a simulation's event loop compiled (numba) when it covers the run; else say why not.
+
+The compiled loop (:mod:`~roofline.analyses.simulate.compiled_core`) prices every step on its own, as
+``SimConfig(stepwise=True)`` does, so its results equal the Python engine's (tests/test_simulate_compiled.py).
+It takes the replica the Python run built (its step table, KV blocks and timeline) and writes back the
+same fields the summary reads, so everything after the loop is shared.  ``SimConfig.event_loop`` chooses:
+``auto`` uses it for runs of at least :data:`AUTO_MIN_REQUESTS` requests it covers, when numba imports.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from roofline.analyses.simulate.bounds import MAX_ENGINE_STEPS, steps_exceeded
+from roofline.analyses.simulate.load import MAX_REQUESTS, Staged
+from roofline.analyses.simulate.table import StepTable
+from roofline.core.errors import OptionError, RooflineError
+
+if TYPE_CHECKING:
+    from roofline.analyses.simulate.engine import Engine
+    from roofline.analyses.simulate.run import _Run
+
+#: ``event_loop="auto"`` compiles runs of at least this many requests: below it the Python loop (about 50 us a
+#: request) finishes before numba has imported and loaded the cached loop (about 0.6 s).
+AUTO_MIN_REQUESTS = 16_000
+#: Loop turns per compiled call (progress is reported between calls).
+TURNS_PER_CALL = 1 << 18
+POLICIES = ("decode-first", "prefill-first")
+DESCRIBES = "compiled (numba), every step priced on its own"
+
+
+def numba_missing() -> str | None:
+    """Why numba cannot be used here (None: it imports)."""
+    try:
+        import numba  # noqa: F401
+    except ImportError as err:  # pragma: no cover - numba is a dependency
+        return f"numba does not import ({err})"
+    return None
+
+
+def unsupported(run: _Run, sends: np.ndarray | None) -> str | None:
+    """What of this run the compiled loop does not cover (None: it covers it)."""
+    e = run.engines[0]
+    checks = (
+        (len(run.engines) != 1, "more than one replica"),
+        (sends is None or run.closed is not None, "closed-loop clients"),
+        (run.staged is not None and any(s.closed for s in run.staged.stages), "closed-loop stages"),
+        (run.timeout is not None, "a client timeout"),
+        (e.cache is not None, "the block prefix cache"),
+        (e.host is not None, "KV offload"),
+        (e.spec, "speculative decoding"),
+        (run.policy.name not in POLICIES, f"the {run.policy.name!r} policy"),
+        (not isinstance(e.pricer, StepTable), "a step cost without a tabulated pricer"),
+    )
+    for bad, what in checks:
+        if bad:
+            return what
+    return numba_missing()
+
+
+def chooses(run: _Run, sends: np.ndarray | None) -> bool:
+    """Whether this run goes to the compiled loop (SimConfig.event_loop; ``compiled`` refuses what it cannot run)."""
+    loop = run.config.event_loop
+    if loop == "python" or (loop == "auto" and run.config.stepwise):
+        return False
+    why = unsupported(run, sends)
+    if loop == "compiled":
+        if why is not None:
+            raise OptionError(
+                f"event_loop: the compiled loop does not cover {why}; use event_loop='auto'", parameters=("event_loop",)
+            )
+        return True
+    return why is None and sends is not None and sends.size >= AUTO_MIN_REQUESTS
+
+
+def _table(tab: StepTable) -> tuple[np.ndarray, ...]:
+    """The step table as the compiled pricer's arrays (every decode row priced now)."""
+    rows = np.array([tab.decode_row(n)[0] for n in range(tab.max_seqs + 1)], dtype=float)
+    n_i = np.array([c[0] for c in tab.n_cell], dtype=np.int64)
+    n_w = np.array([c[1] for c in tab.n_cell], dtype=float)
+    t_j = np.array([c[0] for c in tab.t_cell], dtype=np.int64)
+    t_w = np.array([c[1] for c in tab.t_cell], dtype=float)
+    scalars = np.array([tab.inv_dx, tab.inv_dc, tab.inv_dxg, tab.max_context, float(tab.delta_has_ctx)])
+    delta = np.ascontiguousarray(tab.delta_array, dtype=float).reshape(-1)
+    return scalars, rows, delta, n_i, n_w, t_j, t_w, np.array(tab.s012, dtype=np.int64)
+
+
+def _requests(run: _Run, sends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Write every open-loop request's record (run.new_request, vectorised); (input, output, measured)."""
+    n = sends.size
+    if n > MAX_REQUESTS:
+        raise RooflineError(f"the load sends more than {MAX_REQUESTS:,} requests (the limit); shorten its stages")
+    if n:
+        run.source.get(n - 1)
+    inp = np.asarray(run.source.cols[0][:n], dtype=np.int64)
+    out = np.asarray(run.source.cols[1][:n], dtype=np.int64)
+    if run.staged is None:
+        measured, stage = np.arange(n) >= run.warm, np.zeros(n, dtype=np.int64)
+    else:
+        stages: Staged = run.staged
+        starts = np.asarray(run.starts, dtype=float)
+        warm = np.array([s.warmup_s for s in stages.stages], dtype=float)
+        stage = np.searchsorted(starts, sends, side="right") - 1
+        measured = sends >= starts[stage] + warm[np.minimum(stage, len(starts) - 1)]
+    rec = run.records
+    rec.grow(n)
+    rec.send[:n], rec.input_len[:n], rec.output_len[:n] = sends, inp, out
+    rec.measured[:n], rec.stage[:n] = measured, np.maximum(stage, 0)
+    run.sent = n
+    return inp, out, measured
+
+
+#: The compiled loop's state arrays, in its argument order (then the scalars, the table and the sends).
+STATE = ("S", "F", "R", "RF", "wq", "pf", "ch_r", "ch_c", "counts", "hk", "hv", "tl", "itl_s", "itl_end", "itl_w")
+STATE += ("itl_k", "gaps")
+
+
+def _state(e: Engine, inp: np.ndarray, out: np.ndarray, measured: np.ndarray) -> dict[str, np.ndarray]:
+    """The compiled loop's state for replica ``e`` (layout: compiled_parts)."""
+    from roofline.analyses.simulate import compiled_parts as cp
+
+    n, seqs = inp.size, e.max_seqs
+    i_s = np.zeros(cp.N_INT, dtype=np.int64)
+    i_s[cp.FREE], i_s[cp.RUN_OLD], i_s[cp.RUN_NEW], i_s[cp.LAST_DEC_STEP], i_s[cp.TL_N] = e.free, -1, -1, -10, 1
+    f_s = np.zeros(cp.N_FLOAT)
+    f_s[cp.MIN_DT] = e.tl.min_dt
+    r = np.zeros((cp.N_ROWS, n), dtype=np.int64)
+    r[cp.INP], r[cp.OUT], r[cp.TARGET], r[cp.MEASURED] = inp, out, inp, measured
+    r[cp.CACHED], r[cp.PREV], r[cp.NEXT] = -1, -1, -1
+    rf = np.full((cp.N_FROWS, n), math.nan)
+    rf[cp.LAST_TOK] = 0.0
+    ints = {name: np.zeros(seqs + 2, dtype=np.int64) for name in ("pf", "ch_r", "ch_c")}
+    heap = {name: np.zeros(4 * seqs + 64, dtype=np.int64) for name in ("hk", "hv")}
+    return {
+        "S": i_s,
+        "F": f_s,
+        "R": r,
+        "RF": rf,
+        "wq": np.zeros(max(n, 1), dtype=np.int64),  # the waiting queue (a ring)
+        **ints,  # prefilling requests; this step's chunks (requests, tokens)
+        "counts": np.zeros(e.bs, dtype=np.int64),  # decoding sequences by block phase
+        **heap,  # finish heap: keys (decode step, request), versions
+        "tl": np.zeros((cp.TL_COLS, cp.MAX_RECORDS + 2)),
+        "itl_s": np.zeros(1 << 16),  # ITL: each measured decode step's time; runs' ends, weights, steps
+        "itl_end": np.zeros(1 << 12),
+        "itl_w": np.zeros(1 << 12),
+        "itl_k": np.zeros(1 << 12, dtype=np.int64),
+        "gaps": np.zeros(1 << 10),  # token gaps across preemptions
+    }
+
+
+def _doubled(a: np.ndarray) -> np.ndarray:
+    b = np.zeros(2 * a.size, dtype=a.dtype)
+    b[: a.size] = a
+    return b
+
+
+#: What each status asks to grow.
+GROWS = {"GROW_ITL": ("itl_s", "itl_end", "itl_w", "itl_k"), "GROW_GAPS": ("gaps",), "GROW_HEAP": ("hk", "hv")}
+
+
+def run_loop(run: _Run, sends: np.ndarray) -> None:
+    """run._Run.loop for the runs the compiled loop covers: records and the replica's fields written alike."""
+    from roofline.analyses.simulate import compiled_core as cc
+    from roofline.analyses.simulate import compiled_parts as cp
+
+    e = run.engines[0]
+    inp, out, measured = _requests(run, sends)
+    whole = inp + out - 1  # the last token's KV is never written
+    dropped = -(-whole // e.bs) > e.total_blocks
+    for rid in np.flatnonzero(dropped).tolist():
+        run.records.dropped[rid] = "needs more KV than one replica's cache holds"
+    state = _state(e, inp, out, measured)
+    scalars = (e.bs, e.max_seqs, float(e.hit_rate), e.max_tokens, POLICIES.index(e.policy.name), e.total_blocks)
+    table = _table(e.pricer)  # type: ignore[arg-type]
+    enter = np.asarray(sends + run.path.frontend_in_s, dtype=float)
+    grows = {getattr(cp, k): v for k, v in GROWS.items()}
+    i_s, f_s = state["S"], state["F"]
+    while True:
+        arrays = [state[k] for k in STATE]
+        status = cc.loop(*arrays, *scalars, *table, enter, dropped, e.lag, MAX_ENGINE_STEPS, TURNS_PER_CALL)
+        for name in grows.get(status, ()):
+            state[name] = _doubled(state[name])
+        if status == cp.TOO_LONG:
+            e.pricer._too_long(float(f_s[cp.ERR_VALUE]))  # type: ignore[union-attr]
+        elif status == cp.STEPS_EXCEEDED:
+            raise steps_exceeded(int(i_s[cp.STEPS]), int(i_s[cp.DONE]), None if run.staged else run.watch.total)
+        e.clock, e.steps = float(f_s[cp.CLOCK]), int(i_s[cp.STEPS])
+        if status == cp.FINISHED:
+            break
+        run.watch.check(run.engines, int(i_s[cp.DONE]))
+    _write_back(run, e, state)
+
+
+def _floats(a: np.ndarray, code: str = "d") -> array:
+    out = array(code)
+    out.frombytes(memoryview(np.ascontiguousarray(a)).cast("B"))
+    return out
+
+
+def _write_back(run: _Run, e: Engine, state: dict[str, np.ndarray]) -> None:
+    """The replica's fields and the records as the Python loop leaves them."""
+    from roofline.analyses.simulate import compiled_parts as cc
+
+    i_s, f_s, r, rf = state["S"], state["F"], state["R"], state["RF"]
+    e.preemptions, e.step_no, e.free = int(i_s[cc.PREEMPTS]), int(i_s[cc.STEP_NO]), int(i_s[cc.FREE])
+    times, run_ends, weights = state["itl_s"], state["itl_end"], state["itl_w"]
+    e.itl_s = _floats(times[: i_s[cc.ITL_N]])
+    e.itl_end, e.itl_w = _floats(run_ends[: i_s[cc.RUNS_N]]), _floats(weights[: i_s[cc.RUNS_N]])
+    e.itl_k = _floats(state["itl_k"][: i_s[cc.RUNS_N]], "q")
+    e.gaps = state["gaps"][: i_s[cc.GAP_N]].tolist()
+    tl, n = e.tl, int(i_s[cc.TL_N])
+    tl.cols = [_floats(state["tl"][c, :n]) for c in range(cc.TL_COLS)]
+    tl.c_batch, tl.c_kv, tl.c_insys = float(f_s[cc.C_BATCH]), float(f_s[cc.C_KV]), float(f_s[cc.C_INSYS])
+    tl.c_queue, tl.c_tokens = float(f_s[cc.C_QUEUE]), float(f_s[cc.C_TOKENS])
+    tl.min_dt, tl.last_t = float(f_s[cc.MIN_DT]), float(f_s[cc.LAST_T])
+    done = ~np.isnan(rf[cc.FINISH])
+    out_s, rec = run.path.frontend_out_s, run.records
+    idx = np.flatnonzero(done)
+    rec.first[idx], rec.finish[idx] = rf[cc.FIRST, idx] + out_s, rf[cc.FINISH, idx] + out_s
+    rec.tokens[idx], rec.cached[idx], rec.preemptions[idx] = r[cc.OUT, idx], r[cc.CACHED, idx], r[cc.PREEMPTED, idx]
+    run.done_count = int(i_s[cc.DONE])
+    run.watch.check(run.engines, run.done_count, final=True)
+    if run.done_count != run.sent:
+        raise RuntimeError(f"simulator lost requests: {run.done_count} accounted for of {run.sent} sent")

@@ -1,0 +1,207 @@
+"""The compiled event loop's layout and leaf routines: state indices, the tabulated step price, the
+timeline's records, the running list, the waiting ring and the finish heap (numba; see compiled_core).
+
+Scalars are kept in ``S`` (integers) and ``F`` (floats) at the indices below; per-request integers in
+the rows of ``R``, floats in ``RF``.  Each routine restates one of the Python engine's, named in its
+docstring, step for step (the same float operations in the same order).
+"""
+
+from __future__ import annotations
+
+import numba as nb
+
+from roofline.analyses.simulate.table import CACHED_POINTS, CONTEXT_POINTS, DELTA_CONTEXT_POINTS
+
+# ---- integer scalars (S)
+STEP_NO, DSTEP, FREE, N_DEC, N_MEAS, N_WAIT, W_HEAD, N_RUN, RUN_OLD, RUN_NEW = range(10)
+N_PREF, HEAP_N, STEPS, PREEMPTS, PTR, DONE, ITL_N, RUNS_N, GAP_N, TL_N = range(10, 20)
+LAST_DEC_STEP, N_CH, TOKENS, DECODED, STATUS, TURNS = range(20, 26)
+N_INT = 26
+# ---- float scalars (F)
+CLOCK, KV_SUM, C_BATCH, C_KV, C_INSYS, C_QUEUE, C_TOKENS, MIN_DT, LAST_T, PAIRS, ERR_VALUE = range(11)
+N_FLOAT = 11
+# ---- per-request integer rows (R) and float rows (RF)
+INP, OUT, COMP, TARGET, GEN, KV0, D0, VER, CACHED, PREEMPTED, ELIGIBLE, MEASURED, DECODING, PREV, NEXT = range(15)
+N_ROWS = 15
+FIRST, LAST_TOK, FINISH = range(3)
+N_FROWS = 3
+# ---- status codes a call returns
+RUNNING, FINISHED, GROW_ITL, GROW_GAPS, TOO_LONG, STEPS_EXCEEDED, GROW_HEAP = range(7)
+#: Heap keys: decode step x KEY_SPAN + request id (ids stay below it: at most MAX_REQUESTS).
+KEY_SPAN = 1 << 20
+#: Timeline columns and the most records kept (as records.Timeline).
+TL_COLS = 9
+MAX_RECORDS = 1 << 13
+CHECK_TURNS = 4096
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def blocks_for(tokens, bs):
+    """ceil(tokens / bs) (blocks.blocks_for)."""
+    return -(-tokens // bs)
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def phase(x, bs):
+    """x mod bs in [0, bs) (Python's modulo, whatever the sign)."""
+    return ((x % bs) + bs) % bs
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _corner(d, a, s0, s1, s2, wn, wc, vc, wt, vt):
+    """The n-, T- and c-interpolated increment at flat index a (table._corner)."""
+    b = a + s0
+    lo_n = (d[a] * vc + d[a + s2] * wc) * vt + (d[a + s1] * vc + d[a + s1 + s2] * wc) * wt
+    hi_n = (d[b] * vc + d[b + s2] * wc) * vt + (d[b + s1] * vc + d[b + s1 + s2] * wc) * wt
+    return lo_n + wn * (hi_n - lo_n)
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def mixed_s(tab, rows, delta, n_i, n_w, t_j, t_w, strides, n, kv, tokens, pairs, F, S):
+    """StepTable.mixed_s on the table's arrays; -1.0 (and S[STATUS] = TOO_LONG) beyond the tabulated context.
+    ``tab``: inv_dx, inv_dc, inv_dxg, max_context, has_ctx."""
+    inv_dx, inv_dc, inv_dxg, max_context, has_ctx = tab[0], tab[1], tab[2], tab[3], tab[4]
+    last = CONTEXT_POINTS - 1
+    if n:
+        x = kv / n * inv_dx
+        i = int(x)
+        if i >= last:
+            if x > last + 1e-9:
+                F[ERR_VALUE], S[STATUS] = kv / n, TOO_LONG
+                return -1.0
+            i = last - 1
+        lo = rows[n, i]
+        base = lo + (x - i) * (rows[n, i + 1] - lo)
+    else:
+        base = rows[n, 0]
+    if not tokens:
+        return base
+    c = pairs / tokens - (tokens + 1) / 2
+    if c > max_context * (1 + 1e-9):
+        F[ERR_VALUE], S[STATUS] = c, TOO_LONG
+        return -1.0
+    i, wn = n_i[n], n_w[n]
+    j, wt = t_j[tokens], t_w[tokens]
+    x = (c if c > 0 else 0.0) * inv_dc
+    k = int(x)
+    if k >= CACHED_POINTS - 1:
+        k = CACHED_POINTS - 2
+    wc = x - k
+    s0, s1, s2 = strides[0], strides[1], strides[2]
+    vc, vt = 1 - wc, 1 - wt
+    a = i * s0 + j * s1 + k * s2
+    if has_ctx:
+        y = (kv / n if n else 0.0) * inv_dxg
+        m = min(int(y), DELTA_CONTEXT_POINTS - 2)
+        wx = y - m
+        a += m
+        lo_x = _corner(delta, a, s0, s1, s2, wn, wc, vc, wt, vt)
+        hi_x = _corner(delta, a + 1, s0, s1, s2, wn, wc, vc, wt, vt)
+        return base + ((0.0 + (1 - wx) * lo_x) + wx * hi_x)
+    return base + (0.0 + _corner(delta, a, s0, s1, s2, wn, wc, vc, wt, vt))
+
+
+# ------------------------------------------------------------------ the timeline (records.Timeline)
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def tl_integrate(F, S, dt, total):
+    running, waiting = S[N_RUN], S[N_WAIT]
+    F[C_BATCH] += running * dt
+    F[C_KV] += dt * (total - S[FREE]) / total
+    F[C_INSYS] += (running + waiting) * dt
+    F[C_QUEUE] += waiting * dt
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def tl_record(F, S, tl, total, force):
+    """Append the state at the clock (unless closer than MIN_DT to the last record); halve when full."""
+    if not force and F[CLOCK] - F[LAST_T] < F[MIN_DT]:
+        return
+    n = S[TL_N]
+    F[LAST_T] = F[CLOCK]
+    tl[0, n], tl[1, n], tl[2, n], tl[3, n] = F[CLOCK], F[C_BATCH], F[C_KV], F[C_INSYS]
+    tl[4, n], tl[5, n], tl[6, n], tl[7, n] = F[C_QUEUE], F[C_TOKENS], S[N_RUN], S[N_WAIT]
+    tl[8, n] = (total - S[FREE]) / total
+    n += 1
+    if n > MAX_RECORDS:  # keep every other record (and the last), space later ones twice as far
+        keep_last = (n - 1) % 2 != 0
+        m = (n + 1) // 2
+        for c in range(TL_COLS):
+            last = tl[c, n - 1]
+            for j in range(m):
+                tl[c, j] = tl[c, 2 * j]
+            if keep_last:
+                tl[c, m] = last
+        n = m + 1 if keep_last else m
+        F[MIN_DT] = max(2 * F[MIN_DT], (tl[0, n - 1] - tl[0, 0]) / MAX_RECORDS)
+    S[TL_N] = n
+
+
+# ------------------------------------------------------------------ queues
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def run_unlink(R, S, rid):
+    p, q = R[PREV, rid], R[NEXT, rid]
+    if p >= 0:
+        R[NEXT, p] = q
+    else:
+        S[RUN_OLD] = q
+    if q >= 0:
+        R[PREV, q] = p
+    else:
+        S[RUN_NEW] = p
+    S[N_RUN] -= 1
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def run_append(R, S, rid):
+    last = S[RUN_NEW]
+    R[PREV, rid], R[NEXT, rid] = last, -1
+    if last >= 0:
+        R[NEXT, last] = rid
+    else:
+        S[RUN_OLD] = rid
+    S[RUN_NEW] = rid
+    S[N_RUN] += 1
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def pref_remove(pf, S, rid):
+    n = S[N_PREF]
+    j = 0
+    while pf[j] != rid:
+        j += 1
+    for k in range(j, n - 1):
+        pf[k] = pf[k + 1]
+    S[N_PREF] = n - 1
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def heap_push(hk, hv, S, key, ver):
+    n = S[HEAP_N]
+    hk[n], hv[n] = key, ver
+    while n:
+        p = (n - 1) // 2
+        if hk[p] <= hk[n]:
+            break
+        hk[p], hk[n] = hk[n], hk[p]
+        hv[p], hv[n] = hv[n], hv[p]
+        n = p
+    S[HEAP_N] += 1
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def heap_pop(hk, hv, S):
+    n = S[HEAP_N] - 1
+    hk[0], hv[0] = hk[n], hv[n]
+    S[HEAP_N] = n
+    i = 0
+    while True:
+        a, b, s = 2 * i + 1, 2 * i + 2, i
+        if a < n and hk[a] < hk[s]:
+            s = a
+        if b < n and hk[b] < hk[s]:
+            s = b
+        if s == i:
+            return
+        hk[s], hk[i] = hk[i], hk[s]
+        hv[s], hv[i] = hv[i], hv[s]
+        i = s
