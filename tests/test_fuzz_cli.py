@@ -287,6 +287,7 @@ KINDS_BY_FLAG: dict[tuple[str, str], str] = {
     ("simulate", "--prefix-caching"): "choice",
     ("simulate", "--policy"): "name",
     ("simulate", "--preemption"): "choice",
+    ("simulate", "--event-loop"): "choice",
     ("simulate", "--timeout"): "seconds",
     ("simulate", "--frontend-in"): "seconds0",
     ("simulate", "--frontend-out"): "seconds0",

@@ -77,6 +77,15 @@ def chooses(run: _Run, sends: np.ndarray | None) -> bool:
     return why is None and sends is not None and sends.size >= AUTO_MIN_REQUESTS
 
 
+def run_either(run: _Run, sends: np.ndarray | None) -> str:
+    """Run the event loop the config chooses; what ran it (the result's ``sources["event loop"]``)."""
+    if chooses(run, sends):
+        run_loop(run, sends)  # type: ignore[arg-type]
+        return DESCRIBES
+    run.loop(sends)
+    return "python" + (", every step priced on its own" if run.config.stepwise else "")
+
+
 def _table(tab: StepTable) -> tuple[np.ndarray, ...]:
     """The step table as the compiled pricer's arrays (every decode row priced now)."""
     rows = np.array([tab.decode_row(n)[0] for n in range(tab.max_seqs + 1)], dtype=float)

@@ -19,7 +19,7 @@ import numpy as np
 from roofline.analyses.simulate.bounds import CHECK_TURNS, Watch
 from roofline.analyses.simulate.cache import HostTier
 from roofline.analyses.simulate.clients import Ramp, start_offsets_s
-from roofline.analyses.simulate.compiled import DESCRIBES, chooses, run_loop
+from roofline.analyses.simulate.compiled import run_either
 from roofline.analyses.simulate.config import SimConfig
 from roofline.analyses.simulate.cost import StepCost, pricer_for
 from roofline.analyses.simulate.engine import Engine
@@ -108,11 +108,7 @@ def simulate(
                 f"({step_s * 1e3:.3g} ms, one sequence decoding): no request could finish",
                 parameters=("timeout_s",),
             )
-    compiled = chooses(run, sends)
-    if compiled:
-        run_loop(run, sends)  # type: ignore[arg-type]
-    else:
-        run.loop(sends)
+    loop_note = run_either(run, sends)
     run.records.trim(run.sent)
     windows = (
         tuple(
@@ -129,9 +125,7 @@ def simulate(
         "prefix cache": run.cache_note,
         "request path": config.path.describe(),
         "seed": str(config.seed),
-        "event loop": DESCRIBES
-        if compiled
-        else "python" + (", every step priced on its own" if config.stepwise else ""),
+        "event loop": loop_note,
         **run.ramp.sources(),
     }
     facts = RunFacts(
