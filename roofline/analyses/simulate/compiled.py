@@ -135,8 +135,10 @@ def _state(e: Engine, inp: np.ndarray, out: np.ndarray, measured: np.ndarray) ->
     n, seqs = inp.size, e.max_seqs
     i_s = np.zeros(cp.N_INT, dtype=np.int64)
     i_s[cp.FREE], i_s[cp.RUN_OLD], i_s[cp.RUN_NEW], i_s[cp.LAST_DEC_STEP], i_s[cp.TL_N] = e.free, -1, -1, -10, 1
+    i_s[cp.BS], i_s[cp.MAX_SEQS], i_s[cp.MAX_TOKENS] = e.bs, e.max_seqs, e.max_tokens
+    i_s[cp.POLICY], i_s[cp.TOTAL] = POLICIES.index(e.policy.name), e.total_blocks
     f_s = np.zeros(cp.N_FLOAT)
-    f_s[cp.MIN_DT] = e.tl.min_dt
+    f_s[cp.MIN_DT], f_s[cp.HIT_RATE] = e.tl.min_dt, e.hit_rate
     r = np.zeros((cp.N_ROWS, n), dtype=np.int64)
     r[cp.INP], r[cp.OUT], r[cp.TARGET], r[cp.MEASURED] = inp, out, inp, measured
     r[cp.CACHED], r[cp.PREV], r[cp.NEXT] = -1, -1, -1
@@ -184,14 +186,13 @@ def run_loop(run: _Run, sends: np.ndarray) -> None:
     for rid in np.flatnonzero(dropped).tolist():
         run.records.dropped[rid] = "needs more KV than one replica's cache holds"
     state = _state(e, inp, out, measured)
-    scalars = (e.bs, e.max_seqs, float(e.hit_rate), e.max_tokens, POLICIES.index(e.policy.name), e.total_blocks)
     table = _table(e.pricer)  # type: ignore[arg-type]
     enter = np.asarray(sends + run.path.frontend_in_s, dtype=float)
     grows = {getattr(cp, k): v for k, v in GROWS.items()}
     i_s, f_s = state["S"], state["F"]
     while True:
         arrays = [state[k] for k in STATE]
-        status = cc.loop(*arrays, *scalars, *table, enter, dropped, e.lag, MAX_ENGINE_STEPS, TURNS_PER_CALL)
+        status = cc.loop(*arrays, *table, enter, dropped, e.lag, MAX_ENGINE_STEPS, TURNS_PER_CALL)
         for name in grows.get(status, ()):
             state[name] = _doubled(state[name])
         if status == cp.TOO_LONG:

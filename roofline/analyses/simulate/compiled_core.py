@@ -20,6 +20,7 @@ import numba as nb
 import numpy as np
 
 from roofline.analyses.simulate.compiled_parts import (
+    BS,
     C_INSYS,
     C_QUEUE,
     C_TOKENS,
@@ -43,6 +44,7 @@ from roofline.analyses.simulate.compiled_parts import (
     GROW_HEAP,
     GROW_ITL,
     HEAP_N,
+    HIT_RATE,
     INP,
     ITL_N,
     KEY_SPAN,
@@ -51,6 +53,8 @@ from roofline.analyses.simulate.compiled_parts import (
     LAST_DEC_STEP,
     LAST_T,
     LAST_TOK,
+    MAX_SEQS,
+    MAX_TOKENS,
     MEASURED,
     MIN_DT,
     N_CH,
@@ -61,6 +65,7 @@ from roofline.analyses.simulate.compiled_parts import (
     N_WAIT,
     OUT,
     PAIRS,
+    POLICY,
     PREEMPTED,
     PREEMPTS,
     PTR,
@@ -73,6 +78,7 @@ from roofline.analyses.simulate.compiled_parts import (
     TARGET,
     TOKENS,
     TOO_LONG,
+    TOTAL,
     TURNS,
     VER,
     W_HEAD,
@@ -88,7 +94,7 @@ from roofline.analyses.simulate.compiled_parts import (
     tl_record,
 )  # fmt: skip
 
-jit = nb.njit(cache=True, error_model="numpy")
+jit = nb.njit(cache=True, error_model="numpy", inline="always")
 
 
 @jit
@@ -287,9 +293,12 @@ def record_itl(S, itl_s, itl_end, itl_w, itl_k, step_s, end):
 
 
 @jit
-def step(S, F, R, RF, wq, pf, ch_r, ch_c, counts, hk, hv, tl, itl_s, itl_end, itl_w, itl_k, gaps, bs,
-         max_seqs, hit_rate, max_tokens, policy, total, tab, rows, delta, n_i, n_w, t_j, t_w, strides):  # fmt: skip
-    """engine._step: one composed step, priced from the table; False when the table cannot price it."""
+def step(S, F, R, RF, wq, pf, ch_r, ch_c, counts, hk, hv, tl, itl_s, itl_end, itl_w, itl_k, gaps,
+         tab, rows, delta, n_i, n_w, t_j, t_w, strides):  # fmt: skip
+    """engine._step: one composed step, priced from the table; False when the table cannot price it.
+    (At most 30 arguments: CPython passes more as a tuple, which numba cannot inline.)"""
+    bs, max_seqs, max_tokens, policy, total = S[BS], S[MAX_SEQS], S[MAX_TOKENS], S[POLICY], S[TOTAL]
+    hit_rate = F[HIT_RATE]
     now = F[CLOCK]
     S[N_CH], S[TOKENS], S[DECODED] = 0, 0, 0
     F[PAIRS] = 0.0
@@ -349,13 +358,12 @@ def receive(S, F, R, wq, tl, total, rid, t, lag):
     S[N_WAIT] += 1
 
 
-@jit
-def loop(S, F, R, RF, wq, pf, ch_r, ch_c, counts, hk, hv, tl, itl_s, itl_end, itl_w, itl_k, gaps, bs,
-         max_seqs, hit_rate, max_tokens, policy, total, tab, rows, delta, n_i, n_w, t_j, t_w, strides,
-         enter, dropped, lag, max_steps, max_turns):  # fmt: skip
+@nb.njit(cache=True, error_model="numpy")
+def loop(S, F, R, RF, wq, pf, ch_r, ch_c, counts, hk, hv, tl, itl_s, itl_end, itl_w, itl_k, gaps,
+         tab, rows, delta, n_i, n_w, t_j, t_w, strides, enter, dropped, lag, max_steps, max_turns):  # fmt: skip
     """Turns of run._Run.loop for one replica and open-loop sends until the load is served (FINISHED),
     ``max_turns`` have run (RUNNING), an output buffer needs room (GROW_*) or the table is exceeded."""
-    n_open = enter.size
+    n_open, max_seqs, total = enter.size, S[MAX_SEQS], S[TOTAL]
     for _ in range(max_turns):
         if S[ITL_N] + 1 > itl_s.size or S[RUNS_N] + 1 > itl_end.size:
             return GROW_ITL
@@ -376,7 +384,6 @@ def loop(S, F, R, RF, wq, pf, ch_r, ch_c, counts, hk, hv, tl, itl_s, itl_end, it
             return FINISHED
         if busy and F[CLOCK] < t_arr:
             ok = step(S, F, R, RF, wq, pf, ch_r, ch_c, counts, hk, hv, tl, itl_s, itl_end, itl_w, itl_k, gaps,
-                      bs, max_seqs, hit_rate, max_tokens, policy, total,
                       tab, rows, delta, n_i, n_w, t_j, t_w, strides)  # fmt: skip
             if not ok:
                 return TOO_LONG

@@ -16,10 +16,11 @@ from roofline.analyses.simulate.table import CACHED_POINTS, CONTEXT_POINTS, DELT
 STEP_NO, DSTEP, FREE, N_DEC, N_MEAS, N_WAIT, W_HEAD, N_RUN, RUN_OLD, RUN_NEW = range(10)
 N_PREF, HEAP_N, STEPS, PREEMPTS, PTR, DONE, ITL_N, RUNS_N, GAP_N, TL_N = range(10, 20)
 LAST_DEC_STEP, N_CH, TOKENS, DECODED, STATUS, TURNS = range(20, 26)
-N_INT = 26
+BS, MAX_SEQS, MAX_TOKENS, POLICY, TOTAL = range(26, 31)  # the scheduler's settings (constant)
+N_INT = 31
 # ---- float scalars (F)
-CLOCK, KV_SUM, C_BATCH, C_KV, C_INSYS, C_QUEUE, C_TOKENS, MIN_DT, LAST_T, PAIRS, ERR_VALUE = range(11)
-N_FLOAT = 11
+CLOCK, KV_SUM, C_BATCH, C_KV, C_INSYS, C_QUEUE, C_TOKENS, MIN_DT, LAST_T, PAIRS, ERR_VALUE, HIT_RATE = range(12)
+N_FLOAT = 12
 # ---- per-request integer rows (R) and float rows (RF)
 INP, OUT, COMP, TARGET, GEN, KV0, D0, VER, CACHED, PREEMPTED, ELIGIBLE, MEASURED, DECODING, PREV, NEXT = range(15)
 N_ROWS = 15

@@ -50,13 +50,16 @@ def percentiles(values: np.ndarray) -> Percentiles:
 
 
 def weighted_percentiles(values: np.ndarray, weights: np.ndarray) -> Percentiles:
-    """Weighted mean and the smallest value whose cumulative weight reaches q of the total."""
+    """Weighted mean and the smallest value whose cumulative weight reaches q of the total.  (Ties may sort in
+    any order: a pick is a value, and the cumulative weights at the end of a run of ties do not depend on it.)"""
     keep = weights > 0
-    values, weights = values[keep], weights[keep]
+    if not keep.all():
+        values, weights = values[keep], weights[keep]
     if values.size == 0:
         return Percentiles(math.nan, math.nan, math.nan, math.nan)
-    order = np.argsort(values, kind="stable")
+    order = np.argsort(values)
     v, cw = values[order], np.cumsum(weights[order])
+    del order
     picks = [float(v[min(int(np.searchsorted(cw, q / 100 * cw[-1])), v.size - 1)]) for q in PERCENTILES]
     return Percentiles(float(np.dot(values, weights) / cw[-1]), *picks)
 
@@ -75,18 +78,22 @@ def itl_samples(engines: Sequence[Engine], t0: float = -math.inf, t1: float = ma
     for e in engines:
         if e.itl_k:
             times, counts = np.frombuffer(e.itl_s, dtype=float), np.frombuffer(e.itl_k, dtype=np.int64)
+            weight = np.repeat(np.frombuffer(e.itl_w, dtype=float), counts)
             if t0 == -math.inf and t1 == math.inf:
-                sel = np.ones(times.size, dtype=bool)
+                parts.append(times)
+                weights.append(weight)
             else:
                 ends = step_ends(np.frombuffer(e.itl_end, dtype=float), times, counts)
                 sel = (ends >= t0) & (ends <= t1)
-            parts.append(times[sel])
-            weights.append(np.repeat(np.frombuffer(e.itl_w, dtype=float), counts)[sel])
+                parts.append(times[sel])
+                weights.append(weight[sel])
         if e.gaps:
             parts.append(np.asarray(e.gaps))
             weights.append(np.ones(len(e.gaps)))
     if not parts:
         return weighted_percentiles(np.zeros(0), np.zeros(0))
+    if len(parts) == 1:
+        return weighted_percentiles(parts[0], weights[0])
     return weighted_percentiles(np.concatenate(parts), np.concatenate(weights))
 
 
