@@ -22,8 +22,9 @@ from roofline.kernels.moe import (
     routing_features,
     unfused_slot_bytes,
     wave_fill,
+    weight_passes,
 )
-from roofline.kernels.predict import op_time_with
+from roofline.kernels.predict import model_for, op_time_with
 from roofline.kernels.registry import FAMILIES, KernelFamily, register, unregister
 from roofline.kernels.schema import CalibrationError, from_records, validate
 from roofline.model.weight_bytes import expected_experts_touched
@@ -127,6 +128,34 @@ def test_each_grouped_gemm_streams_at_its_own_waves_and_k_loop():
     slow, _ = moe_gemm_times(s, hw, {**p, "k_half": 7168.0})
     expected = 32 * (4096 * 7168 * 2.0 + 7168 * 2048 * 4.5) / (3.35e12 * 1024 / 1056)
     assert float(slow) == pytest.approx(expected, rel=1e-12)
+
+
+def test_flashinfer_per_tensor_fp8_re_reads_its_weights_for_each_128_row_tile():
+    # vLLM's ModelOpt fp8 experts through FlashInfer's CUTLASS MoE (h100_sxm/moe/vllm/0.24.0/moe_perf.csv.gz,
+    # balanced, tp 1, ep 1): 4096 hidden, 2048 inter, top 8 of 256 take 7.54 ms at T = 4,096 (line 1446: 128 rows an
+    # expert, one tile), 15.1 ms at 8,192 (line 1457: 256 rows, two), 30.0 ms at 16,384 (line 1473: 512 rows, four),
+    # and 17.0 ms at 6,144 (line 1453: 192 rows, a second tile half full): each row tile streams the weights again.
+    slots, active = routing_features(0.0, 0.0, np.array([4096.0, 6144.0, 8192.0, 16384.0]), 8, 256, 1)
+    assert list(slots / active) == [128.0, 192.0, 256.0, 512.0]
+    s = {"slots": slots, "active": active}
+    assert list(weight_passes(s, 1.0)) == [1.0, 2.0, 2.0, 4.0]
+    assert list(weight_passes(s, 0.5)) == [1.0, 1.5, 1.5, 2.5]
+    assert list(weight_passes(s, 0.0)) == [1.0, 1.0, 1.0, 1.0]  # L2 serves every further tile
+    # Only that kernel's entries fit the share; the others' forms read it as 0 (bit-identical to before).
+    assert "weight_reread_share" in [p.name for p in model_for("moe_vllm_flashinfer/fp8").params]
+    for key in ("moe/fp8", "moe_vllm/bf16", "moe_vllm_marlin/int4"):
+        assert "weight_reread_share" not in [p.name for p in model_for(key).params]
+    shape = {k: np.asarray(float(v)) for k, v in {**DEEPSEEK_MOE, "gated": 1, "width": 1, "ep": 1}.items()}
+    # In the weight stream (DeepSeek-V3's experts, all 256 active): 128 rows an expert (one tile) against 384 (three):
+    # the same time without a re-read, 3x with every tile re-reading.
+    shape |= {"slots": np.asarray(32768.0), "active": np.asarray(256.0)}
+    shape3 = {**shape, "slots": np.asarray(98304.0)}
+    hw = Hw(peak_flops=1.979e15, bandwidth=3.35e12, num_sms=132.0)
+    p = {"memory_efficiency": 1.0, "compute_efficiency": 1.0, "fill_exponent": 1.0, "pad_tokens": 0.0}
+    p |= {"num_sms": 132.0, "k_half": 0.0}
+    one, _ = moe_gemm_times(shape, hw, p)
+    assert float(moe_gemm_times(shape3, hw, p)[0]) == float(one)
+    assert float(moe_gemm_times(shape3, hw, {**p, "weight_reread_share": 1.0})[0]) == pytest.approx(3 * float(one))
 
 
 def test_unfused_slot_bytes_are_every_routed_slots_intermediates():

@@ -223,6 +223,15 @@ def moe_flops(s: Arrays, slots: np.ndarray) -> np.ndarray:
 
 #: Output columns of one grouped-GEMM tile (a CTA's share of an expert's output; the GEMM family's tile_n).
 TILE_N = 128.0
+#: Rows (routed tokens) of one grouped-GEMM tile: an expert with more rows than this runs several row tiles.
+TILE_M = 128.0
+
+
+def weight_passes(s: Arrays, reread_share: float) -> np.ndarray:
+    """1 + ρ·(⌈slots/(active·128)⌉ − 1): weight reads of an expert whose rows span several 128-row tiles, each
+    further row tile re-reading a share ρ of its weights from HBM (ρ = 0: L2 serves them; 1: none kept)."""
+    tiles = np.ceil(s["slots"] / (np.maximum(s["active"], 1e-9) * TILE_M))
+    return 1.0 + reread_share * np.maximum(tiles - 1.0, 0.0)
 
 
 def wave_fill(tiles: np.ndarray, num_sms: float, exponent: float) -> np.ndarray:
@@ -251,11 +260,12 @@ def moe_gemm_times(s: Arrays, hw: Hw, p: Params) -> tuple[np.ndarray, np.ndarray
     """
     stream = hw.bandwidth * p["memory_efficiency"]
     padded = s["slots"] + p["pad_tokens"] * s["active"]
+    passes = weight_passes(s, p.get("weight_reread_share", 0.0))
     t_weights = t_compute = 0.0
     for cols, rows in grouped_gemms(s):
         k_loop = 1.0 + p["k_half"] / rows
         fill = wave_fill(s["active"] * np.ceil(cols / TILE_N), p["num_sms"], p["fill_exponent"])
-        t_weights = t_weights + s["active"] * cols * rows * s["width"] / (stream * fill) * k_loop
+        t_weights = t_weights + s["active"] * cols * rows * s["width"] / (stream * fill) * k_loop * passes
         t_compute = t_compute + 2.0 * padded * cols * rows / (hw.peak_flops * p["compute_efficiency"]) * k_loop
     return t_weights, t_compute
 
@@ -315,6 +325,8 @@ PARAMS = (
     Param("slot_bandwidth_bytes_per_s", 2e12, 1e10, 1e15),
     Param("router_s_per_round", 2e-8, 1e-9, 1e-7),
 )
+#: FlashInfer's CUTLASS fused MoE in vLLM (ModelOpt per-tensor fp8) re-reads its weights for each 128-row tile.
+REREAD = (Param("weight_reread_share", 0.5, 1e-4, 1.0),)
 FAMILY = register(
     KernelFamily(
         name="moe",
@@ -333,5 +345,6 @@ FAMILY = register(
         sweep_axis="m",
         sweep_limit=1.5,
         source="fused MoE layer (router, permute, grouped GEMMs, finalize) on the busiest GPU: k24, issue 24",
+        kernel_params={"vllm_flashinfer": REREAD},
     )
 )

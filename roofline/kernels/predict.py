@@ -134,7 +134,7 @@ def model_for(key: str) -> OpModel | None:
         block = op_class == "gemm_fp8_block" or dtype in BLOCK_SCALED_DTYPES
         return MODELS["gemm_quantized_block" if block else "gemm_quantized"]
     if op in FAMILIES:
-        return FAMILIES[op]
+        return FAMILIES[op].for_impl(op_class.removeprefix(op).removeprefix("_"))
     return MODELS[op]
 
 

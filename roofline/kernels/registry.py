@@ -11,6 +11,8 @@ A family is what a calibrated profile fits as one entry per dtype (``moe/fp8_blo
   plus the family's small-shape floor from :class:`Achievable`;
 * ``params``: the fitted parameters (:class:`~roofline.kernels.lsq.Param`: SI units in the name,
   starting value, bounds) and ``constants`` (fixed numbers the form reads);
+* ``kernel_params``: parameters only the entries of one kernel (``<op>_<impl>``, by impl) fit, for an
+  effect only that kernel shows; the form reads them with their neutral value elsewhere;
 * ``features``: derived shape arrays computed once per table (the MoE routing features), or None;
 * ``work``: ``(FLOPs, bytes)`` of the shape arrays (the constant-efficiency summary and per-op rows);
 * ``rate_dtype``: the dtype whose peak FLOP/s a row's dtype runs at, where it is not the dtype itself
@@ -37,7 +39,7 @@ Recipe: add a kernel family (one or two files)
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -72,11 +74,17 @@ class KernelFamily:
     sweep_limit: float = 0.0
     fit_where: tuple[str, tuple[str, ...]] | None = None
     source: str = ""
+    kernel_params: Mapping[str, tuple[Param, ...]] = field(default_factory=dict)
 
     @property
     def op(self) -> str:
         """The measured op this family fits (its name)."""
         return self.name
+
+    def for_impl(self, impl: str) -> KernelFamily:
+        """The family an ``<op>_<impl>`` entry fits: its params plus ``kernel_params[impl]`` (if any)."""
+        extra = self.kernel_params.get(impl, ())
+        return replace(self, params=self.params + extra) if extra else self
 
     def peak_dtype(self, dtype: str) -> str:
         """The dtype whose peak FLOP/s rows of ``dtype`` run at."""
