@@ -27,7 +27,7 @@ from roofline.analyses.simulate import (
 )
 from roofline.analyses.simulate.adapter import cost_for
 from roofline.analyses.simulate.compiled import AUTO_MIN_REQUESTS, DESCRIBES
-from roofline.analyses.simulate.config import RequestPath
+from roofline.analyses.simulate.config import OffloadConfig, RequestPath
 from roofline.analyses.simulate.load import Trace
 from roofline.core.errors import OptionError, RooflineError
 from roofline.specs import load_hardware, load_model
@@ -59,9 +59,12 @@ def three(cost, load, config: SimConfig):
     lag=st.integers(0, 1),
     policy=st.sampled_from(["decode-first", "prefill-first"]),
     shortcut=st.booleans(),
+    timeout=st.sampled_from([None, 0.05, 0.3]),
     seed=st.integers(0, 5),
 )
-def test_compiled_equals_python(seqs, extra_budget, block, capacity, inp, out, rate, kind, lag, policy, shortcut, seed):
+def test_compiled_equals_python(
+    seqs, extra_budget, block, capacity, inp, out, rate, kind, lag, policy, shortcut, timeout, seed
+):
     # capacities down to 40 tokens: preemptions, and requests too long for the cache (dropped)
     cost = TabulatedLinear(kv_capacity_tokens=capacity)
     sched = SchedulerConfig(
@@ -91,6 +94,7 @@ def test_compiled_equals_python(seqs, extra_budget, block, capacity, inp, out, r
         path=RequestPath(0.001, 0.0005, lag),
         warmup=None if kind == "staged" else 4,
         max_points=50,
+        timeout_s=timeout,
     )
     compiled, stepwise, leaps = three(cost, load, config)
     assert compiled.sources["event loop"] == DESCRIBES
@@ -118,6 +122,24 @@ def test_seventy_b_deployment_agrees_and_preempts():
     assert compiled.preemptions > 100
 
 
+def test_overloaded_run_with_client_timeout_agrees():
+    # Llama-2-70B TP4 offered 40 requests/s (several times what it serves) by clients who give up after 20 s:
+    # the queue grows until abandonment balances it; completed, failed and every latency agree.
+    cost = cost_for(
+        load_model("llama-2-70b"), load_hardware("h100-sxm-cal"), tp=4, max_context=900, reserve_tokens=2048
+    )
+    config = SimConfig(
+        lengths=fixed_lengths(575, 248),
+        requests=2000,
+        scheduler=SchedulerConfig(128, 2048, 16),
+        timeout_s=20.0,
+        max_points=200,
+    )
+    compiled, stepwise, _ = three(cost, OpenLoop(40.0), config)
+    assert_same_results(compiled, stepwise)
+    assert compiled.failed > 500 and compiled.completed > 200
+
+
 def test_auto_compiles_long_runs_only():
     cost = TabulatedLinear(kv_capacity_tokens=4000)
     config = SimConfig(lengths=fixed_lengths(20, 5), requests=AUTO_MIN_REQUESTS, scheduler=SchedulerConfig(8, 64))
@@ -131,7 +153,7 @@ def test_auto_compiles_long_runs_only():
 @pytest.mark.parametrize(
     ("change", "load", "named"),
     [
-        ({"timeout_s": 1.0}, OpenLoop(5.0), "a client timeout"),
+        ({"offload": OffloadConfig(1e9, 1e9)}, OpenLoop(5.0), "KV offload"),
         ({"fleet": FleetConfig(replicas=2)}, OpenLoop(5.0), "more than one replica"),
         ({}, ClosedLoop(3), "closed-loop clients"),
     ],

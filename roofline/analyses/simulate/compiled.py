@@ -1,6 +1,6 @@
 """Run a simulation's event loop compiled (numba) when it covers the run; else say why not.
 
-The compiled loop (:mod:`~roofline.analyses.simulate.compiled_core`) prices every step on its own, as
+The compiled loop (:mod:`~roofline.analyses.simulate.compiled_loop`) prices every step on its own, as
 ``SimConfig(stepwise=True)`` does, so its results equal the Python engine's (tests/test_simulate_compiled.py).
 It takes the replica the Python run built (its step table, KV blocks and timeline) and writes back the
 same fields the summary reads, so everything after the loop is shared.  ``SimConfig.event_loop`` chooses:
@@ -49,7 +49,6 @@ def unsupported(run: _Run, sends: np.ndarray | None) -> str | None:
         (len(run.engines) != 1, "more than one replica"),
         (sends is None or run.closed is not None, "closed-loop clients"),
         (run.staged is not None and any(s.closed for s in run.staged.stages), "closed-loop stages"),
-        (run.timeout is not None, "a client timeout"),
         (e.cache is not None, "the block prefix cache"),
         (e.host is not None, "KV offload"),
         (e.spec, "speculative decoding"),
@@ -128,10 +127,13 @@ STATE = ("S", "F", "R", "RF", "wq", "pf", "ch_r", "ch_c", "counts", "hk", "hv", 
 STATE += ("itl_k", "gaps")
 
 
-def _state(e: Engine, inp: np.ndarray, out: np.ndarray, measured: np.ndarray) -> dict[str, np.ndarray]:
+def _state(
+    run: _Run, sends: np.ndarray, inp: np.ndarray, out: np.ndarray, measured: np.ndarray
+) -> dict[str, np.ndarray]:
     """The compiled loop's state for replica ``e`` (layout: compiled_parts)."""
     from roofline.analyses.simulate import compiled_parts as cp
 
+    e, timeout, out_s = run.engines[0], run.timeout, run.path.frontend_out_s
     n, seqs = inp.size, e.max_seqs
     i_s = np.zeros(cp.N_INT, dtype=np.int64)
     i_s[cp.FREE], i_s[cp.RUN_OLD], i_s[cp.RUN_NEW], i_s[cp.LAST_DEC_STEP], i_s[cp.TL_N] = e.free, -1, -1, -10, 1
@@ -144,6 +146,7 @@ def _state(e: Engine, inp: np.ndarray, out: np.ndarray, measured: np.ndarray) ->
     r[cp.CACHED], r[cp.PREV], r[cp.NEXT] = -1, -1, -1
     rf = np.full((cp.N_FROWS, n), math.nan)
     rf[cp.LAST_TOK] = 0.0
+    rf[cp.DEADLINE] = math.inf if timeout is None else sends + timeout - out_s  # run.new_request
     ints = {name: np.zeros(seqs + 2, dtype=np.int64) for name in ("pf", "ch_r", "ch_c")}
     heap = {name: np.zeros(4 * seqs + 64, dtype=np.int64) for name in ("hk", "hv")}
     return {
@@ -176,7 +179,7 @@ GROWS = {"GROW_ITL": ("itl_s", "itl_end", "itl_w", "itl_k"), "GROW_GAPS": ("gaps
 
 def run_loop(run: _Run, sends: np.ndarray) -> None:
     """run._Run.loop for the runs the compiled loop covers: records and the replica's fields written alike."""
-    from roofline.analyses.simulate import compiled_core as cc
+    from roofline.analyses.simulate import compiled_loop as cc
     from roofline.analyses.simulate import compiled_parts as cp
 
     e = run.engines[0]
@@ -185,7 +188,7 @@ def run_loop(run: _Run, sends: np.ndarray) -> None:
     dropped = -(-whole // e.bs) > e.total_blocks
     for rid in np.flatnonzero(dropped).tolist():
         run.records.dropped[rid] = "needs more KV than one replica's cache holds"
-    state = _state(e, inp, out, measured)
+    state = _state(run, sends, inp, out, measured)
     table = _table(e.pricer)  # type: ignore[arg-type]
     enter = np.asarray(sends + run.path.frontend_in_s, dtype=float)
     grows = {getattr(cp, k): v for k, v in GROWS.items()}
@@ -228,11 +231,18 @@ def _write_back(run: _Run, e: Engine, state: dict[str, np.ndarray]) -> None:
     tl.c_batch, tl.c_kv, tl.c_insys = float(f_s[cc.C_BATCH]), float(f_s[cc.C_KV]), float(f_s[cc.C_INSYS])
     tl.c_queue, tl.c_tokens = float(f_s[cc.C_QUEUE]), float(f_s[cc.C_TOKENS])
     tl.min_dt, tl.last_t = float(f_s[cc.MIN_DT]), float(f_s[cc.LAST_T])
-    done = ~np.isnan(rf[cc.FINISH])
+    finished = ~np.isnan(rf[cc.FINISH])
+    late = finished & (rf[cc.FINISH] > rf[cc.DEADLINE])  # run.collect: finished after its client gave up
     out_s, rec = run.path.frontend_out_s, run.records
-    idx = np.flatnonzero(done)
+    idx = np.flatnonzero(finished & ~late)  # run.finish
     rec.first[idx], rec.finish[idx] = rf[cc.FIRST, idx] + out_s, rf[cc.FINISH, idx] + out_s
     rec.tokens[idx], rec.cached[idx], rec.preemptions[idx] = r[cc.OUT, idx], r[cc.CACHED, idx], r[cc.PREEMPTED, idx]
+    idx = np.flatnonzero((r[cc.FAILED] == 1) | late)  # run.fail: what the client saw by send + timeout
+    if idx.size:
+        gave_up = rec.send[idx] + run.timeout
+        seen = rf[cc.FIRST, idx] + out_s
+        rec.failed_at[idx], rec.first[idx] = gave_up, np.where(seen <= gave_up, seen, math.nan)
+        rec.tokens[idx], rec.cached[idx], rec.preemptions[idx] = r[cc.GEN, idx], r[cc.CACHED, idx], r[cc.PREEMPTED, idx]
     run.done_count = int(i_s[cc.DONE])
     run.watch.check(run.engines, run.done_count, final=True)
     if run.done_count != run.sent:

@@ -17,15 +17,17 @@ STEP_NO, DSTEP, FREE, N_DEC, N_MEAS, N_WAIT, W_HEAD, N_RUN, RUN_OLD, RUN_NEW = r
 N_PREF, HEAP_N, STEPS, PREEMPTS, PTR, DONE, ITL_N, RUNS_N, GAP_N, TL_N = range(10, 20)
 LAST_DEC_STEP, N_CH, TOKENS, DECODED, STATUS, TURNS = range(20, 26)
 BS, MAX_SEQS, MAX_TOKENS, POLICY, TOTAL = range(26, 31)  # the scheduler's settings (constant)
-N_INT = 31
+W_LEN, DL_PTR = 31, 32  # entries of the waiting ring (abandoned ones included); next request whose deadline is due
+N_INT = 33
 # ---- float scalars (F)
 CLOCK, KV_SUM, C_BATCH, C_KV, C_INSYS, C_QUEUE, C_TOKENS, MIN_DT, LAST_T, PAIRS, ERR_VALUE, HIT_RATE = range(12)
 N_FLOAT = 12
 # ---- per-request integer rows (R) and float rows (RF)
 INP, OUT, COMP, TARGET, GEN, KV0, D0, VER, CACHED, PREEMPTED, ELIGIBLE, MEASURED, DECODING, PREV, NEXT = range(15)
-N_ROWS = 15
-FIRST, LAST_TOK, FINISH = range(3)
-N_FROWS = 3
+GONE, IN_RUN, FAILED = 15, 16, 17  # finished or abandoned; in the running list; abandoned (its client gave up)
+N_ROWS = 18
+FIRST, LAST_TOK, FINISH, DEADLINE = range(4)
+N_FROWS = 4
 # ---- status codes a call returns
 RUNNING, FINISHED, GROW_ITL, GROW_GAPS, TOO_LONG, STEPS_EXCEEDED, GROW_HEAP = range(7)
 #: Heap keys: decode step x KEY_SPAN + request id (ids stay below it: at most MAX_REQUESTS).
@@ -150,6 +152,7 @@ def run_unlink(R, S, rid):
     else:
         S[RUN_NEW] = p
     S[N_RUN] -= 1
+    R[IN_RUN, rid] = 0
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -162,6 +165,23 @@ def run_append(R, S, rid):
         S[RUN_OLD] = rid
     S[RUN_NEW] = rid
     S[N_RUN] += 1
+    R[IN_RUN, rid] = 1
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def head(R, S, wq):
+    """The first live request of the waiting ring (abandoned ones dropped from the front: engine._head)."""
+    cap = wq.size
+    while R[GONE, wq[S[W_HEAD]]]:
+        S[W_HEAD] = (S[W_HEAD] + 1) % cap
+        S[W_LEN] -= 1
+    return wq[S[W_HEAD]]
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def pop_head(S, wq):
+    S[W_HEAD] = (S[W_HEAD] + 1) % wq.size
+    S[W_LEN] -= 1
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
