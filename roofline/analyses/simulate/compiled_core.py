@@ -10,8 +10,8 @@ step-by-step reference (``SimConfig(stepwise=True)``; tests/test_simulate_compil
 
 State lives in arrays the caller owns (layout: :mod:`~roofline.analyses.simulate.compiled_parts`);
 the turn and the step are :mod:`~roofline.analyses.simulate.compiled_loop`.  Arrays are passed one by
-one and every routine is inlined into the loop (a tuple's items, or a call's arguments, would be
-reference-counted at every step).
+one (a tuple's items would be reference-counted at every use); the step is inlined into the loop, the
+routines here are called (inlining them too saves a fifth of a run and doubles the first compile).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ from roofline.analyses.simulate.compiled_parts import (
     run_unlink,
 )  # fmt: skip
 
-jit = nb.njit(cache=True, error_model="numpy", inline="always")
+jit = nb.njit(cache=True, error_model="numpy")
 
 
 @jit

@@ -1,7 +1,7 @@
 """The compiled event loop's step and turn: run._Run.loop and engine._step for the runs compiled_core covers.
 
-``loop`` is the entry point (called from :mod:`~roofline.analyses.simulate.compiled`); everything it calls is
-inlined into it, so no array is reference-counted per step.
+``loop`` is the entry point (called from :mod:`~roofline.analyses.simulate.compiled`); the step is inlined
+into it, so its 25 arrays are not reference-counted per step.
 """
 
 from __future__ import annotations

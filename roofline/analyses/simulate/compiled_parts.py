@@ -38,19 +38,19 @@ MAX_RECORDS = 1 << 13
 CHECK_TURNS = 4096
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@nb.njit(cache=True, error_model="numpy")
 def blocks_for(tokens, bs):
     """ceil(tokens / bs) (blocks.blocks_for)."""
     return -(-tokens // bs)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@nb.njit(cache=True, error_model="numpy")
 def phase(x, bs):
     """x mod bs in [0, bs) (Python's modulo, whatever the sign)."""
     return ((x % bs) + bs) % bs
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@nb.njit(cache=True, error_model="numpy")
 def _corner(d, a, s0, s1, s2, wn, wc, vc, wt, vt):
     """The n-, T- and c-interpolated increment at flat index a (table._corner)."""
     b = a + s0
@@ -59,7 +59,7 @@ def _corner(d, a, s0, s1, s2, wn, wc, vc, wt, vt):
     return lo_n + wn * (hi_n - lo_n)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@nb.njit(cache=True, error_model="numpy")
 def mixed_s(tab, rows, delta, n_i, n_w, t_j, t_w, strides, n, kv, tokens, pairs, F, S):
     """StepTable.mixed_s on the table's arrays; -1.0 (and S[STATUS] = TOO_LONG) beyond the tabulated context.
     ``tab``: inv_dx, inv_dc, inv_dxg, max_context, has_ctx."""
@@ -105,7 +105,7 @@ def mixed_s(tab, rows, delta, n_i, n_w, t_j, t_w, strides, n, kv, tokens, pairs,
 
 
 # ------------------------------------------------------------------ the timeline (records.Timeline)
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@nb.njit(cache=True, error_model="numpy")
 def tl_integrate(F, S, dt, total):
     running, waiting = S[N_RUN], S[N_WAIT]
     F[C_BATCH] += running * dt
@@ -114,7 +114,7 @@ def tl_integrate(F, S, dt, total):
     F[C_QUEUE] += waiting * dt
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@nb.njit(cache=True, error_model="numpy")
 def tl_record(F, S, tl, total, force):
     """Append the state at the clock (unless closer than MIN_DT to the last record); halve when full."""
     if not force and F[CLOCK] - F[LAST_T] < F[MIN_DT]:
@@ -140,7 +140,7 @@ def tl_record(F, S, tl, total, force):
 
 
 # ------------------------------------------------------------------ queues
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@nb.njit(cache=True, error_model="numpy")
 def run_unlink(R, S, rid):
     p, q = R[PREV, rid], R[NEXT, rid]
     if p >= 0:
@@ -155,7 +155,7 @@ def run_unlink(R, S, rid):
     R[IN_RUN, rid] = 0
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@nb.njit(cache=True, error_model="numpy")
 def run_append(R, S, rid):
     last = S[RUN_NEW]
     R[PREV, rid], R[NEXT, rid] = last, -1
@@ -168,7 +168,7 @@ def run_append(R, S, rid):
     R[IN_RUN, rid] = 1
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@nb.njit(cache=True, error_model="numpy")
 def head(R, S, wq):
     """The first live request of the waiting ring (abandoned ones dropped from the front: engine._head)."""
     cap = wq.size
@@ -178,13 +178,13 @@ def head(R, S, wq):
     return wq[S[W_HEAD]]
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@nb.njit(cache=True, error_model="numpy")
 def pop_head(S, wq):
     S[W_HEAD] = (S[W_HEAD] + 1) % wq.size
     S[W_LEN] -= 1
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@nb.njit(cache=True, error_model="numpy")
 def pref_remove(pf, S, rid):
     n = S[N_PREF]
     j = 0
@@ -195,7 +195,7 @@ def pref_remove(pf, S, rid):
     S[N_PREF] = n - 1
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@nb.njit(cache=True, error_model="numpy")
 def heap_push(hk, hv, S, key, ver):
     n = S[HEAP_N]
     hk[n], hv[n] = key, ver
@@ -209,7 +209,7 @@ def heap_push(hk, hv, S, key, ver):
     S[HEAP_N] += 1
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@nb.njit(cache=True, error_model="numpy")
 def heap_pop(hk, hv, S):
     n = S[HEAP_N] - 1
     hk[0], hv[0] = hk[n], hv[n]
