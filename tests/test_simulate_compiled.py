@@ -140,6 +140,30 @@ def test_overloaded_run_with_client_timeout_agrees():
     assert compiled.failed > 500 and compiled.completed > 200
 
 
+def test_buffers_grown_mid_run_change_nothing(monkeypatch):
+    # Every output buffer starts at one slot, so the run returns to Python to grow each many times; the
+    # 70B run with preemptions (stale heap entries, gaps) still equals the Python loop.
+    from roofline.analyses.simulate import compiled
+
+    monkeypatch.setattr(compiled, "FIRST_SIZES", {"itl_s": 1, "runs": 1, "gaps": 1, "heap": 0})
+    cost = cost_for(load_model("llama-2-70b"), load_hardware("h100-sxm-cal"), tp=4, max_context=900)
+    cost = replace(cost, kv_capacity_tokens=12_000)
+    config = SimConfig(lengths=fixed_lengths(575, 248), requests=600, scheduler=SchedulerConfig(128, 2048, 16))
+    compiled_run, stepwise, _ = three(cost, OpenLoop(12.0), config)
+    assert_same_results(compiled_run, stepwise)
+    assert compiled_run.preemptions > 50
+
+
+def test_step_ceiling_stops_a_compiled_run(monkeypatch):
+    from roofline.analyses.simulate import compiled
+
+    # a ceiling of 1,000 steps for this run (the message names the module's constant, as bounds.Watch does)
+    monkeypatch.setattr(compiled, "MAX_ENGINE_STEPS", 1000)
+    config = SimConfig(lengths=fixed_lengths(20, 50), requests=5000, event_loop="compiled")
+    with pytest.raises(OptionError, match="requests: the simulation passed the ceiling of 10,000,000 engine steps"):
+        simulate(TabulatedLinear(kv_capacity_tokens=4000), OpenLoop(1.0), config)
+
+
 def test_auto_compiles_long_runs_only():
     cost = TabulatedLinear(kv_capacity_tokens=4000)
     config = SimConfig(lengths=fixed_lengths(20, 5), requests=AUTO_MIN_REQUESTS, scheduler=SchedulerConfig(8, 64))

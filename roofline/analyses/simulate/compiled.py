@@ -122,6 +122,9 @@ def _requests(run: _Run, sends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     return inp, out, measured
 
 
+#: First sizes of the growing buffers (doubled when a call returns GROW_*): ITL samples, ITL runs, preemption
+#: gaps, and the finish heap's room beyond max_num_seqs + 2 (stale entries of preempted requests).
+FIRST_SIZES = {"itl_s": 1 << 16, "runs": 1 << 12, "gaps": 1 << 10, "heap": 3 << 6}
 #: The compiled loop's state arrays, in its argument order (then the scalars, the table and the sends).
 STATE = ("S", "F", "R", "RF", "wq", "pf", "ch_r", "ch_c", "counts", "hk", "hv", "tl", "itl_s", "itl_end", "itl_w")
 STATE += ("itl_k", "gaps")
@@ -148,7 +151,7 @@ def _state(
     rf[cp.LAST_TOK] = 0.0
     rf[cp.DEADLINE] = math.inf if timeout is None else sends + timeout - out_s  # run.new_request
     ints = {name: np.zeros(seqs + 2, dtype=np.int64) for name in ("pf", "ch_r", "ch_c")}
-    heap = {name: np.zeros(4 * seqs + 64, dtype=np.int64) for name in ("hk", "hv")}
+    heap = {name: np.zeros(seqs + 2 + FIRST_SIZES["heap"], dtype=np.int64) for name in ("hk", "hv")}
     return {
         "S": i_s,
         "F": f_s,
@@ -159,11 +162,11 @@ def _state(
         "counts": np.zeros(e.bs, dtype=np.int64),  # decoding sequences by block phase
         **heap,  # finish heap: keys (decode step, request), versions
         "tl": np.zeros((cp.TL_COLS, cp.MAX_RECORDS + 2)),
-        "itl_s": np.zeros(1 << 16),  # ITL: each measured decode step's time; runs' ends, weights, steps
-        "itl_end": np.zeros(1 << 12),
-        "itl_w": np.zeros(1 << 12),
-        "itl_k": np.zeros(1 << 12, dtype=np.int64),
-        "gaps": np.zeros(1 << 10),  # token gaps across preemptions
+        "itl_s": np.zeros(FIRST_SIZES["itl_s"]),  # ITL: each measured decode step's time; runs' ends, weights, steps
+        "itl_end": np.zeros(FIRST_SIZES["runs"]),
+        "itl_w": np.zeros(FIRST_SIZES["runs"]),
+        "itl_k": np.zeros(FIRST_SIZES["runs"], dtype=np.int64),
+        "gaps": np.zeros(FIRST_SIZES["gaps"]),  # token gaps across preemptions
     }
 
 
