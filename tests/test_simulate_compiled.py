@@ -55,7 +55,7 @@ def three(cost, load, config: SimConfig):
     inp=st.integers(1, 60),
     out=st.integers(1, 90),
     rate=st.floats(0.5, 300.0),
-    kind=st.sampled_from(["open", "staged", "trace"]),
+    kind=st.sampled_from(["open", "staged", "trace", "closed", "think"]),
     lag=st.integers(0, 1),
     policy=st.sampled_from(["decode-first", "prefill-first"]),
     shortcut=st.booleans(),
@@ -84,6 +84,8 @@ def test_compiled_equals_python(
         lengths = None
     elif kind == "staged":
         load = Staged((Stage(0.2, rate_per_s=rate, warmup_s=0.05), Stage(0.3, rate_per_s=rate / 2, warmup_s=0.02)))
+    elif kind in ("closed", "think"):
+        load = ClosedLoop(3) if kind == "closed" else ClosedLoop(4, think_time_s=0.02, think_cv=1.0)
     else:
         load = OpenLoop(rate)
     config = SimConfig(
@@ -179,7 +181,7 @@ def test_auto_compiles_long_runs_only():
     [
         ({"offload": OffloadConfig(1e9, 1e9)}, OpenLoop(5.0), "KV offload"),
         ({"fleet": FleetConfig(replicas=2)}, OpenLoop(5.0), "more than one replica"),
-        ({}, ClosedLoop(3), "closed-loop clients"),
+        ({}, Staged((Stage(1.0, concurrency=3),)), "closed-loop stages"),
     ],
 )
 def test_compiled_refuses_what_it_does_not_cover(change, load, named):

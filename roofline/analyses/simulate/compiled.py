@@ -47,7 +47,6 @@ def unsupported(run: _Run, sends: np.ndarray | None) -> str | None:
     e = run.engines[0]
     checks = (
         (len(run.engines) != 1, "more than one replica"),
-        (sends is None or run.closed is not None, "closed-loop clients"),
         (run.staged is not None and any(s.closed for s in run.staged.stages), "closed-loop stages"),
         (e.cache is not None, "the block prefix cache"),
         (e.host is not None, "KV offload"),
@@ -73,7 +72,8 @@ def chooses(run: _Run, sends: np.ndarray | None) -> bool:
                 f"event_loop: the compiled loop does not cover {why}; use event_loop='auto'", parameters=("event_loop",)
             )
         return True
-    return why is None and sends is not None and sends.size >= AUTO_MIN_REQUESTS
+    count = sends.size if sends is not None else run.source.limit
+    return why is None and count >= AUTO_MIN_REQUESTS
 
 
 def run_either(run: _Run, sends: np.ndarray | None) -> str:
@@ -97,15 +97,18 @@ def _table(tab: StepTable) -> tuple[np.ndarray, ...]:
     return scalars, rows, delta, n_i, n_w, t_j, t_w, np.array(tab.s012, dtype=np.int64)
 
 
-def _requests(run: _Run, sends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Write every open-loop request's record (run.new_request, vectorised); (input, output, measured)."""
-    n = sends.size
+def _requests(run: _Run, sends: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(input, output, measured) of every request the run may send; open-loop requests' records written now
+    (run.new_request, vectorised), closed-loop ones' after the run (their sends are not known before)."""
+    n = sends.size if sends is not None else run.source.limit
     if n > MAX_REQUESTS:
         raise RooflineError(f"the load sends more than {MAX_REQUESTS:,} requests (the limit); shorten its stages")
     if n:
         run.source.get(n - 1)
     inp = np.asarray(run.source.cols[0][:n], dtype=np.int64)
     out = np.asarray(run.source.cols[1][:n], dtype=np.int64)
+    if sends is None:
+        return inp, out, np.arange(n) >= run.warm
     if run.staged is None:
         measured, stage = np.arange(n) >= run.warm, np.zeros(n, dtype=np.int64)
     else:
@@ -127,11 +130,11 @@ def _requests(run: _Run, sends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
 FIRST_SIZES = {"itl_s": 1 << 16, "runs": 1 << 12, "gaps": 1 << 10, "heap": 3 << 6}
 #: The compiled loop's state arrays, in its argument order (then the scalars, the table and the sends).
 STATE = ("S", "F", "R", "RF", "wq", "pf", "ch_r", "ch_c", "counts", "hk", "hv", "tl", "itl_s", "itl_end", "itl_w")
-STATE += ("itl_k", "gaps")
+STATE += ("itl_k", "gaps", "fin", "fails")
 
 
 def _state(
-    run: _Run, sends: np.ndarray, inp: np.ndarray, out: np.ndarray, measured: np.ndarray
+    run: _Run, sends: np.ndarray | None, inp: np.ndarray, out: np.ndarray, measured: np.ndarray
 ) -> dict[str, np.ndarray]:
     """The compiled loop's state for replica ``e`` (layout: compiled_parts)."""
     from roofline.analyses.simulate import compiled_parts as cp
@@ -144,12 +147,16 @@ def _state(
     i_s[cp.POLICY], i_s[cp.TOTAL] = POLICIES.index(e.policy.name), e.total_blocks
     f_s = np.zeros(cp.N_FLOAT)
     f_s[cp.MIN_DT], f_s[cp.HIT_RATE] = e.tl.min_dt, e.hit_rate
+    f_s[cp.TIMEOUT] = math.inf if timeout is None else timeout
+    f_s[cp.FRONT_IN], f_s[cp.FRONT_OUT] = run.path.frontend_in_s, out_s
+    i_s[cp.LIMIT] = n
     r = np.zeros((cp.N_ROWS, n), dtype=np.int64)
     r[cp.INP], r[cp.OUT], r[cp.TARGET], r[cp.MEASURED] = inp, out, inp, measured
     r[cp.CACHED], r[cp.PREV], r[cp.NEXT] = -1, -1, -1
     rf = np.full((cp.N_FROWS, n), math.nan)
     rf[cp.LAST_TOK] = 0.0
-    rf[cp.DEADLINE] = math.inf if timeout is None else sends + timeout - out_s  # run.new_request
+    if sends is not None:  # run.new_request (closed-loop requests: when they are sent)
+        rf[cp.DEADLINE] = math.inf if timeout is None else sends + timeout - out_s
     ints = {name: np.zeros(seqs + 2, dtype=np.int64) for name in ("pf", "ch_r", "ch_c")}
     heap = {name: np.zeros(seqs + 2 + FIRST_SIZES["heap"], dtype=np.int64) for name in ("hk", "hv")}
     return {
@@ -167,6 +174,8 @@ def _state(
         "itl_w": np.zeros(FIRST_SIZES["runs"]),
         "itl_k": np.zeros(FIRST_SIZES["runs"], dtype=np.int64),
         "gaps": np.zeros(FIRST_SIZES["gaps"]),  # token gaps across preemptions
+        "fin": np.zeros(seqs + 2, dtype=np.int64),  # a step's finished requests, in order
+        "fails": np.zeros(max(n, 1), dtype=np.int64),  # requests abandoned before a step, in order
     }
 
 
@@ -180,7 +189,24 @@ def _doubled(a: np.ndarray) -> np.ndarray:
 GROWS = {"GROW_ITL": ("itl_s", "itl_end", "itl_w", "itl_k"), "GROW_GAPS": ("gaps",), "GROW_HEAP": ("hk", "hv")}
 
 
-def run_loop(run: _Run, sends: np.ndarray) -> None:
+def _clients(run: _Run, limit: int) -> tuple[np.ndarray, ...]:
+    """Closed-loop clients' first sends (run._schedule_clients: its event heap, sorted) and their think times
+    (run.think_s: drawn ahead from the same stream, one a reply); empty for an open loop."""
+    if run.closed is not None:  # (a staged load's events only reset its closed-loop clients: none here)
+        run._schedule_clients()
+    events = sorted(run.events)
+    ev_t = np.array([ev[0] for ev in events] + [0.0] * 2)
+    ev_q = np.array([ev[1] for ev in events] + [0] * 2, dtype=np.int64)
+    ev_k, ev_r = np.zeros(ev_q.size, dtype=np.int64), np.full(ev_q.size, -1, dtype=np.int64)  # all _ISSUE
+    loop = run.closed
+    draws = np.zeros(0)
+    if loop is not None and loop.think_time_s and loop.think_cv:
+        shape = 1.0 / loop.think_cv**2
+        draws = run.think_rng.gamma(shape, loop.think_time_s / shape, size=limit)
+    return ev_t, ev_q, ev_k, ev_r, draws
+
+
+def run_loop(run: _Run, sends: np.ndarray | None) -> None:
     """run._Run.loop for the runs the compiled loop covers: records and the replica's fields written alike."""
     from roofline.analyses.simulate import compiled_loop as cc
     from roofline.analyses.simulate import compiled_parts as cp
@@ -189,16 +215,16 @@ def run_loop(run: _Run, sends: np.ndarray) -> None:
     inp, out, measured = _requests(run, sends)
     whole = inp + out - 1  # the last token's KV is never written
     dropped = -(-whole // e.bs) > e.total_blocks
-    for rid in np.flatnonzero(dropped).tolist():
-        run.records.dropped[rid] = "needs more KV than one replica's cache holds"
     state = _state(run, sends, inp, out, measured)
     table = _table(e.pricer)  # type: ignore[arg-type]
-    enter = np.asarray(sends + run.path.frontend_in_s, dtype=float)
+    enter = np.zeros(0) if sends is None else np.asarray(sends + run.path.frontend_in_s, dtype=float)
+    *events, draws = _clients(run, inp.size)
+    state["S"][[cp.EV_N, cp.SEQ, cp.ACTIVE, cp.CLIENTS]] = len(run.events), run.seq, run.active, run.target
     grows = {getattr(cp, k): v for k, v in GROWS.items()}
     i_s, f_s = state["S"], state["F"]
     while True:
         arrays = [state[k] for k in STATE]
-        status = cc.loop(*arrays, *table, enter, dropped, e.lag, MAX_ENGINE_STEPS, TURNS_PER_CALL)
+        status = cc.loop(*arrays, *table, enter, dropped, *events, draws, e.lag, MAX_ENGINE_STEPS, TURNS_PER_CALL)
         for name in grows.get(status, ()):
             state[name] = _doubled(state[name])
         if status == cp.TOO_LONG:
@@ -209,6 +235,14 @@ def run_loop(run: _Run, sends: np.ndarray) -> None:
         if status == cp.FINISHED:
             break
         run.watch.check(run.engines, int(i_s[cp.DONE]))
+    if sends is None:  # closed-loop requests' records (run.new_request)
+        n = run.sent = int(i_s[cp.SENT])
+        rec = run.records
+        rec.grow(n)
+        rec.send[:n], rec.input_len[:n], rec.output_len[:n] = state["RF"][cp.SEND, :n], inp[:n], out[:n]
+        rec.measured[:n], rec.stage[:n] = measured[:n], 0
+    for rid in np.flatnonzero(dropped[: run.sent]).tolist():
+        run.records.dropped[rid] = "needs more KV than one replica's cache holds"
     _write_back(run, e, state)
 
 

@@ -1,8 +1,8 @@
 """The compiled scheduler's primitives (numba): the Python engine's, restated over arrays, one for one.
 
 Scope (:func:`~roofline.analyses.simulate.compiled.unsupported` says what is out): one replica,
-open-loop sends known ahead (a trace, an open loop, open stages), client timeouts, the hit-rate
-shortcut; no block prefix cache, no KV offload, no speculative decoding; the built-in
+open-loop sends known ahead (a trace, an open loop, open stages) or closed-loop clients, client
+timeouts, the hit-rate shortcut; no block prefix cache, no KV offload, no speculative decoding; the built-in
 ``decode-first`` and ``prefill-first`` policies, preemption by recompute.  Every step is priced on
 its own from the tabulated step model (the arrays of a
 :class:`~roofline.analyses.simulate.table.StepTable`), so the results equal the Python engine's
@@ -47,6 +47,8 @@ from roofline.analyses.simulate.compiled_parts import (
     MEASURED,
     N_CH,
     N_DEC,
+    N_FAIL,
+    N_FIN,
     N_MEAS,
     N_PREF,
     N_RUN,
@@ -102,8 +104,11 @@ def leave_decode(S, F, R, counts, bs, rid):
 
 
 @jit
-def finish(S, R, RF, rid, end, blocks):
-    """engine._release + _finish: the request leaves with its last token at ``end``, freeing ``blocks``."""
+def finish(S, R, RF, fin, rid, end, blocks):
+    """engine._release + _finish: the request leaves with its last token at ``end``, freeing ``blocks``
+    (``fin``: this step's finished requests, in order)."""
+    fin[S[N_FIN]] = rid
+    S[N_FIN] += 1
     S[FREE] += blocks
     run_unlink(R, S, rid)
     RF[FINISH, rid] = end
@@ -138,7 +143,7 @@ def preempt_newest(S, F, R, RF, wq, pf, counts, bs, now):
 
 
 @jit
-def expire(S, F, R, RF, pf, counts, bs, dropped):
+def expire(S, F, R, RF, pf, counts, bs, dropped, fails):
     """lifecycle._expire: requests whose client gave up by now leave, freeing their KV.  Deadlines follow the
     send order (a fixed timeout after sorted sends), so the due ones are the next received in that order."""
     while S[DL_PTR] < S[PTR] and RF[DEADLINE, S[DL_PTR]] <= F[CLOCK]:
@@ -147,6 +152,8 @@ def expire(S, F, R, RF, pf, counts, bs, dropped):
         if dropped[rid] or R[GONE, rid]:
             continue
         R[GONE, rid], R[FAILED, rid] = 1, 1
+        fails[S[N_FAIL]] = rid
+        S[N_FAIL] += 1
         if R[IN_RUN, rid]:
             run_unlink(R, S, rid)
             if R[DECODING, rid]:
@@ -255,7 +262,7 @@ def compose(S, F, R, RF, wq, pf, ch_r, ch_c, counts, bs, max_seqs, hit_rate, max
 
 
 @jit
-def prefill_done(S, F, R, RF, counts, hk, hv, gaps, bs, rid, end):
+def prefill_done(S, F, R, RF, counts, hk, hv, gaps, fin, bs, rid, end):
     """engine._prefill_done: the chunk that completes a prefill samples the next token."""
     if R[GEN, rid] == 0:
         RF[FIRST, rid] = end
@@ -264,13 +271,13 @@ def prefill_done(S, F, R, RF, counts, hk, hv, gaps, bs, rid, end):
         S[GAP_N] += 1
     R[GEN, rid] += 1
     if R[GEN, rid] >= R[OUT, rid]:
-        finish(S, R, RF, rid, end, blocks_for(R[COMP, rid], bs))
+        finish(S, R, RF, fin, rid, end, blocks_for(R[COMP, rid], bs))
     else:
         join_decode(S, F, R, counts, hk, hv, bs, rid, R[COMP, rid])
 
 
 @jit
-def pop_finished(S, F, R, RF, counts, hk, hv, bs, end):
+def pop_finished(S, F, R, RF, counts, hk, hv, fin, bs, end):
     """engine._pop_finished: decodes whose last token came with this step leave."""
     while S[HEAP_N] and hk[0] // KEY_SPAN <= S[DSTEP]:
         rid, ver = hk[0] % KEY_SPAN, hv[0]
@@ -278,4 +285,4 @@ def pop_finished(S, F, R, RF, counts, hk, hv, bs, end):
         if ver == R[VER, rid]:
             blocks = leave_decode(S, F, R, counts, bs, rid)
             R[GEN, rid] = R[OUT, rid]
-            finish(S, R, RF, rid, end, blocks)
+            finish(S, R, RF, fin, rid, end, blocks)

@@ -17,11 +17,13 @@ from roofline.analyses.simulate.compiled_core import (
     prefill_done,
 )
 from roofline.analyses.simulate.compiled_parts import (
+    ACTIVE,
     BS,
     C_INSYS,
     C_QUEUE,
     C_TOKENS,
     CHECK_TURNS,
+    CLIENTS,
     CLOCK,
     COMP,
     DEADLINE,
@@ -30,8 +32,13 @@ from roofline.analyses.simulate.compiled_parts import (
     DONE,
     DSTEP,
     ELIGIBLE,
+    ENTER,
+    EV_N,
     FAILED,
+    FINISH,
     FINISHED,
+    FRONT_IN,
+    FRONT_OUT,
     GAP_N,
     GONE,
     GROW_GAPS,
@@ -39,15 +46,19 @@ from roofline.analyses.simulate.compiled_parts import (
     GROW_ITL,
     HEAP_N,
     HIT_RATE,
+    ISSUE,
     ITL_N,
     KEY_SPAN,
     KV_SUM,
     LAST_DEC_STEP,
     LAST_T,
+    LIMIT,
     MAX_SEQS,
     MAX_TOKENS,
     MIN_DT,
     N_CH,
+    N_FAIL,
+    N_FIN,
     N_MEAS,
     N_RUN,
     N_WAIT,
@@ -56,16 +67,23 @@ from roofline.analyses.simulate.compiled_parts import (
     PTR,
     RUNNING,
     RUNS_N,
+    SEND,
+    SENT,
     STEP_NO,
     STEPS,
     STEPS_EXCEEDED,
     TARGET,
+    THINK,
+    THINK_I,
+    TIMEOUT,
     TOKENS,
     TOO_LONG,
     TOTAL,
     TURNS,
     W_HEAD,
     W_LEN,
+    ev_pop,
+    ev_push,
     head,
     mixed_s,
     pref_remove,
@@ -94,7 +112,7 @@ def record_itl(S, itl_s, itl_end, itl_w, itl_k, step_s, end):
 
 
 @jit
-def step(S, F, R, RF, wq, pf, ch_r, ch_c, counts, hk, hv, tl, itl_s, itl_end, itl_w, itl_k, gaps,
+def step(S, F, R, RF, wq, pf, ch_r, ch_c, counts, hk, hv, tl, itl_s, itl_end, itl_w, itl_k, gaps, fin,
          tab, rows, delta, n_i, n_w, t_j, t_w, strides):  # fmt: skip
     """engine._step: one composed step, priced from the table; False when the table cannot price it.
     (At most 30 arguments: CPython passes more as a tuple, which numba cannot inline.)"""
@@ -134,9 +152,9 @@ def step(S, F, R, RF, wq, pf, ch_r, ch_c, counts, hk, hv, tl, itl_s, itl_end, it
         if R[COMP, rid] == R[TARGET, rid]:
             pref_remove(pf, S, rid)
             produced += 1
-            prefill_done(S, F, R, RF, counts, hk, hv, gaps, bs, rid, end)
+            prefill_done(S, F, R, RF, counts, hk, hv, gaps, fin, bs, rid, end)
     if n_dec and hk[0] // KEY_SPAN <= S[DSTEP]:
-        pop_finished(S, F, R, RF, counts, hk, hv, bs, end)
+        pop_finished(S, F, R, RF, counts, hk, hv, fin, bs, end)
     F[C_TOKENS] += produced
     if end - F[LAST_T] >= F[MIN_DT]:
         tl_record(F, S, tl, total, False)
@@ -160,11 +178,49 @@ def receive(S, F, R, wq, tl, total, rid, t, lag):
     S[N_WAIT] += 1
 
 
+@jit
+def client_done(S, F, ev_t, ev_q, ev_k, ev_r, draws, t_seen):
+    """run.client_done for a closed-loop client: it thinks (a drawn time when the loop has a cv), then sends."""
+    think = F[THINK]
+    if draws.size:
+        think = draws[S[THINK_I]]
+        S[THINK_I] += 1
+    ev_push(ev_t, ev_q, ev_k, ev_r, S, t_seen + think, ISSUE, -1)
+
+
+@jit
+def collect(S, F, RF, fin, fails, ev_t, ev_q, ev_k, ev_r, draws):
+    """run.collect for closed-loop clients: the step's finished requests (late ones as failed), then the
+    abandoned ones, each client told when it saw the reply or gave up."""
+    for j in range(S[N_FIN]):
+        rid = fin[j]
+        late = RF[FINISH, rid] > RF[DEADLINE, rid]
+        seen = RF[SEND, rid] + F[TIMEOUT] if late else RF[FINISH, rid] + F[FRONT_OUT]
+        client_done(S, F, ev_t, ev_q, ev_k, ev_r, draws, seen)
+    for j in range(S[N_FAIL]):
+        client_done(S, F, ev_t, ev_q, ev_k, ev_r, draws, RF[SEND, fails[j]] + F[TIMEOUT])
+
+
+@jit
+def issue(S, F, RF, ev_t, ev_q, ev_k, ev_r, t):
+    """run.issue: a closed-loop client sends its next request (or leaves when the run has sent them all)."""
+    if S[ACTIVE] > S[CLIENTS] or S[SENT] >= S[LIMIT]:
+        S[ACTIVE] -= 1
+        return
+    rid = S[SENT]
+    S[SENT] += 1
+    RF[SEND, rid] = t
+    RF[DEADLINE, rid] = t + F[TIMEOUT] - F[FRONT_OUT] if F[TIMEOUT] < np.inf else np.inf
+    ev_push(ev_t, ev_q, ev_k, ev_r, S, t + F[FRONT_IN], ENTER, rid)
+
+
 @nb.njit(cache=True, error_model="numpy")
-def loop(S, F, R, RF, wq, pf, ch_r, ch_c, counts, hk, hv, tl, itl_s, itl_end, itl_w, itl_k, gaps,
-         tab, rows, delta, n_i, n_w, t_j, t_w, strides, enter, dropped, lag, max_steps, max_turns):  # fmt: skip
-    """Turns of run._Run.loop for one replica and open-loop sends until the load is served (FINISHED),
-    ``max_turns`` have run (RUNNING), an output buffer needs room (GROW_*) or the table is exceeded."""
+def loop(S, F, R, RF, wq, pf, ch_r, ch_c, counts, hk, hv, tl, itl_s, itl_end, itl_w, itl_k, gaps, fin, fails,
+         tab, rows, delta, n_i, n_w, t_j, t_w, strides, enter, dropped, ev_t, ev_q, ev_k, ev_r, draws,
+         lag, max_steps, max_turns):  # fmt: skip
+    """Turns of run._Run.loop for one replica (open-loop sends ``enter``, or closed-loop clients' events)
+    until the load is served (FINISHED), ``max_turns`` have run (RUNNING), an output buffer needs room
+    (GROW_*) or the table is exceeded."""
     n_open, max_seqs, total = enter.size, S[MAX_SEQS], S[TOTAL]
     for _ in range(max_turns):
         if S[ITL_N] + 1 > itl_s.size or S[RUNS_N] + 1 > itl_end.size:
@@ -180,20 +236,23 @@ def loop(S, F, R, RF, wq, pf, ch_r, ch_c, counts, hk, hv, tl, itl_s, itl_end, it
                 return STEPS_EXCEEDED
         ptr = S[PTR]
         t_arr = enter[ptr] if ptr < n_open else np.inf
+        t_ext = ev_t[0] if S[EV_N] and ev_t[0] < t_arr else t_arr
         busy = S[N_RUN] or S[N_WAIT]
-        if not busy and t_arr == np.inf:
+        if not busy and t_ext == np.inf:
             tl_record(F, S, tl, total, True)
             return FINISHED
-        if busy and F[CLOCK] < t_arr:
+        if busy and F[CLOCK] < t_ext:
+            S[N_FIN], S[N_FAIL] = 0, 0
             if S[DL_PTR] < S[PTR] and RF[DEADLINE, S[DL_PTR]] <= F[CLOCK]:  # engine.advance: abandon first
-                expire(S, F, R, RF, pf, counts, S[BS], dropped)
-                if not (S[N_RUN] or S[N_WAIT]):
-                    continue
-            ok = step(S, F, R, RF, wq, pf, ch_r, ch_c, counts, hk, hv, tl, itl_s, itl_end, itl_w, itl_k, gaps,
-                      tab, rows, delta, n_i, n_w, t_j, t_w, strides)  # fmt: skip
-            if not ok:
-                return TOO_LONG
-        else:
+                expire(S, F, R, RF, pf, counts, S[BS], dropped, fails)
+            if S[N_RUN] or S[N_WAIT]:
+                ok = step(S, F, R, RF, wq, pf, ch_r, ch_c, counts, hk, hv, tl, itl_s, itl_end, itl_w, itl_k, gaps,
+                          fin, tab, rows, delta, n_i, n_w, t_j, t_w, strides)  # fmt: skip
+                if not ok:
+                    return TOO_LONG
+            if S[CLIENTS]:
+                collect(S, F, RF, fin, fails, ev_t, ev_q, ev_k, ev_r, draws)
+        elif t_arr <= t_ext and ptr < n_open:
             S[PTR] = ptr + 1
             if dropped[ptr]:
                 S[DONE] += 1
@@ -202,4 +261,20 @@ def loop(S, F, R, RF, wq, pf, ch_r, ch_c, counts, hk, hv, tl, itl_s, itl_end, it
                 S[DONE] += 1
             else:
                 receive(S, F, R, wq, tl, total, ptr, t_arr, lag)
+        else:
+            t, kind, rid = ev_t[0], ev_k[0], ev_r[0]
+            ev_pop(ev_t, ev_q, ev_k, ev_r, S)
+            if kind == ISSUE:
+                issue(S, F, RF, ev_t, ev_q, ev_k, ev_r, t)
+                continue
+            S[PTR] = rid + 1  # run.arrive (requests enter in the order they were sent)
+            if dropped[rid]:
+                S[DONE] += 1
+                client_done(S, F, ev_t, ev_q, ev_k, ev_r, draws, t)
+            elif t >= RF[DEADLINE, rid]:
+                R[GONE, rid], R[FAILED, rid] = 1, 1
+                S[DONE] += 1
+                client_done(S, F, ev_t, ev_q, ev_k, ev_r, draws, RF[SEND, rid] + F[TIMEOUT])
+            else:
+                receive(S, F, R, wq, tl, total, rid, t, lag)
     return RUNNING

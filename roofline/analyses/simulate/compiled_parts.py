@@ -18,16 +18,20 @@ N_PREF, HEAP_N, STEPS, PREEMPTS, PTR, DONE, ITL_N, RUNS_N, GAP_N, TL_N = range(1
 LAST_DEC_STEP, N_CH, TOKENS, DECODED, STATUS, TURNS = range(20, 26)
 BS, MAX_SEQS, MAX_TOKENS, POLICY, TOTAL = range(26, 31)  # the scheduler's settings (constant)
 W_LEN, DL_PTR = 31, 32  # entries of the waiting ring (abandoned ones included); next request whose deadline is due
-N_INT = 33
+SENT, LIMIT, EV_N, SEQ, ACTIVE, CLIENTS, THINK_I, N_FIN, N_FAIL = range(33, 42)  # closed-loop clients
+N_INT = 42
 # ---- float scalars (F)
 CLOCK, KV_SUM, C_BATCH, C_KV, C_INSYS, C_QUEUE, C_TOKENS, MIN_DT, LAST_T, PAIRS, ERR_VALUE, HIT_RATE = range(12)
-N_FLOAT = 12
+TIMEOUT, FRONT_IN, FRONT_OUT, THINK = range(12, 16)  # client timeout (inf: none), request path, mean think time
+N_FLOAT = 16
 # ---- per-request integer rows (R) and float rows (RF)
 INP, OUT, COMP, TARGET, GEN, KV0, D0, VER, CACHED, PREEMPTED, ELIGIBLE, MEASURED, DECODING, PREV, NEXT = range(15)
 GONE, IN_RUN, FAILED = 15, 16, 17  # finished or abandoned; in the running list; abandoned (its client gave up)
 N_ROWS = 18
-FIRST, LAST_TOK, FINISH, DEADLINE = range(4)
-N_FROWS = 4
+FIRST, LAST_TOK, FINISH, DEADLINE, SEND = range(5)
+N_FROWS = 5
+# ---- closed-loop client events (run._ISSUE, run._ENTER)
+ISSUE, ENTER = 0, 1
 # ---- status codes a call returns
 RUNNING, FINISHED, GROW_ITL, GROW_GAPS, TOO_LONG, STEPS_EXCEEDED, GROW_HEAP = range(7)
 #: Heap keys: decode step x KEY_SPAN + request id (ids stay below it: at most MAX_REQUESTS).
@@ -226,3 +230,43 @@ def heap_pop(hk, hv, S):
         hk[s], hk[i] = hk[i], hk[s]
         hv[s], hv[i] = hv[i], hv[s]
         i = s
+
+
+@nb.njit(cache=True, error_model="numpy")
+def ev_push(ev_t, ev_q, ev_k, ev_r, S, t, kind, rid):
+    """run.push: an event at t (ties: in push order)."""
+    S[SEQ] += 1
+    n = S[EV_N]
+    ev_t[n], ev_q[n], ev_k[n], ev_r[n] = t, S[SEQ], kind, rid
+    while n:
+        p = (n - 1) // 2
+        if ev_t[p] < ev_t[n] or (ev_t[p] == ev_t[n] and ev_q[p] < ev_q[n]):
+            break
+        ev_t[p], ev_t[n] = ev_t[n], ev_t[p]
+        ev_q[p], ev_q[n] = ev_q[n], ev_q[p]
+        ev_k[p], ev_k[n] = ev_k[n], ev_k[p]
+        ev_r[p], ev_r[n] = ev_r[n], ev_r[p]
+        n = p
+    S[EV_N] += 1
+
+
+@nb.njit(cache=True, error_model="numpy")
+def ev_pop(ev_t, ev_q, ev_k, ev_r, S):
+    """Remove the earliest event (read it from index 0 first)."""
+    n = S[EV_N] - 1
+    ev_t[0], ev_q[0], ev_k[0], ev_r[0] = ev_t[n], ev_q[n], ev_k[n], ev_r[n]
+    S[EV_N] = n
+    i = 0
+    while True:
+        a, b, m = 2 * i + 1, 2 * i + 2, i
+        if a < n and (ev_t[a] < ev_t[m] or (ev_t[a] == ev_t[m] and ev_q[a] < ev_q[m])):
+            m = a
+        if b < n and (ev_t[b] < ev_t[m] or (ev_t[b] == ev_t[m] and ev_q[b] < ev_q[m])):
+            m = b
+        if m == i:
+            return
+        ev_t[m], ev_t[i] = ev_t[i], ev_t[m]
+        ev_q[m], ev_q[i] = ev_q[i], ev_q[m]
+        ev_k[m], ev_k[i] = ev_k[i], ev_k[m]
+        ev_r[m], ev_r[i] = ev_r[i], ev_r[m]
+        i = m

@@ -190,7 +190,7 @@ class SimConfig:
     ``timeout_s``: a client abandons a request not finished after that long (counted failed).
     ``stepwise``: price every engine step on its own instead of leaping over runs of decode-only steps
     (the reference the leaps are tested against; same results, slower).
-    ``event_loop``: ``auto`` runs long open-loop runs of one replica in the compiled event loop
+    ``event_loop``: ``auto`` runs long runs of one replica in the compiled event loop
     (:mod:`~roofline.analyses.simulate.compiled`; same results as ``stepwise``) when it covers them,
     ``python`` never, ``compiled`` always (an error names what it does not cover).
     """

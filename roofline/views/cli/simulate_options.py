@@ -89,7 +89,7 @@ EVENT_LOOP = typer.Option(
     "auto",
     "--event-loop",
     parser=values.choice("auto", "python", "compiled"),
-    help="auto: long open-loop runs of one replica in the compiled loop (same results); python; compiled.",
+    help="auto: long runs of one replica in the compiled loop (same results); python; compiled.",
 )
 CV = typer.Option(
     None,
