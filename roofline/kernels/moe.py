@@ -36,6 +36,7 @@ from roofline.kernels.forms import Arrays, Hw, Params, soft_max
 from roofline.kernels.lsq import Param
 from roofline.kernels.registry import Achievable, KernelFamily, register
 from roofline.kernels.schema import CalibrationError
+from roofline.kernels.triton_moe import tiled_rows, triton_tile_constants
 from roofline.model.weight_bytes import expected_experts_touched
 
 #: Routing kinds by code (the ``routing`` column: balanced, uniform, power_law_<alpha>).
@@ -254,12 +255,13 @@ def moe_gemm_times(s: Arrays, hw: Hw, p: Params) -> tuple[np.ndarray, np.ndarray
     """(t_weights, t_compute) summed over the two grouped GEMMs, each at its own shape.
 
     t_weights = Σ active·cols·K·w / (BW η_m wave_fill(active·⌈cols/128⌉))·(1 + k_half/K);
-    t_compute = Σ 2·(slots + pad·active)·cols·K / (peak η_c)·(1 + k_half/K): each GEMM's tiles fill the
+    t_compute = Σ 2·(rows + pad·active)·cols·K / (peak η_c)·(1 + k_half/K): each GEMM's tiles fill the
     SMs in waves, each pays its k-loop start-up over its own reduction length K, and each active expert
-    pads about ``pad_tokens`` rows of its tiles.
+    pads about ``pad_tokens`` rows of its tiles; rows = slots, or padded to Triton's row tiles for an entry
+    with ``triton_block_m`` (:func:`~roofline.kernels.triton_moe.tiled_rows`).
     """
     stream = hw.bandwidth * p["memory_efficiency"]
-    padded = s["slots"] + p["pad_tokens"] * s["active"]
+    padded = tiled_rows(s, p.get("triton_block_m", 0.0)) + p["pad_tokens"] * s["active"]
     passes = weight_passes(s, p.get("weight_reread_share", 0.0))
     t_weights = t_compute = 0.0
     for cols, rows in grouped_gemms(s):
@@ -346,5 +348,6 @@ FAMILY = register(
         sweep_limit=1.5,
         source="fused MoE layer (router, permute, grouped GEMMs, finalize) on the busiest GPU: k24, issue 24",
         kernel_params={"vllm_flashinfer": REREAD},
+        entry_constants=lambda impl, dtype, hw: triton_tile_constants(impl, dtype, "fp4" in hw.flops_per_s),
     )
 )
