@@ -56,11 +56,31 @@ def test_tiles_step_where_the_tables_step():
     _, compute = moe_gemm_times(s, hw, p)
     assert compute[1] / compute[0] == pytest.approx(2.0) and compute[2] == pytest.approx(compute[1])
     assert compute[3] / compute[2] == pytest.approx(2.0)
-    # 2·(32 experts·128 rows)·(2·2880 + 2880)·2880 FLOPs at 989 TFLOP/s: 206.1 us for the 128-row tile.
-    assert float(compute[1]) == pytest.approx(2 * 32 * 128 * 3 * 2880 * 2880 / 989e12)
+    # 2·(32 experts·128 rows)·cols·2880 FLOPs at 989 TFLOP/s, each GEMM's CTAs (one 128-row x 128-column tile
+    # each) in waves on 132 SMs: gate/up 32·⌈5760/128⌉ = 1,440 tiles in 11 waves (1,452 slots), down 32·⌈2880/128⌉
+    # = 736 in 6 (792): 216.4 us.
+    waves = 5760 * 1452 / 1440 + 2880 * 792 / 736
+    assert float(compute[1]) == pytest.approx(2 * 32 * 128 * 2880 * waves / 989e12)
     # Without a rule the compute term follows the routed rows: 1.5x from 512 to 768 tokens.
     _, plain = moe_gemm_times(s, hw, {**p, "triton_block_m": 0.0})
     assert plain[1] / plain[0] == pytest.approx(1.5)
+
+
+def test_a_few_tiles_leave_the_sms_idle():
+    # vLLM's gpt-oss Triton experts, 128 experts on ep 128 (one local expert; h100_sxm/moe/vllm/0.24.0): T = 16
+    # takes 84.8 us (line 43280: the heuristic reads 16·4/1 = 64 rows -> a 64-row tile for the expert's 1 row),
+    # T = 32 110.7 us (line 43282: 128 rows -> a 128-row tile, still 1 row).  The tile's rows are computed in one
+    # CTA per 128 columns: 45 CTAs (gate/up) and 23 (down) on 132 SMs, so the compute runs at 45/132 (23/132)
+    # of the chip (β = 1) and doubles with the tile.
+    s = {**shape(np.array([16.0, 32.0]), ep=128.0), "num_experts": np.asarray(128.0)}
+    s["slots"], s["active"] = routing_features(0.0, 0.0, s["m"], 4, 128, 128)
+    assert list(s["slots"]) == [1.0, 1.0] and list(block_m(s, PLAIN)) == [64.0, 128.0]
+    hw = Hw(peak_flops=989e12, bandwidth=3.35e12, num_sms=132.0)
+    p = {"memory_efficiency": 1.0, "compute_efficiency": 1.0, "fill_exponent": 1.0, "pad_tokens": 0.0}
+    p |= {"num_sms": 132.0, "k_half": 0.0, "triton_block_m": PLAIN}
+    _, compute = moe_gemm_times(s, hw, p)
+    full = 2 * 128 * 2880 * (5760 * 132 / 45 + 2880 * 132 / 23) / 989e12
+    assert float(compute[1]) == pytest.approx(full) and float(compute[0]) == pytest.approx(full / 2)
 
 
 def test_vllm_triton_steps_at_40_rows_an_expert():

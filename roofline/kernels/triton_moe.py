@@ -9,7 +9,9 @@ Its heuristic (``matmul_ogs_details/opt_flags.py``, ``make_default_opt_flags_nvi
   64))`` ("likely memory bound; set the block size higher to minimize loading weights more than once"),
   the plain rule above.
 
-Every expert's rows are padded up to whole ``block_m`` tiles, and the tensor cores compute the padding too.
+Every expert's rows are padded up to whole ``block_m`` tiles, and the tensor cores compute the padding too;
+one CTA computes one ``block_m`` x 128 output tile (``compute_block_n``: 128 for Hopper's mx-scale layout), so
+a call of few tiles leaves SMs idle (the compute's wave fill, :func:`row_tiles`).
 Which entries run it (:func:`triton_tile_constants`): vLLM's gpt-oss mxfp4 experts (``moe_vllm/mxfp4``,
 kernel ``oaitritonmxfp4experts``: the plain rule, whose steps its table shows at 32 → 40 rows an expert on
 one GPU) and TensorRT-LLM's Triton MoE backend, which aiconfigurator's collector runs gpt-oss's mxfp4 with
@@ -45,14 +47,19 @@ def block_m(s: Arrays, rule: float) -> np.ndarray:
     return np.where(per_expert <= RAGGED_MAX, np.clip(next_pow2(2.0 * per_expert), BLOCK_M_MIN, RAGGED_MAX), plain)
 
 
+def row_tiles(s: Arrays, rule: float) -> np.ndarray:
+    """active·⌈(slots/active)/block_m⌉: the row tiles of the call's active experts (each expert's rows
+    start a tile of their own)."""
+    active = np.maximum(s["active"], 1e-9)
+    return active * np.ceil(s["slots"] / (active * block_m(s, rule)) - 1e-9)
+
+
 def tiled_rows(s: Arrays, rule: float) -> np.ndarray:
-    """active·⌈(slots/active)/block_m⌉·block_m: the routed rows the tensor cores compute, each active expert's
-    padded up to whole row tiles; ``slots`` itself where the entry runs no Triton tiles (rule 0)."""
+    """row tiles · block_m: the routed rows the tensor cores compute, each active expert's padded up to
+    whole row tiles; ``slots`` itself where the entry runs no Triton tiles (rule 0)."""
     if rule == NO_TILES:
         return s["slots"]
-    tile = block_m(s, rule)
-    active = np.maximum(s["active"], 1e-9)
-    return active * np.ceil(s["slots"] / (active * tile) - 1e-9) * tile
+    return row_tiles(s, rule) * block_m(s, rule)
 
 
 def triton_tile_constants(impl: str, dtype: str, fp4_tensor_cores: bool) -> dict[str, float]:
