@@ -36,6 +36,7 @@ from roofline.kernels.forms import Arrays, Hw, Params, soft_max
 from roofline.kernels.lsq import Param
 from roofline.kernels.registry import Achievable, KernelFamily, register
 from roofline.kernels.schema import CalibrationError
+from roofline.kernels.triton_moe import NO_TILES, row_tiles, tiled_rows, triton_tile_constants
 from roofline.model.weight_bytes import expected_experts_touched
 
 #: Routing kinds by code (the ``routing`` column: balanced, uniform, power_law_<alpha>).
@@ -254,19 +255,27 @@ def moe_gemm_times(s: Arrays, hw: Hw, p: Params) -> tuple[np.ndarray, np.ndarray
     """(t_weights, t_compute) summed over the two grouped GEMMs, each at its own shape.
 
     t_weights = Σ active·cols·K·w / (BW η_m wave_fill(active·⌈cols/128⌉))·(1 + k_half/K);
-    t_compute = Σ 2·(slots + pad·active)·cols·K / (peak η_c)·(1 + k_half/K): each GEMM's tiles fill the
+    t_compute = Σ 2·(rows + pad·active)·cols·K / (peak η_c fill_c)·(1 + k_half/K): each GEMM's tiles fill the
     SMs in waves, each pays its k-loop start-up over its own reduction length K, and each active expert
-    pads about ``pad_tokens`` rows of its tiles.
+    pads about ``pad_tokens`` rows of its tiles.  rows = slots and fill_c = 1, or, for an entry with
+    ``triton_block_m`` (Triton's grouped GEMM), rows padded to its row tiles and fill_c = wave_fill(row tiles
+    ·⌈cols/128⌉) at the same β: one CTA computes one block_m x 128 output tile (:mod:`.triton_moe`).
     """
     stream = hw.bandwidth * p["memory_efficiency"]
-    padded = s["slots"] + p["pad_tokens"] * s["active"]
+    rule = p.get("triton_block_m", NO_TILES)
+    padded = tiled_rows(s, rule) + p["pad_tokens"] * s["active"]
     passes = weight_passes(s, p.get("weight_reread_share", 0.0))
     t_weights = t_compute = 0.0
     for cols, rows in grouped_gemms(s):
         k_loop = 1.0 + p["k_half"] / rows
         fill = wave_fill(s["active"] * np.ceil(cols / TILE_N), p["num_sms"], p["fill_exponent"])
+        busy = (
+            1.0
+            if rule == NO_TILES
+            else wave_fill(row_tiles(s, rule) * np.ceil(cols / TILE_N), p["num_sms"], p["fill_exponent"])
+        )
         t_weights = t_weights + s["active"] * cols * rows * s["width"] / (stream * fill) * k_loop * passes
-        t_compute = t_compute + 2.0 * padded * cols * rows / (hw.peak_flops * p["compute_efficiency"]) * k_loop
+        t_compute = t_compute + 2.0 * padded * cols * rows / (hw.peak_flops * p["compute_efficiency"] * busy) * k_loop
     return t_weights, t_compute
 
 
@@ -346,5 +355,6 @@ FAMILY = register(
         sweep_limit=1.5,
         source="fused MoE layer (router, permute, grouped GEMMs, finalize) on the busiest GPU: k24, issue 24",
         kernel_params={"vllm_flashinfer": REREAD},
+        entry_constants=lambda impl, dtype, hw: triton_tile_constants(impl, dtype, "fp4" in hw.flops_per_s),
     )
 )

@@ -138,6 +138,16 @@ def model_for(key: str) -> OpModel | None:
     return MODELS[op]
 
 
+def entry_constants(key: str, hw: HardwareSpec) -> dict[str, float]:
+    """Constants profile key ``key``'s kernel fixes on ``hw`` (its family's ``entry_constants``), else {}."""
+    op_class, dtype = split_key(key)
+    op = base_op(op_class)
+    family = FAMILIES.get(op)
+    if family is None or family.entry_constants is None:
+        return {}
+    return dict(family.entry_constants(op_class.removeprefix(op).removeprefix("_"), dtype, hw))
+
+
 def row_keys(table: Measurements) -> np.ndarray:
     """The op class of every row (``gemm``, ``gemm_fp8_block``, ``allreduce_custom``, ...)."""
     return np.array([op_key(o, i) for o, i in zip(table["op"], table["impl"], strict=True)], dtype=object)

@@ -13,6 +13,8 @@ A family is what a calibrated profile fits as one entry per dtype (``moe/fp8_blo
   starting value, bounds) and ``constants`` (fixed numbers the form reads);
 * ``kernel_params``: parameters only the entries of one kernel (``<op>_<impl>``, by impl) fit, for an
   effect only that kernel shows; the form reads them with their neutral value elsewhere;
+* ``entry_constants``: ``(impl, dtype, chip spec) -> constants`` an entry's kernel fixes on that chip
+  (stored with the entry like ``constants``: the Triton row-tile rule of the mxfp4 MoE entries), or None;
 * ``features``: derived shape arrays computed once per table (the MoE routing features), or None;
 * ``work``: ``(FLOPs, bytes)`` of the shape arrays (the constant-efficiency summary and per-op rows);
 * ``rate_dtype``: the dtype whose peak FLOP/s a row's dtype runs at, where it is not the dtype itself
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -75,6 +78,7 @@ class KernelFamily:
     fit_where: tuple[str, tuple[str, ...]] | None = None
     source: str = ""
     kernel_params: Mapping[str, tuple[Param, ...]] = field(default_factory=dict)
+    entry_constants: Callable[[str, str, Any], Mapping[str, float]] | None = None
 
     @property
     def op(self) -> str:

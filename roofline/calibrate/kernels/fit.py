@@ -30,6 +30,7 @@ from roofline.kernels.predict import (
     SHAPE_COLUMNS,
     compute_ops,
     covering_keys,
+    entry_constants,
     error_stats,
     evaluate,
     evaluate_by_dtype,
@@ -112,7 +113,7 @@ def fit_op(key: str, table: Measurements, hw: HardwareSpec, max_rows: int = 4000
         return _fit_collective(op, sub, seed)
     model = model_for(key)
     assert model is not None
-    fixed = {**model.constants, "num_sms": num_sms(hw)}
+    fixed = {**model.constants, **entry_constants(key, hw), "num_sms": num_sms(hw)}
     s, nums = shapes(sub), hw_numbers(hw, sub)
     fitted = fit_params(model.params, lambda p: model.time(s, nums, {**fixed, **p}), sub["time_s"], seed=seed)
     return {**fitted, **fixed}
