@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -50,6 +50,9 @@ from roofline.kernels.achievable import IDEAL, Achievable, achievable_hw
 from roofline.kernels.forms import Arrays, Hw, Params
 from roofline.kernels.lsq import Param
 from roofline.kernels.schema import NUMBER_COLUMNS, OP_SHAPE, CalibrationError
+
+if TYPE_CHECKING:
+    from roofline.specs import HardwareSpec
 
 __all__ = ["FAMILIES", "IDEAL", "Achievable", "KernelFamily", "achievable_hw", "family", "register", "unregister"]
 TimeForm = Callable[[Arrays, Hw, Params], np.ndarray]
@@ -78,7 +81,7 @@ class KernelFamily:
     fit_where: tuple[str, tuple[str, ...]] | None = None
     source: str = ""
     kernel_params: Mapping[str, tuple[Param, ...]] = field(default_factory=dict)
-    entry_constants: Callable[[str, str, Any], Mapping[str, float]] | None = None
+    entry_constants: Callable[[str, str, HardwareSpec], Mapping[str, float]] | None = None
 
     @property
     def op(self) -> str:
