@@ -129,8 +129,8 @@ def _requests(run: _Run, sends: np.ndarray | None) -> tuple[np.ndarray, np.ndarr
 #: gaps, and the finish heap's room beyond max_num_seqs + 2 (stale entries of preempted requests).
 FIRST_SIZES = {"itl_s": 1 << 16, "runs": 1 << 12, "gaps": 1 << 10, "heap": 3 << 6}
 #: The compiled loop's state arrays, in its argument order (then the scalars, the table and the sends).
-STATE = ("S", "F", "R", "RF", "wq", "pf", "ch_r", "ch_c", "counts", "hk", "hv", "tl", "itl_s", "itl_end", "itl_w")
-STATE += ("itl_k", "gaps", "fin", "fails")
+STATE: tuple[str, ...] = ("S", "F", "R", "RF", "wq", "pf", "ch_r", "ch_c", "counts", "hk", "hv", "tl", "itl_s")
+STATE += ("itl_end", "itl_w", "itl_k", "gaps", "fin", "fails")
 
 
 def _state(
@@ -216,7 +216,9 @@ def run_loop(run: _Run, sends: np.ndarray | None) -> None:
     whole = inp + out - 1  # the last token's KV is never written
     dropped = -(-whole // e.bs) > e.total_blocks
     state = _state(run, sends, inp, out, measured)
-    table = _table(e.pricer)  # type: ignore[arg-type]
+    pricer = e.pricer
+    assert isinstance(pricer, StepTable)  # unsupported() said so
+    table = _table(pricer)
     enter = np.zeros(0) if sends is None else np.asarray(sends + run.path.frontend_in_s, dtype=float)
     *events, draws = _clients(run, inp.size)
     state["S"][[cp.EV_N, cp.SEQ, cp.ACTIVE, cp.CLIENTS]] = len(run.events), run.seq, run.active, run.target
@@ -224,11 +226,11 @@ def run_loop(run: _Run, sends: np.ndarray | None) -> None:
     i_s, f_s = state["S"], state["F"]
     while True:
         arrays = [state[k] for k in STATE]
-        status = cc.loop(*arrays, *table, enter, dropped, *events, draws, e.lag, MAX_ENGINE_STEPS, TURNS_PER_CALL)
+        status = cc.loop(*arrays, *table, enter, dropped, *events, draws, e.lag, MAX_ENGINE_STEPS, TURNS_PER_CALL)  # type: ignore[call-arg]
         for name in grows.get(status, ()):
             state[name] = _doubled(state[name])
         if status == cp.TOO_LONG:
-            e.pricer._too_long(float(f_s[cp.ERR_VALUE]))  # type: ignore[union-attr]
+            pricer._too_long(float(f_s[cp.ERR_VALUE]))
         elif status == cp.STEPS_EXCEEDED:
             raise steps_exceeded(int(i_s[cp.STEPS]), int(i_s[cp.DONE]), None if run.staged else run.watch.total)
         e.clock, e.steps = float(f_s[cp.CLOCK]), int(i_s[cp.STEPS])
@@ -248,7 +250,7 @@ def run_loop(run: _Run, sends: np.ndarray | None) -> None:
 
 def _floats(a: np.ndarray, code: str = "d") -> array:
     out = array(code)
-    out.frombytes(memoryview(np.ascontiguousarray(a)).cast("B"))
+    out.frombytes(np.ascontiguousarray(a).data.cast("B"))
     return out
 
 
