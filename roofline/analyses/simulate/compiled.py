@@ -191,9 +191,8 @@ GROWS = {"GROW_ITL": ("itl_s", "itl_end", "itl_w", "itl_k"), "GROW_GAPS": ("gaps
 
 def _clients(run: _Run, limit: int) -> tuple[np.ndarray, ...]:
     """Closed-loop clients' first sends (run._schedule_clients: its event heap, sorted) and their think times
-    (run.think_s: drawn ahead from the same stream, one a reply); empty for an open loop."""
-    if run.closed is not None:  # (a staged load's events only reset its closed-loop clients: none here)
-        run._schedule_clients()
+    (run.think_s: drawn ahead from the same stream, one a reply)."""
+    run._schedule_clients()
     events = sorted(run.events)
     ev_t = np.array([ev[0] for ev in events] + [0.0] * 2)
     ev_q = np.array([ev[1] for ev in events] + [0] * 2, dtype=np.int64)
@@ -220,7 +219,7 @@ def run_loop(run: _Run, sends: np.ndarray | None) -> None:
     assert isinstance(pricer, StepTable)  # unsupported() said so
     table = _table(pricer)
     enter = np.zeros(0) if sends is None else np.asarray(sends + run.path.frontend_in_s, dtype=float)
-    *events, draws = _clients(run, inp.size)
+    *events, draws = _clients(run, inp.size) if run.closed is not None else (None,) * 5
     state["S"][[cp.EV_N, cp.SEQ, cp.ACTIVE, cp.CLIENTS]] = len(run.events), run.seq, run.active, run.target
     grows = {getattr(cp, k): v for k, v in GROWS.items()}
     i_s, f_s = state["S"], state["F"]

@@ -236,7 +236,10 @@ def loop(S, F, R, RF, wq, pf, ch_r, ch_c, counts, hk, hv, tl, itl_s, itl_end, it
                 return STEPS_EXCEEDED
         ptr = S[PTR]
         t_arr = enter[ptr] if ptr < n_open else np.inf
-        t_ext = ev_t[0] if S[EV_N] and ev_t[0] < t_arr else t_arr
+        t_ext = t_arr
+        if ev_t is not None:  # (None for an open loop: numba compiles that loop without the clients' code)
+            if S[EV_N] and ev_t[0] < t_arr:
+                t_ext = ev_t[0]
         busy = S[N_RUN] or S[N_WAIT]
         if not busy and t_ext == np.inf:
             tl_record(F, S, tl, total, True)
@@ -250,7 +253,7 @@ def loop(S, F, R, RF, wq, pf, ch_r, ch_c, counts, hk, hv, tl, itl_s, itl_end, it
                           fin, tab, rows, delta, n_i, n_w, t_j, t_w, strides)  # fmt: skip
                 if not ok:
                     return TOO_LONG
-            if S[CLIENTS]:
+            if ev_t is not None:
                 collect(S, F, RF, fin, fails, ev_t, ev_q, ev_k, ev_r, draws)
         elif t_arr <= t_ext and ptr < n_open:
             S[PTR] = ptr + 1
@@ -261,7 +264,7 @@ def loop(S, F, R, RF, wq, pf, ch_r, ch_c, counts, hk, hv, tl, itl_s, itl_end, it
                 S[DONE] += 1
             else:
                 receive(S, F, R, wq, tl, total, ptr, t_arr, lag)
-        else:
+        elif ev_t is not None:
             t, kind, rid = ev_t[0], ev_k[0], ev_r[0]
             ev_pop(ev_t, ev_q, ev_k, ev_r, S)
             if kind == ISSUE:
