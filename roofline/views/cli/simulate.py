@@ -392,7 +392,10 @@ def _render(
             f"goodput: {res.goodput_fraction:.1%} of requests meet the SLOs = "
             f"{res.goodput_requests_per_s:,.3f} requests/s"
         )
-    console.print(f"[dim]{res.warmup_rule}; step cost: {res.sources['step cost']}[/]", highlight=False)
+    loop = res.sources.get("event loop", "python")
+    console.print(
+        f"[dim]{res.warmup_rule}; event loop: {loop}; step cost: {res.sources['step cost']}[/]", highlight=False
+    )
     print_assumptions(memory_utilization=mu, sources={"hardware": res.sources["step cost"]})
     for path in (html, csv):
         if path:
