@@ -23,9 +23,16 @@ from roofline.formulas.compute import roofline_time_s
 from roofline.kernels.forms import ACTIVATION_BYTES, Arrays, Hw, Params, fill_fraction, soft_max
 from roofline.kernels.lsq import Param
 from roofline.kernels.registry import Achievable, KernelFamily, register
-
-#: Query heads one decode block serves (the MMA's M tile): more heads take more blocks.
-HEAD_TILE = 64.0
+from roofline.kernels.trtllm_gen_mla import (
+    GENERIC,
+    REREAD,
+    head_tile,
+    kv_step,
+    latent_reads,
+    mma_heads,
+    setup_ctas,
+    trtllm_gen_constants,
+)
 
 
 def decode_flops(s: Arrays) -> np.ndarray:
@@ -44,22 +51,26 @@ def decode_query_bytes(s: Arrays) -> np.ndarray:
 
 
 def mla_decode_time(s: Arrays, hw: Hw, p: Params) -> np.ndarray:
-    """overhead + soft_max(t_latent + t_query, t_compute) + batch·seq setup + batch·heads·head setup + t_split.
+    """overhead + soft_max(t_latent + t_query, t_compute) + CTA setup + batch·heads·head setup + t_split.
 
-    Blocks: groups = batch·⌈heads/64⌉, each split over ⌈kv_len/kv_chunk⌉ chunks at most, as many as
-    fill the SMs (splits = clip(⌊SMs/groups⌋, 1, ⌈kv_len/kv_chunk⌉)); t_latent = latent bytes /
-    (BW η_m fill), fill = min(1, groups·splits/SMs)^β; t_compute = FLOPs / (peak η_c); a split kernel
-    adds its combine pass: reduction overhead + batch·heads·splits·(v_head_dim + 2)·4 bytes / (BW η_m).
+    Blocks: groups = batch·⌈heads/tile⌉ (tile 64; the trtllm-gen rule's own, :mod:`trtllm_gen_mla`), each split
+    over ⌈kv_len/step⌉ chunks at most (step = kv_chunk; the rule's 256), as many as fill the SMs (splits =
+    clip(⌊SMs/groups⌋, 1, ⌈kv_len/step⌉)); t_latent = latent bytes·passes / (BW η_m fill), fill =
+    min(1, groups·splits/SMs)^β, passes = 1 + ρ·(reads − 1); t_compute = FLOPs at the MMA's padded heads /
+    (peak η_c); CTA setup = setup CTAs·seq setup (batch; the rule's groups); a split kernel adds its combine
+    pass: reduction overhead + batch·heads·splits·(v_head_dim + 2)·4 bytes / (BW η_m).
     """
-    groups = s["batch"] * np.ceil(s["num_heads"] / HEAD_TILE)
-    splits = np.clip(np.floor(p["num_sms"] / groups), 1.0, np.ceil(s["kv_len"] / p["kv_chunk"]))
-    fill = fill_fraction(groups * splits, p["num_sms"], p["fill_exponent"])
+    rule, sms = p.get("trtllm_gen_mla", GENERIC), p["num_sms"]
+    groups = s["batch"] * np.ceil(s["num_heads"] / head_tile(s, sms, rule))
+    splits = np.clip(np.floor(sms / groups), 1.0, np.ceil(s["kv_len"] / kv_step(rule, p["kv_chunk"])))
+    fill = fill_fraction(groups * splits, sms, p["fill_exponent"])
     stream = hw.bandwidth * p["memory_efficiency"]
-    t_memory = decode_latent_bytes(s) / (stream * fill) + decode_query_bytes(s) / stream
-    t_compute = decode_flops(s) / (hw.peak_flops * p["compute_efficiency"])
+    passes = 1.0 + p.get("latent_reread_share", 0.0) * (latent_reads(s, sms, rule) - 1.0)
+    t_memory = decode_latent_bytes(s) * passes / (stream * fill) + decode_query_bytes(s) / stream
+    t_compute = decode_flops({**s, "num_heads": mma_heads(s, sms, rule)}) / (hw.peak_flops * p["compute_efficiency"])
     partial = s["batch"] * s["num_heads"] * splits * (s["v_head_dim"] + 2.0) * 4.0
     t_split = np.where(splits > 1, p["reduction_overhead_s"] + partial / stream, 0.0)
-    setup = s["batch"] * p["seq_setup_s"] + s["batch"] * s["num_heads"] * p["head_setup_s"]
+    setup = setup_ctas(s, groups, rule) * p["seq_setup_s"] + s["batch"] * s["num_heads"] * p["head_setup_s"]
     return p["overhead_s"] + soft_max(t_memory, t_compute, exponent=p["overlap_exponent"]) + setup + t_split
 
 
@@ -163,6 +174,8 @@ DECODE = register(
         holdout=("num_heads",),
         sweep=("num_heads", "batch"),
         sweep_axis="kv_len",
+        entry_constants=lambda impl, dtype, hw: trtllm_gen_constants(impl, "fp4" in hw.flops_per_s),
+        constant_params={"trtllm_gen_mla": REREAD},
         source=SOURCE,
     )
 )

@@ -15,6 +15,8 @@ A family is what a calibrated profile fits as one entry per dtype (``moe/fp8_blo
   effect only that kernel shows; the form reads them with their neutral value elsewhere;
 * ``entry_constants``: ``(impl, dtype, chip spec) -> constants`` an entry's kernel fixes on that chip
   (stored with the entry like ``constants``: the Triton row-tile rule of the mxfp4 MoE entries), or None;
+* ``constant_params``: parameters only entries whose entry constants set a named constant (non-zero) fit,
+  by that constant's name (the trtllm-gen MLA decode rule's latent re-read share);
 * ``features``: derived shape arrays computed once per table (the MoE routing features), or None;
 * ``work``: ``(FLOPs, bytes)`` of the shape arrays (the constant-efficiency summary and per-op rows);
 * ``rate_dtype``: the dtype whose peak FLOP/s a row's dtype runs at, where it is not the dtype itself
@@ -82,6 +84,7 @@ class KernelFamily:
     source: str = ""
     kernel_params: Mapping[str, tuple[Param, ...]] = field(default_factory=dict)
     entry_constants: Callable[[str, str, HardwareSpec], Mapping[str, float]] | None = None
+    constant_params: Mapping[str, tuple[Param, ...]] = field(default_factory=dict)
 
     @property
     def op(self) -> str:
@@ -92,6 +95,10 @@ class KernelFamily:
         """The family an ``<op>_<impl>`` entry fits: its params plus ``kernel_params[impl]`` (if any)."""
         extra = self.kernel_params.get(impl, ())
         return replace(self, params=self.params + extra) if extra else self
+
+    def params_with(self, constants: Mapping[str, float]) -> tuple[Param, ...]:
+        """The params an entry with ``constants`` fits: ``params`` plus ``constant_params`` of each set constant."""
+        return self.params + tuple(q for name, qs in self.constant_params.items() if constants.get(name) for q in qs)
 
     def peak_dtype(self, dtype: str) -> str:
         """The dtype whose peak FLOP/s rows of ``dtype`` run at."""

@@ -115,7 +115,8 @@ def fit_op(key: str, table: Measurements, hw: HardwareSpec, max_rows: int = 4000
     assert model is not None
     fixed = {**model.constants, **entry_constants(key, hw), "num_sms": num_sms(hw)}
     s, nums = shapes(sub), hw_numbers(hw, sub)
-    fitted = fit_params(model.params, lambda p: model.time(s, nums, {**fixed, **p}), sub["time_s"], seed=seed)
+    params = model.params_with(fixed)
+    fitted = fit_params(params, lambda p: model.time(s, nums, {**fixed, **p}), sub["time_s"], seed=seed)
     return {**fitted, **fixed}
 
 
@@ -123,7 +124,7 @@ def params_at_bound(key: str, params: dict[str, float]) -> list[str]:
     """Fitted parameters of ``key`` stuck at a bound (collectives: ``name@devices``)."""
     model = model_for(key)
     if model is not None:
-        return at_bound(model.params, params)
+        return at_bound(model.params_with(params), params)
     out = []
     for name, value in params.items():
         base, _, _ = name.partition("@")
