@@ -224,7 +224,9 @@ def run_loop(run: _Run, sends: np.ndarray | None) -> None:
     grows = {getattr(cp, k): v for k, v in GROWS.items()}
     i_s, f_s = state["S"], state["F"]
     while True:
-        arrays = [state[k] for k in STATE]
+        arrays: list[np.ndarray | None] = [state[k] for k in STATE]
+        if run.closed is None:  # an open loop notifies no clients: no lists of finished and abandoned requests
+            arrays[-2:] = [None, None]
         status = cc.loop(*arrays, *table, enter, dropped, *events, draws, e.lag, MAX_ENGINE_STEPS, TURNS_PER_CALL)  # type: ignore[call-arg]
         for name in grows.get(status, ()):
             state[name] = _doubled(state[name])

@@ -106,9 +106,10 @@ def leave_decode(S, F, R, counts, bs, rid):
 @jit
 def finish(S, R, RF, fin, rid, end, blocks):
     """engine._release + _finish: the request leaves with its last token at ``end``, freeing ``blocks``
-    (``fin``: this step's finished requests, in order)."""
-    fin[S[N_FIN]] = rid
-    S[N_FIN] += 1
+    (``fin``: this step's finished requests, in order; None for an open loop, which needs no list)."""
+    if fin is not None:
+        fin[S[N_FIN]] = rid
+        S[N_FIN] += 1
     S[FREE] += blocks
     run_unlink(R, S, rid)
     RF[FINISH, rid] = end
@@ -152,8 +153,9 @@ def expire(S, F, R, RF, pf, counts, bs, dropped, fails):
         if dropped[rid] or R[GONE, rid]:
             continue
         R[GONE, rid], R[FAILED, rid] = 1, 1
-        fails[S[N_FAIL]] = rid
-        S[N_FAIL] += 1
+        if fails is not None:
+            fails[S[N_FAIL]] = rid
+            S[N_FAIL] += 1
         if R[IN_RUN, rid]:
             run_unlink(R, S, rid)
             if R[DECODING, rid]:

@@ -245,7 +245,8 @@ def loop(S, F, R, RF, wq, pf, ch_r, ch_c, counts, hk, hv, tl, itl_s, itl_end, it
             tl_record(F, S, tl, total, True)
             return FINISHED
         if busy and F[CLOCK] < t_ext:
-            S[N_FIN], S[N_FAIL] = 0, 0
+            if ev_t is not None:
+                S[N_FIN], S[N_FAIL] = 0, 0
             if S[DL_PTR] < S[PTR] and RF[DEADLINE, S[DL_PTR]] <= F[CLOCK]:  # engine.advance: abandon first
                 expire(S, F, R, RF, pf, counts, S[BS], dropped, fails)
             if S[N_RUN] or S[N_WAIT]:
