@@ -233,6 +233,20 @@ def heap_pop(hk, hv, S):
 
 
 @nb.njit(cache=True, error_model="numpy")
+def ev_before(ev_t, ev_q, a, b):
+    """Event a comes before event b: earlier, or as early and pushed first."""
+    return ev_t[a] < ev_t[b] or (ev_t[a] == ev_t[b] and ev_q[a] < ev_q[b])
+
+
+@nb.njit(cache=True, error_model="numpy")
+def ev_swap(ev_t, ev_q, ev_k, ev_r, a, b):
+    ev_t[a], ev_t[b] = ev_t[b], ev_t[a]
+    ev_q[a], ev_q[b] = ev_q[b], ev_q[a]
+    ev_k[a], ev_k[b] = ev_k[b], ev_k[a]
+    ev_r[a], ev_r[b] = ev_r[b], ev_r[a]
+
+
+@nb.njit(cache=True, error_model="numpy")
 def ev_push(ev_t, ev_q, ev_k, ev_r, S, t, kind, rid):
     """run.push: an event at t (ties: in push order)."""
     S[SEQ] += 1
@@ -240,12 +254,9 @@ def ev_push(ev_t, ev_q, ev_k, ev_r, S, t, kind, rid):
     ev_t[n], ev_q[n], ev_k[n], ev_r[n] = t, S[SEQ], kind, rid
     while n:
         p = (n - 1) // 2
-        if ev_t[p] < ev_t[n] or (ev_t[p] == ev_t[n] and ev_q[p] < ev_q[n]):
+        if ev_before(ev_t, ev_q, p, n):
             break
-        ev_t[p], ev_t[n] = ev_t[n], ev_t[p]
-        ev_q[p], ev_q[n] = ev_q[n], ev_q[p]
-        ev_k[p], ev_k[n] = ev_k[n], ev_k[p]
-        ev_r[p], ev_r[n] = ev_r[n], ev_r[p]
+        ev_swap(ev_t, ev_q, ev_k, ev_r, p, n)
         n = p
     S[EV_N] += 1
 
@@ -259,14 +270,11 @@ def ev_pop(ev_t, ev_q, ev_k, ev_r, S):
     i = 0
     while True:
         a, b, m = 2 * i + 1, 2 * i + 2, i
-        if a < n and (ev_t[a] < ev_t[m] or (ev_t[a] == ev_t[m] and ev_q[a] < ev_q[m])):
+        if a < n and ev_before(ev_t, ev_q, a, m):
             m = a
-        if b < n and (ev_t[b] < ev_t[m] or (ev_t[b] == ev_t[m] and ev_q[b] < ev_q[m])):
+        if b < n and ev_before(ev_t, ev_q, b, m):
             m = b
         if m == i:
             return
-        ev_t[m], ev_t[i] = ev_t[i], ev_t[m]
-        ev_q[m], ev_q[i] = ev_q[i], ev_q[m]
-        ev_k[m], ev_k[i] = ev_k[i], ev_k[m]
-        ev_r[m], ev_r[i] = ev_r[i], ev_r[m]
+        ev_swap(ev_t, ev_q, ev_k, ev_r, m, i)
         i = m
