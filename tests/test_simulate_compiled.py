@@ -111,7 +111,7 @@ def test_seventy_b_deployment_agrees_and_preempts():
     cost = cost_for(
         load_model("llama-2-70b"), load_hardware("h100-sxm-cal"), tp=4, max_context=900, reserve_tokens=2048
     )
-    cost = replace(cost, kv_capacity_tokens=12_000)  # about 20 requests' KV: the batch preempts
+    cost = replace(cost, kv_capacity_tokens=12_000)  # 14 full-length requests' KV: the batch preempts
     config = SimConfig(
         lengths=fixed_lengths(575, 248),
         requests=3000,
@@ -120,26 +120,34 @@ def test_seventy_b_deployment_agrees_and_preempts():
     )
     compiled, stepwise, _ = three(cost, OpenLoop(12.0), config)
     assert_same_results(compiled, stepwise)
-    assert compiled.completed == 3000
-    assert compiled.preemptions > 100
+    assert compiled.completed == 3000  # no timeout, and 822 tokens fit the cache: every request finishes
+    # Why it must preempt (by hand): 12,000 tokens are 750 blocks of 16; a request at full length holds
+    # ceil(822 / 16) = 52, so 14 fit at once.  Each decode step reads the 138 GB of bf16 weights over
+    # 4 x 3.35 TB/s (H100 SXM datasheet) at least: >= 10.3 ms, so a request spends >= 248 x 10.3 ms = 2.6 s
+    # decoding and at 12 requests/s >= 31 are in flight (Little's law) > 14.
+    assert compiled.preemptions > 0
 
 
 def test_overloaded_run_with_client_timeout_agrees():
-    # Llama-2-70B TP4 offered 40 requests/s (several times what it serves) by clients who give up after 20 s:
-    # the queue grows until abandonment balances it; completed, failed and every latency agree.
+    # Llama-2-70B TP4 offered 100 requests/s, more than it serves, by clients who give up after 20 s: the
+    # queue grows until abandonment balances it; completed, failed and every latency agree.
     cost = cost_for(
         load_model("llama-2-70b"), load_hardware("h100-sxm-cal"), tp=4, max_context=900, reserve_tokens=2048
     )
     config = SimConfig(
         lengths=fixed_lengths(575, 248),
-        requests=2000,
+        requests=3000,
         scheduler=SchedulerConfig(128, 2048, 16),
         timeout_s=20.0,
         max_points=200,
     )
-    compiled, stepwise, _ = three(cost, OpenLoop(40.0), config)
+    compiled, stepwise, _ = three(cost, OpenLoop(100.0), config)
     assert_same_results(compiled, stepwise)
-    assert compiled.failed > 500 and compiled.completed > 200
+    assert compiled.completed + compiled.failed + compiled.dropped == 3000
+    # By hand: a prompt of 575 tokens costs 2 x 69e9 x 575 = 79.4 TFLOP, >= 20.1 ms at 4 x 989 TFLOP/s
+    # (bf16 dense, H100 SXM datasheet), so at most 49.9 requests finish a second.  Sends span 30 s and each
+    # must finish within 20 s of its send: within 50 s at most 2,493 finish, so >= 507 fail.
+    assert compiled.failed >= 507
 
 
 def test_buffers_grown_mid_run_change_nothing(monkeypatch):
@@ -153,7 +161,7 @@ def test_buffers_grown_mid_run_change_nothing(monkeypatch):
     config = SimConfig(lengths=fixed_lengths(575, 248), requests=600, scheduler=SchedulerConfig(128, 2048, 16))
     compiled_run, stepwise, _ = three(cost, OpenLoop(12.0), config)
     assert_same_results(compiled_run, stepwise)
-    assert compiled_run.preemptions > 50
+    assert compiled_run.preemptions > 0  # 14 requests' KV for >= 31 in flight (test_seventy_b_...)
 
 
 def test_step_ceiling_stops_a_compiled_run(monkeypatch):

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from roofline.analyses.simulate.blocks import blocks_for
 from roofline.analyses.simulate.bounds import MAX_ENGINE_STEPS, steps_exceeded
 from roofline.analyses.simulate.load import MAX_REQUESTS, Staged
 from roofline.analyses.simulate.table import StepTable
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from roofline.analyses.simulate.run import _Run
 
 #: ``event_loop="auto"`` compiles runs of at least this many requests: below it the Python loop (about 50 us a
-#: request) finishes before numba has imported and loaded the cached loop (about 0.6 s).
+#: request) finishes before numba has imported and loaded the cached loop (0.7-1.0 s here).
 AUTO_MIN_REQUESTS = 16_000
 #: Loop turns per compiled call (progress is reported between calls).
 TURNS_PER_CALL = 1 << 18
@@ -42,7 +43,7 @@ def numba_missing() -> str | None:
     return None
 
 
-def unsupported(run: _Run, sends: np.ndarray | None) -> str | None:
+def unsupported(run: _Run) -> str | None:
     """What of this run the compiled loop does not cover (None: it covers it)."""
     e = run.engines[0]
     checks = (
@@ -65,7 +66,7 @@ def chooses(run: _Run, sends: np.ndarray | None) -> bool:
     loop = run.config.event_loop
     if loop == "python" or (loop == "auto" and run.config.stepwise):
         return False
-    why = unsupported(run, sends)
+    why = unsupported(run)
     if loop == "compiled":
         if why is not None:
             raise OptionError(
@@ -79,7 +80,7 @@ def chooses(run: _Run, sends: np.ndarray | None) -> bool:
 def run_either(run: _Run, sends: np.ndarray | None) -> str:
     """Run the event loop the config chooses; what ran it (the result's ``sources["event loop"]``)."""
     if chooses(run, sends):
-        run_loop(run, sends)  # type: ignore[arg-type]
+        run_loop(run, sends)
         return DESCRIBES
     run.loop(sends)
     return "python" + (", every step priced on its own" if run.config.stepwise else "")
@@ -213,7 +214,7 @@ def run_loop(run: _Run, sends: np.ndarray | None) -> None:
     e = run.engines[0]
     inp, out, measured = _requests(run, sends)
     whole = inp + out - 1  # the last token's KV is never written
-    dropped = -(-whole // e.bs) > e.total_blocks
+    dropped = np.greater(blocks_for(whole, e.bs), e.total_blocks)  # type: ignore[arg-type]  # run.arrive: Engine.fits
     state = _state(run, sends, inp, out, measured)
     pricer = e.pricer
     assert isinstance(pricer, StepTable)  # unsupported() said so
@@ -257,33 +258,33 @@ def _floats(a: np.ndarray, code: str = "d") -> array:
 
 def _write_back(run: _Run, e: Engine, state: dict[str, np.ndarray]) -> None:
     """The replica's fields and the records as the Python loop leaves them."""
-    from roofline.analyses.simulate import compiled_parts as cc
+    from roofline.analyses.simulate import compiled_parts as cp
 
     i_s, f_s, r, rf = state["S"], state["F"], state["R"], state["RF"]
-    e.preemptions, e.step_no, e.free = int(i_s[cc.PREEMPTS]), int(i_s[cc.STEP_NO]), int(i_s[cc.FREE])
+    e.preemptions, e.step_no, e.free = int(i_s[cp.PREEMPTS]), int(i_s[cp.STEP_NO]), int(i_s[cp.FREE])
     times, run_ends, weights = state["itl_s"], state["itl_end"], state["itl_w"]
-    e.itl_s = _floats(times[: i_s[cc.ITL_N]])
-    e.itl_end, e.itl_w = _floats(run_ends[: i_s[cc.RUNS_N]]), _floats(weights[: i_s[cc.RUNS_N]])
-    e.itl_k = _floats(state["itl_k"][: i_s[cc.RUNS_N]], "q")
-    e.gaps = state["gaps"][: i_s[cc.GAP_N]].tolist()
-    tl, n = e.tl, int(i_s[cc.TL_N])
-    tl.cols = [_floats(state["tl"][c, :n]) for c in range(cc.TL_COLS)]
-    tl.c_batch, tl.c_kv, tl.c_insys = float(f_s[cc.C_BATCH]), float(f_s[cc.C_KV]), float(f_s[cc.C_INSYS])
-    tl.c_queue, tl.c_tokens = float(f_s[cc.C_QUEUE]), float(f_s[cc.C_TOKENS])
-    tl.min_dt, tl.last_t = float(f_s[cc.MIN_DT]), float(f_s[cc.LAST_T])
-    finished = ~np.isnan(rf[cc.FINISH])
-    late = finished & (rf[cc.FINISH] > rf[cc.DEADLINE])  # run.collect: finished after its client gave up
+    e.itl_s = _floats(times[: i_s[cp.ITL_N]])
+    e.itl_end, e.itl_w = _floats(run_ends[: i_s[cp.RUNS_N]]), _floats(weights[: i_s[cp.RUNS_N]])
+    e.itl_k = _floats(state["itl_k"][: i_s[cp.RUNS_N]], "q")
+    e.gaps = state["gaps"][: i_s[cp.GAP_N]].tolist()
+    tl, n = e.tl, int(i_s[cp.TL_N])
+    tl.cols = [_floats(state["tl"][c, :n]) for c in range(cp.TL_COLS)]
+    tl.c_batch, tl.c_kv, tl.c_insys = float(f_s[cp.C_BATCH]), float(f_s[cp.C_KV]), float(f_s[cp.C_INSYS])
+    tl.c_queue, tl.c_tokens = float(f_s[cp.C_QUEUE]), float(f_s[cp.C_TOKENS])
+    tl.min_dt, tl.last_t = float(f_s[cp.MIN_DT]), float(f_s[cp.LAST_T])
+    finished = ~np.isnan(rf[cp.FINISH])
+    late = finished & (rf[cp.FINISH] > rf[cp.DEADLINE])  # run.collect: finished after its client gave up
     out_s, rec = run.path.frontend_out_s, run.records
     idx = np.flatnonzero(finished & ~late)  # run.finish
-    rec.first[idx], rec.finish[idx] = rf[cc.FIRST, idx] + out_s, rf[cc.FINISH, idx] + out_s
-    rec.tokens[idx], rec.cached[idx], rec.preemptions[idx] = r[cc.OUT, idx], r[cc.CACHED, idx], r[cc.PREEMPTED, idx]
-    idx = np.flatnonzero((r[cc.FAILED] == 1) | late)  # run.fail: what the client saw by send + timeout
+    rec.first[idx], rec.finish[idx] = rf[cp.FIRST, idx] + out_s, rf[cp.FINISH, idx] + out_s
+    rec.tokens[idx], rec.cached[idx], rec.preemptions[idx] = r[cp.OUT, idx], r[cp.CACHED, idx], r[cp.PREEMPTED, idx]
+    idx = np.flatnonzero((r[cp.FAILED] == 1) | late)  # run.fail: what the client saw by send + timeout
     if idx.size:
         gave_up = rec.send[idx] + run.timeout
-        seen = rf[cc.FIRST, idx] + out_s
+        seen = rf[cp.FIRST, idx] + out_s
         rec.failed_at[idx], rec.first[idx] = gave_up, np.where(seen <= gave_up, seen, math.nan)
-        rec.tokens[idx], rec.cached[idx], rec.preemptions[idx] = r[cc.GEN, idx], r[cc.CACHED, idx], r[cc.PREEMPTED, idx]
-    run.done_count = int(i_s[cc.DONE])
+        rec.tokens[idx], rec.cached[idx], rec.preemptions[idx] = r[cp.GEN, idx], r[cp.CACHED, idx], r[cp.PREEMPTED, idx]
+    run.done_count = int(i_s[cp.DONE])
     run.watch.check(run.engines, run.done_count, final=True)
     if run.done_count != run.sent:
         raise RuntimeError(f"simulator lost requests: {run.done_count} accounted for of {run.sent} sent")

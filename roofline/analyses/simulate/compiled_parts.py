@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numba as nb
 
+from roofline.analyses.simulate import blocks, table
 from roofline.analyses.simulate.table import CACHED_POINTS, CONTEXT_POINTS, DELTA_CONTEXT_POINTS
 
 # ---- integer scalars (S)
@@ -42,25 +43,15 @@ MAX_RECORDS = 1 << 13
 CHECK_TURNS = 4096
 
 
-@nb.njit(cache=True, error_model="numpy")
-def blocks_for(tokens, bs):
-    """ceil(tokens / bs) (blocks.blocks_for)."""
-    return -(-tokens // bs)
+#: The Python engine's own block count and step-table corner, compiled (one formula each, two runtimes).
+blocks_for = nb.njit(cache=True, error_model="numpy")(blocks.blocks_for)
+corner = nb.njit(cache=True, error_model="numpy")(table._corner)
 
 
 @nb.njit(cache=True, error_model="numpy")
 def phase(x, bs):
     """x mod bs in [0, bs) (Python's modulo, whatever the sign)."""
     return ((x % bs) + bs) % bs
-
-
-@nb.njit(cache=True, error_model="numpy")
-def _corner(d, a, s0, s1, s2, wn, wc, vc, wt, vt):
-    """The n-, T- and c-interpolated increment at flat index a (table._corner)."""
-    b = a + s0
-    lo_n = (d[a] * vc + d[a + s2] * wc) * vt + (d[a + s1] * vc + d[a + s1 + s2] * wc) * wt
-    hi_n = (d[b] * vc + d[b + s2] * wc) * vt + (d[b + s1] * vc + d[b + s1 + s2] * wc) * wt
-    return lo_n + wn * (hi_n - lo_n)
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -102,10 +93,10 @@ def mixed_s(tab, rows, delta, n_i, n_w, t_j, t_w, strides, n, kv, tokens, pairs,
         m = min(int(y), DELTA_CONTEXT_POINTS - 2)
         wx = y - m
         a += m
-        lo_x = _corner(delta, a, s0, s1, s2, wn, wc, vc, wt, vt)
-        hi_x = _corner(delta, a + 1, s0, s1, s2, wn, wc, vc, wt, vt)
+        lo_x = corner(delta, a, s0, s1, s2, wn, wc, vc, wt, vt)
+        hi_x = corner(delta, a + 1, s0, s1, s2, wn, wc, vc, wt, vt)
         return base + ((0.0 + (1 - wx) * lo_x) + wx * hi_x)
-    return base + (0.0 + _corner(delta, a, s0, s1, s2, wn, wc, vc, wt, vt))
+    return base + (0.0 + corner(delta, a, s0, s1, s2, wn, wc, vc, wt, vt))
 
 
 # ------------------------------------------------------------------ the timeline (records.Timeline)
